@@ -1,0 +1,73 @@
+# clio - build, demo and tests.  `make` builds build/clio and
+# build/libclio.a; `make demo` runs the seed experiments; `make check`
+# runs every test (plain, then ASan+UBSan, then TSan on the threaded ones).
+
+BUILD   ?= build
+CC      ?= cc
+OPT     ?= -O2
+SAN     ?=
+DEFS    ?=
+CFLAGS  += -std=c11 -D_GNU_SOURCE $(OPT) -g -Wall -Wextra -Wshadow -Wvla \
+           -Iinclude -Ilib -pthread $(SAN) $(DEFS)
+LDLIBS  += -pthread -lm
+LDFLAGS += $(SAN)
+
+LIB_SRC := $(wildcard lib/*.c lib/dev/*.c)
+CLI_SRC := $(wildcard cli/*.c)
+TEST_SRC := $(wildcard tests/unit/test-*.c)
+
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
+TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+
+.PHONY: all deps demo check check-plain check-asan check-tsan tests clean
+
+all: $(BUILD)/clio $(BUILD)/libclio.a
+
+$(BUILD)/obj/%.o: %.c include/clio.h lib/internal.h $(wildcard lib/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/libclio.a: $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/clio: $(CLI_OBJ) $(BUILD)/libclio.a
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libclio.a $(LDLIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libclio.a tests/unit/testutil.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(BUILD)/libclio.a $(LDFLAGS) -lcmocka $(LDLIBS)
+
+tests: all $(TEST_BIN)
+
+deps:
+	@sh scripts/deps.sh
+
+demo: deps all
+	@sh scripts/demo.sh $(BUILD)/clio
+
+# One build per flavour, each in its own directory.
+check: deps
+	$(MAKE) check-plain
+	$(MAKE) check-asan
+	$(MAKE) check-tsan
+
+check-plain:
+	$(MAKE) BUILD=build DEFS=-DCLIO_DEBUG tests
+	sh tests/run-tests.sh build plain
+
+check-asan:
+	$(MAKE) BUILD=build-asan OPT=-O1 DEFS=-DCLIO_DEBUG \
+		SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" tests
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+		sh tests/run-tests.sh build-asan asan
+
+check-tsan:
+	$(MAKE) BUILD=build-tsan OPT=-O1 SAN="-fsanitize=thread" tests
+	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+		sh tests/run-tests.sh build-tsan tsan
+
+clean:
+	rm -rf build build-asan build-tsan

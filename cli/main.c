@@ -1,0 +1,41 @@
+/*
+ * main.c - the clio command: dispatches to its subcommands.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <sysexits.h>
+
+#include "cli.h"
+
+static void
+usage(FILE *fp)
+{
+	fprintf(fp,
+		"usage: clio dd [OPERAND]... [OPTION]...\n"
+		"       clio version\n"
+		"       clio help\n"
+		"See clio(1).\n");
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return EX_USAGE;
+	}
+	if (strcmp(argv[1], "dd") == 0)
+		return cmd_dd(argc - 1, argv + 1);
+	if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0) {
+		printf("clio %s\n", CLIO_VERSION);
+		return 0;
+	}
+	if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
+	    strcmp(argv[1], "-h") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	fprintf(stderr, "clio: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return EX_USAGE;
+}

@@ -1,0 +1,194 @@
+/*
+ * clio.h - the public API of libclio, a user-space buffer cache with
+ * BSD-style I/O clustering.
+ *
+ * Conventions (those of liburing):
+ *  - every call that can fail returns 0 (or a byte count) on success and a
+ *    negative errno value on failure; errno is never set;
+ *  - every call may be made from any thread;
+ *  - sizes are bytes, times are seconds (double).
+ *
+ * Layers, top to bottom: file handles (clio_open ...), the buffer cache
+ * (clio_cache), clustering, and devices (clio_dev), which all storage goes
+ * through.  See libclio(3).
+ */
+#ifndef CLIO_H
+#define CLIO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct clio_dev clio_dev;
+typedef struct clio_cache clio_cache;
+typedef struct clio_file clio_file;
+
+/* ---------------------------------------------------------------- devices */
+
+/* Flags for clio_dev_open. */
+#define CLIO_DEV_RDONLY 0x1 /* open read-only */
+#define CLIO_DEV_CREATE 0x2 /* file backend: create a missing regular file */
+
+/*
+ * Open a device from a string:
+ *   /path  or  file:/path[?direct=0|1]     a regular file or block device
+ *   mem:size=N                              sparse memory
+ *   sim:preset=NAME[,size=N][,clock=virtual|real][,PARAM=V ...]
+ *   fault:OPTS@INNER                        fault injection around INNER
+ * Sizes take K, M, G, T suffixes (powers of 1024) as dd does.
+ * On a malformed string returns -EINVAL and, when errbuf is not NULL,
+ * writes a one-line message naming the bad value into it.
+ */
+int clio_dev_open(const char *spec, int flags, clio_dev **devp);
+int clio_dev_open_err(const char *spec, int flags, clio_dev **devp,
+		      char *errbuf, size_t errlen);
+int clio_dev_close(clio_dev *d);
+
+const char *clio_dev_name(const clio_dev *d);	/* the string it was opened from */
+uint64_t clio_dev_size(const clio_dev *d);
+uint32_t clio_dev_sector_size(const clio_dev *d);
+uint32_t clio_dev_maxio(const clio_dev *d);	/* 0: no limit */
+int clio_dev_is_virtual(const clio_dev *d);	/* runs on the virtual clock */
+
+/* Asynchronous requests.  The callback runs once, on any thread, possibly
+ * before clio_dev_submit returns; the request must stay allocated until
+ * then.  result is the byte count or -errno. */
+enum clio_op { CLIO_OP_READ, CLIO_OP_WRITE, CLIO_OP_FLUSH };
+struct clio_req {
+	enum clio_op op;
+	uint64_t offset;
+	const struct iovec *iov;
+	int iovcnt;
+	void (*done)(struct clio_req *req);
+	void *priv;
+	/* set by the device layer before done() runs */
+	ssize_t result;
+	double t_done; /* completion time on the device's clock */
+	/* private to the device layer */
+	void *internal[6];
+};
+int clio_dev_submit(clio_dev *d, struct clio_req *req);
+
+/* Synchronous, uncached transfers (submit and wait). */
+ssize_t clio_dev_preadv(clio_dev *d, const struct iovec *iov, int iovcnt,
+			uint64_t off);
+ssize_t clio_dev_pwritev(clio_dev *d, const struct iovec *iov, int iovcnt,
+			 uint64_t off);
+ssize_t clio_dev_pread(clio_dev *d, void *buf, size_t len, uint64_t off);
+ssize_t clio_dev_pwrite(clio_dev *d, const void *buf, size_t len, uint64_t off);
+int clio_dev_flush(clio_dev *d);
+int clio_dev_resize(clio_dev *d, uint64_t size); /* -ENOTSUP if fixed */
+
+/* Statistics of one side of a device. */
+#define CLIO_HIST_BUCKETS 24 /* transfer sizes: bucket k holds [512<<(k-1), 512<<k) */
+struct clio_iostat {
+	uint64_t reads, writes, flushes;
+	uint64_t read_bytes, write_bytes;
+	uint64_t errors;
+	double busy_s;			/* time with at least one request outstanding */
+	double lat_p50_s, lat_p99_s;	/* request latency percentiles */
+	uint64_t size_hist[CLIO_HIST_BUCKETS];
+};
+struct clio_dev_stats {
+	struct clio_iostat front; /* what the cache was asked for this device */
+	struct clio_iostat back;  /* what reached the storage */
+};
+void clio_dev_stats(clio_dev *d, struct clio_dev_stats *st);
+void clio_dev_stats_reset(clio_dev *d);
+
+/* The virtual clock shared by all devices with clock=virtual. */
+double clio_vclock_now(void);
+
+/* ---------------------------------------------------------------- cache */
+
+enum clio_cluster_mode { CLIO_CLUSTER_ON, CLIO_CLUSTER_LITE, CLIO_CLUSTER_OFF };
+enum clio_rbw_mode { CLIO_RBW_CLUSTER, CLIO_RBW_BLOCK };
+
+struct clio_conf {
+	uint32_t bsize;		/* buffer (logical block) size */
+	uint32_t maxbsize;	/* largest buffer; the cluster limit with cluster=lite */
+	uint32_t maxphys;	/* largest transfer the cache issues */
+	uint32_t read_max;	/* read-ahead window, blocks */
+	uint32_t seqmax;	/* cap of the sequential count */
+	uint64_t cache_size;	/* bytes of buffer memory */
+	uint32_t dirty_hi;	/* percent of cache_size: writers flush above */
+	uint32_t dirty_lo;	/* ... down to this percent */
+	double dirty_age;	/* seconds a buffer may stay dirty */
+	enum clio_cluster_mode cluster;
+	enum clio_rbw_mode rbw;
+	uint32_t write_behind;	/* 0 off, 1 push full clusters, 2 push the one before */
+	uint32_t queue_depth;	/* default for devices opened by the command */
+	uint32_t flusher;	/* 1: run the background flusher thread */
+};
+
+#define CLIO_CONF_DEFAULTS                                                  \
+	{                                                                   \
+		.bsize = 16384, .maxbsize = 65536, .maxphys = 1048576,      \
+		.read_max = 64, .seqmax = 127, .cache_size = 64ull << 20,   \
+		.dirty_hi = 50, .dirty_lo = 25, .dirty_age = 30.0,          \
+		.cluster = CLIO_CLUSTER_ON, .rbw = CLIO_RBW_CLUSTER,        \
+		.write_behind = 1, .queue_depth = 4, .flusher = 1           \
+	}
+
+/* Set one tunable by name ("bsize", "maxphys", "cluster", ...) from a
+ * string; -EINVAL with a message naming the value in errbuf if bad. */
+int clio_conf_set(struct clio_conf *conf, const char *key, const char *value,
+		  char *errbuf, size_t errlen);
+/* Check a whole configuration (powers of two, ranges, relations). */
+int clio_conf_check(const struct clio_conf *conf, char *errbuf, size_t errlen);
+
+int clio_cache_new(const struct clio_conf *conf, clio_cache **cp);
+/* Writes back every dirty buffer, then frees; returns the first error. */
+int clio_cache_free(clio_cache *c);
+/* Write back every dirty buffer of every object and flush the devices. */
+int clio_sync(clio_cache *c);
+
+struct clio_cache_stats {
+	uint64_t hits, misses;		/* block lookups by readers and writers */
+	uint64_t readahead_blocks;	/* blocks read ahead of the reader */
+	uint64_t readahead_used;	/* of those, later hit */
+	uint64_t read_clusters;		/* read requests issued */
+	uint64_t write_clusters;	/* write requests issued */
+	uint64_t rbw_reads;		/* partial writes that had to read */
+	uint64_t evictions;
+	uint64_t throttles;		/* times a writer had to flush */
+	uint64_t write_errors;		/* failed write-backs */
+	uint64_t lost_bytes;		/* dirty bytes dropped after a failure */
+	uint64_t dirty_bytes;		/* now */
+	uint64_t cached_bytes;		/* now: valid buffers */
+	uint32_t nbuf;			/* buffers */
+};
+void clio_cache_stats(clio_cache *c, struct clio_cache_stats *st);
+
+/* ---------------------------------------------------------------- files */
+
+#define CLIO_RDONLY 0x0
+#define CLIO_WRONLY 0x1
+#define CLIO_RDWR 0x2
+#define CLIO_ACCMODE 0x3
+#define CLIO_DIRECT 0x10 /* bypass the cache: the raw path */
+
+/* Open a handle on a device's data through the cache.  Handles on the same
+ * device share its buffers. */
+int clio_open(clio_cache *c, clio_dev *d, int flags, clio_file **fp);
+/* Writes back the object's dirty data if this is its last handle; returns
+ * any write-back error not yet reported to this handle. */
+int clio_close(clio_file *f);
+
+ssize_t clio_pread(clio_file *f, void *buf, size_t len, uint64_t off);
+ssize_t clio_pwrite(clio_file *f, const void *buf, size_t len, uint64_t off);
+/* Every byte written before the call is on storage and the device flushed. */
+int clio_fsync(clio_file *f);
+int clio_ftruncate(clio_file *f, uint64_t size);
+/* The size readers see, including dirty data not yet written. */
+int64_t clio_fsize(clio_file *f);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CLIO_H */

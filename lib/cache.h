@@ -1,0 +1,129 @@
+/*
+ * cache.h - the buffer cache's structures, shared by cache.c (buffers,
+ * replacement, dirty accounting, the flusher), cluster.c (read clusters,
+ * read-ahead, write clusters) and file.c (the handles and the API).
+ * The invariants and the state diagram are at the top of cache.c.
+ */
+#ifndef CLIO_CACHE_H
+#define CLIO_CACHE_H
+
+#include "internal.h"
+
+enum buf_state {
+	B_FREE,	   /* on the free list, in no hash chain */
+	B_INVAL,   /* hashed, no valid data, being set up by a holder */
+	B_READING, /* hashed, a read is filling it */
+	B_CLEAN,   /* valid, same as storage */
+	B_DIRTY,   /* valid, newer than storage, on the dirty list */
+	B_WRITING, /* valid, a write of it is in flight */
+};
+
+#define BF_RAM 0x1  /* read-ahead trip wire: a hit starts the next batch */
+#define BF_REF 0x2  /* referenced again since the clock hand passed */
+#define BF_RA 0x4   /* filled by read-ahead and not used yet */
+#define BF_WERR 0x8 /* its last write-back failed; still dirty */
+
+struct cobj;
+
+struct buf {
+	struct cobj *b_obj;
+	uint64_t b_lbn;
+	unsigned char *b_data;
+	enum buf_state b_state;
+	unsigned b_flags;
+	int b_hold;	    /* threads that hold it: it is not evicted */
+	double b_ready;	    /* virtual time its last I/O completed */
+	double b_dirtied;   /* real time it became dirty */
+	uint64_t b_tried;   /* fsync pass that last tried to write it */
+	struct buf *b_hnext;		/* hash chain */
+	struct buf *b_dprev, *b_dnext;	/* dirty list, oldest first */
+	struct buf *b_fnext;		/* free list */
+};
+
+/* A cached object: one device's data. */
+struct cobj {
+	clio_dev *o_dev;
+	uint64_t o_size;	/* the size readers see */
+	bool o_resizable;
+	int o_nhandles;
+	uint64_t o_ndirty;	/* its dirty buffers */
+	uint64_t o_nio;		/* its buffers under I/O */
+	int o_err;		/* last write-back error (positive errno) */
+	int o_rerr;		/* last read error (positive errno) */
+	uint64_t o_errseq;	/* bumped on each write-back failure */
+	double o_wdone;		/* virtual: latest write completion */
+	struct cobj *o_next;
+};
+
+struct clio_cache {
+	struct clio_conf conf;
+	pthread_mutex_t lock;
+	pthread_cond_t cv;	/* any buffer changed state */
+	struct buf *bufs;
+	uint32_t nbuf;
+	unsigned char *arena;
+	size_t arena_len;
+	struct buf **hash;
+	uint32_t hmask;
+	struct buf *freelist;
+	uint32_t hand;		/* CLOCK hand */
+	struct buf *dirty_head, *dirty_tail;
+	uint64_t ndirty, nwerr, nvalid, nio;
+	uint64_t fsync_gen;
+	struct cobj *objs;
+	uint32_t rcluster;	/* blocks in a read cluster */
+	uint32_t wcluster;	/* blocks in a write cluster */
+	uint64_t dirty_hi_bufs, dirty_lo_bufs;
+	struct clio_cache_stats st;
+	uint64_t checks;	/* debug: invariant checks made */
+	pthread_t flusher;
+	bool flusher_running, stopping;
+	pthread_cond_t flusher_cv;
+};
+
+struct clio_file {
+	clio_cache *f_cache;
+	struct cobj *f_obj;
+	int f_flags;
+	uint32_t f_seq[2];	/* sequential counts: [0] reads, [1] writes */
+	uint64_t f_nextoff[2];
+	uint64_t f_errseen;	/* o_errseq last reported to this handle */
+	int64_t f_lastw;	/* last block this handle completed, -1 none */
+};
+
+/* cache.c: called with c->lock held unless noted. */
+struct buf *buf_lookup(clio_cache *c, struct cobj *o, uint64_t lbn);
+struct buf *getblk(clio_cache *c, struct cobj *o, uint64_t lbn, bool nowait,
+		   int *err);
+void buf_release(clio_cache *c, struct buf *b);
+void buf_discard(clio_cache *c, struct buf *b);
+void buf_mark_dirty(clio_cache *c, struct buf *b);
+void buf_wait(clio_cache *c, struct buf *b);
+void buf_touch(clio_cache *c, struct buf *b);
+/* Submit a read or write of bufs[0..n), contiguous blocks; drops and
+ * retakes the lock.  With wait, returns the I/O's result after it
+ * completed; otherwise 0 or a submission error. */
+int bio_submit(clio_cache *c, struct cobj *o, enum clio_op op,
+	       struct buf **bufs, int n, bool wait);
+/* Write b and its dirty neighbours as one request (drops the lock). */
+int flush_buf(clio_cache *c, struct buf *b, uint64_t gen);
+int flush_oldest(clio_cache *c);
+void throttle_writer(clio_cache *c);
+int obj_writeback(clio_cache *c, struct cobj *o);
+void obj_wait_io(clio_cache *c, struct cobj *o);
+bool cache_invariants(clio_cache *c);
+void cache_check(clio_cache *c);
+static inline uint64_t
+obj_nblocks(const clio_cache *c, const struct cobj *o)
+{
+	return DIV_ROUND_UP(o->o_size, c->conf.bsize);
+}
+
+/* cluster.c */
+int cluster_read(clio_cache *c, struct cobj *o, uint64_t lbn, size_t totread,
+		 uint32_t seq, bool readahead, struct buf **bp);
+void readahead(clio_cache *c, struct cobj *o, uint64_t lbn, uint32_t seq);
+void cluster_write(clio_cache *c, clio_file *f, uint64_t lbn, uint32_t seq);
+void push_range(clio_cache *c, struct cobj *o, uint64_t first, uint64_t last);
+
+#endif

@@ -1,0 +1,213 @@
+/*
+ * cluster.c - BSD-style clustering: a read miss becomes one synchronous
+ * cluster plus asynchronous read-ahead; full blocks written in sequence
+ * go out as write clusters (write-behind).
+ *
+ * Sizes: a read cluster is c->rcluster blocks (maxphys/bsize, or
+ * maxbsize/bsize with cluster=lite, 1 with cluster=off); write clusters
+ * are c->wcluster blocks.  Read-ahead clusters and write-behind clusters
+ * are aligned to multiples of their size, so that a steady stream reaches
+ * the device in whole clusters.
+ *
+ * Invariants:
+ *  1. A cluster is built only from blocks not in the cache; it stops at
+ *     the first cached block, at EOF, and (for extensions) at the first
+ *     block for which no buffer is free without waiting.
+ *  2. Read-ahead never passes EOF and never runs when the sequential
+ *     count is 0.
+ *  3. The first block of each read-ahead cluster carries the trip wire
+ *     BF_RAM; a hit on it extends the window (readahead()).
+ *  4. Called with c->lock held; each submission drops it for a moment.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "cache.h"
+
+/*
+ * Build a cluster of missing blocks [lbn, end) after `first` (an INVAL
+ * buffer already held for lbn, or NULL to allocate without waiting), and
+ * submit it.  Returns the blocks submitted.
+ */
+static int
+build_read(clio_cache *c, struct cobj *o, uint64_t lbn, uint64_t end,
+	   struct buf *first, bool ahead, bool wait, int *result)
+{
+	struct buf *run[1024];
+	uint64_t l;
+	int n = 0, r, i, err = 0;
+
+	if (end - lbn > 1024)
+		end = lbn + 1024;
+	if (first != NULL)
+		run[n++] = first;
+	for (l = lbn + (first != NULL); l < end; l++) {
+		struct buf *b;
+
+		if (buf_lookup(c, o, l) != NULL)
+			break;
+		b = getblk(c, o, l, true, &err);
+		if (b == NULL)
+			break;
+		run[n++] = b;
+	}
+	if (n == 0)
+		return 0;
+	if (ahead) {
+		run[0]->b_flags |= BF_RAM;
+		for (i = 0; i < n; i++)
+			run[i]->b_flags |= BF_RA;
+		c->st.readahead_blocks += (uint64_t)n;
+	}
+	/* the holds of the extension buffers pass to the I/O */
+	for (i = first != NULL; i < n; i++)
+		run[i]->b_hold--;
+	r = bio_submit(c, o, CLIO_OP_READ, run, n, wait);
+	if (result != NULL)
+		*result = r;
+	return n;
+}
+
+/*
+ * Read-ahead from just after lbn to lbn + min(seq, read_max) blocks, in
+ * aligned clusters, skipping what is cached.
+ */
+void
+readahead(clio_cache *c, struct cobj *o, uint64_t lbn, uint32_t seq)
+{
+	uint64_t eof = obj_nblocks(c, o), C = c->rcluster, end, start;
+
+	if (seq == 0)
+		return;
+	/* cluster=off: the one-block read-ahead of breadn() */
+	if (c->conf.cluster == CLIO_CLUSTER_OFF) {
+		if (seq > 1 && lbn + 1 < eof && buf_lookup(c, o, lbn + 1) == NULL)
+			build_read(c, o, lbn + 1, lbn + 2, NULL, true, false, NULL);
+		return;
+	}
+	end = MIN(lbn + MIN(seq, c->conf.read_max), eof);
+	/* past the first cluster, issue whole aligned clusters only */
+	if (end < eof && end - lbn > C && end / C * C > lbn + 1)
+		end = end / C * C;
+	for (start = lbn + 1; start < end; start++)
+		if (buf_lookup(c, o, start) == NULL)
+			break;
+	while (start < end) {
+		uint64_t cl_end = MIN(end, (start / C + 1) * C);
+		int n = build_read(c, o, start, cl_end, NULL, true, false, NULL);
+
+		if (n == 0)
+			break;
+		/* the lock was dropped: look again for the next hole */
+		for (start += (uint64_t)n; start < end; start++)
+			if (buf_lookup(c, o, start) == NULL)
+				break;
+	}
+}
+
+/*
+ * A miss on lbn: read one synchronous cluster covering up to totread
+ * bytes (at least the block), then start read-ahead, then wait for the
+ * cluster.  On success *bp is lbn's buffer, valid and held.
+ */
+int
+cluster_read(clio_cache *c, struct cobj *o, uint64_t lbn, size_t totread,
+	     uint32_t seq, bool ahead, struct buf **bp)
+{
+	uint64_t eof = obj_nblocks(c, o), nblks;
+	struct buf *b;
+	int err = 0, r = 0;
+
+	for (;;) {
+		b = getblk(c, o, lbn, false, &err);
+		if (b == NULL)
+			return err;
+		if (b->b_state == B_CLEAN || b->b_state == B_DIRTY ||
+		    b->b_state == B_WRITING) {
+			buf_touch(c, b);
+			*bp = b;
+			return 0;
+		}
+		if (b->b_state == B_INVAL && b->b_hold == 1)
+			break; /* ours to fill */
+		/* being read or set up by another thread */
+		b->b_hold--;
+		buf_wait(c, b);
+	}
+	c->st.misses++;
+	nblks = DIV_ROUND_UP(MAX(totread, (size_t)1), c->conf.bsize);
+	nblks = MIN(nblks, (uint64_t)c->rcluster);
+	if (lbn + nblks > eof)
+		nblks = eof > lbn ? eof - lbn : 1;
+	if (nblks < 1)
+		nblks = 1;
+	/* the synchronous cluster, then read-ahead, then wait for ours */
+	build_read(c, o, lbn, lbn + nblks, b, false, false, &r);
+	if (r == 0 && ahead)
+		readahead(c, o, lbn, seq);
+	while (b->b_state == B_READING)
+		pthread_cond_wait(&c->cv, &c->lock);
+	if (r < 0 || b->b_state != B_CLEAN) {
+		buf_release(c, b);
+		return r < 0 ? r : -(o->o_rerr ? o->o_rerr : EIO);
+	}
+	buf_touch(c, b);
+	*bp = b;
+	return 0;
+}
+
+/* Write the dirty buffers of [first, last] in runs of contiguous blocks. */
+void
+push_range(clio_cache *c, struct cobj *o, uint64_t first, uint64_t last)
+{
+	uint64_t l;
+
+	for (l = first; l <= last; l++) {
+		struct buf *b = buf_lookup(c, o, l);
+
+		if (b != NULL && b->b_state == B_DIRTY &&
+		    !(b->b_flags & BF_WERR)) {
+			struct buf *run[1024];
+			int n = 0;
+
+			while (l <= last && n < 1024 && b != NULL &&
+			       b->b_state == B_DIRTY &&
+			       !(b->b_flags & BF_WERR)) {
+				run[n++] = b;
+				b = ++l <= last ? buf_lookup(c, o, l) : NULL;
+			}
+			bio_submit(c, o, CLIO_OP_WRITE, run, n, false);
+		}
+	}
+}
+
+/*
+ * A handle has just completed block lbn (written to its end).  Push the
+ * write cluster when the aligned window fills (write_behind 1), or the
+ * window before it (write_behind 2); when the sequence breaks, push what
+ * the handle left behind.  Nothing is pushed for a random writer (seq 0):
+ * the flusher and fsync gather those later.
+ */
+void
+cluster_write(clio_cache *c, clio_file *f, uint64_t lbn, uint32_t seq)
+{
+	struct cobj *o = f->f_obj;
+	uint64_t C = c->wcluster;
+	int64_t last = f->f_lastw;
+
+	f->f_lastw = (int64_t)lbn;
+	if (c->conf.write_behind == 0 || seq == 0)
+		return;
+	if (last >= 0 && (uint64_t)last + 1 != lbn) {
+		uint64_t w = (uint64_t)last / C * C;
+		push_range(c, o, w, (uint64_t)last);
+	}
+	if ((lbn + 1) % C != 0 && lbn + 1 != obj_nblocks(c, o))
+		return;
+	if (c->conf.write_behind == 1) {
+		push_range(c, o, lbn / C * C, lbn);
+	} else if (lbn / C >= 1) {
+		uint64_t w = (lbn / C - 1) * C;
+		push_range(c, o, w, w + C - 1);
+	}
+}

@@ -1,0 +1,158 @@
+/*
+ * conf.c - the tunables: setting them by name from strings, and checking
+ * a whole configuration.  The names are the seeds' (bsize, maxbsize,
+ * maxphys, read_max, seqmax, ...); '-' and '_' are interchangeable.
+ *
+ * Invariant: clio_conf_set() either stores a valid value or returns
+ * -EINVAL with a message naming the key and the value, changing nothing.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "internal.h"
+
+struct size_key {
+	const char *name;
+	size_t off;
+	int width; /* 4 or 8 bytes */
+	uint64_t min, max;
+	bool pow2;
+};
+
+#define F32(f) offsetof(struct clio_conf, f), 4
+#define F64(f) offsetof(struct clio_conf, f), 8
+
+static const struct size_key size_keys[] = {
+	{ "bsize", F32(bsize), 512, 1u << 20, true },
+	{ "maxbsize", F32(maxbsize), 512, 1u << 20, true },
+	{ "maxphys", F32(maxphys), 512, 64u << 20, true },
+	{ "read_max", F32(read_max), 0, 4096, false },
+	{ "seqmax", F32(seqmax), 1, 4096, false },
+	{ "cache_size", F64(cache_size), 4096, 1ull << 40, false },
+	{ "dirty_hi", F32(dirty_hi), 1, 100, false },
+	{ "dirty_lo", F32(dirty_lo), 0, 99, false },
+	{ "write_behind", F32(write_behind), 0, 2, false },
+	{ "queue_depth", F32(queue_depth), 1, 256, false },
+	{ "flusher", F32(flusher), 0, 1, false },
+};
+
+static void
+normalize(const char *key, char *out, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < len && key[i] != '\0'; i++)
+		out[i] = key[i] == '-' ? '_' : key[i];
+	out[i] = '\0';
+}
+
+int
+clio_conf_set(struct clio_conf *conf, const char *key, const char *value,
+	      char *err, size_t errlen)
+{
+	char k[32];
+	size_t i;
+
+	normalize(key, k, sizeof(k));
+	if (strcmp(k, "cluster") == 0) {
+		if (strcmp(value, "on") == 0)
+			conf->cluster = CLIO_CLUSTER_ON;
+		else if (strcmp(value, "lite") == 0)
+			conf->cluster = CLIO_CLUSTER_LITE;
+		else if (strcmp(value, "off") == 0)
+			conf->cluster = CLIO_CLUSTER_OFF;
+		else {
+			set_err(err, errlen,
+				"invalid cluster '%s' (on, lite or off)", value);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (strcmp(k, "rbw") == 0) {
+		if (strcmp(value, "cluster") == 0)
+			conf->rbw = CLIO_RBW_CLUSTER;
+		else if (strcmp(value, "block") == 0)
+			conf->rbw = CLIO_RBW_BLOCK;
+		else {
+			set_err(err, errlen,
+				"invalid rbw '%s' (cluster or block)", value);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (strcmp(k, "dirty_age") == 0) {
+		double v;
+		if (parse_double(value, &v) < 0 || v <= 0 || v > 1e6) {
+			set_err(err, errlen, "invalid dirty_age '%s' (seconds > 0)",
+				value);
+			return -EINVAL;
+		}
+		conf->dirty_age = v;
+		return 0;
+	}
+	for (i = 0; i < sizeof(size_keys) / sizeof(size_keys[0]); i++) {
+		const struct size_key *sk = &size_keys[i];
+		uint64_t v;
+
+		if (strcmp(k, sk->name) != 0)
+			continue;
+		if (parse_size(value, &v) < 0 || v < sk->min || v > sk->max ||
+		    (sk->pow2 && !IS_POW2(v))) {
+			set_err(err, errlen,
+				"invalid %s '%s' (%s%llu to %llu)", sk->name,
+				value, sk->pow2 ? "a power of 2, " : "",
+				(unsigned long long)sk->min,
+				(unsigned long long)sk->max);
+			return -EINVAL;
+		}
+		if (sk->width == 4) {
+			uint32_t v32 = (uint32_t)v;
+			memcpy((char *)conf + sk->off, &v32, 4);
+		} else {
+			memcpy((char *)conf + sk->off, &v, 8);
+		}
+		return 0;
+	}
+	set_err(err, errlen, "unknown option '%s'", key);
+	return -EINVAL;
+}
+
+int
+clio_conf_check(const struct clio_conf *conf, char *err, size_t errlen)
+{
+	if (!IS_POW2(conf->bsize) || conf->bsize < 512 || conf->bsize > (1u << 20)) {
+		set_err(err, errlen, "invalid bsize %u (a power of 2, 512 to 1M)",
+			conf->bsize);
+		return -EINVAL;
+	}
+	if (!IS_POW2(conf->maxbsize) || conf->maxbsize < conf->bsize) {
+		set_err(err, errlen,
+			"invalid maxbsize %u (a power of 2, at least bsize %u)",
+			conf->maxbsize, conf->bsize);
+		return -EINVAL;
+	}
+	if (!IS_POW2(conf->maxphys) || conf->maxphys < 512) {
+		set_err(err, errlen, "invalid maxphys %u (a power of 2, >= 512)",
+			conf->maxphys);
+		return -EINVAL;
+	}
+	if (conf->cache_size < 8ull * conf->bsize) {
+		set_err(err, errlen,
+			"cache_size %llu too small: at least 8 buffers of %u",
+			(unsigned long long)conf->cache_size, conf->bsize);
+		return -EINVAL;
+	}
+	if (conf->dirty_hi < 1 || conf->dirty_hi > 100 ||
+	    conf->dirty_lo >= conf->dirty_hi) {
+		set_err(err, errlen,
+			"invalid dirty_lo %u / dirty_hi %u (0 <= lo < hi <= 100)",
+			conf->dirty_lo, conf->dirty_hi);
+		return -EINVAL;
+	}
+	if (conf->cluster > CLIO_CLUSTER_OFF || conf->rbw > CLIO_RBW_BLOCK ||
+	    conf->write_behind > 2 || conf->seqmax < 1 || !(conf->dirty_age > 0)) {
+		set_err(err, errlen, "invalid configuration");
+		return -EINVAL;
+	}
+	return 0;
+}

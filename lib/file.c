@@ -1,0 +1,513 @@
+/*
+ * file.c - handles and the byte-offset API: pread, pwrite, fsync,
+ * ftruncate, close; the per-handle sequential heuristic; the direct (raw)
+ * path.
+ *
+ * Invariants:
+ *  1. Each handle keeps a sequential count per direction; it grows by the
+ *     16 KiB units of each access that starts where the last one ended
+ *     (or at offset 0 while the count is above 0), up to seqmax, and
+ *     drops to 1 (or 0) on a seek.
+ *  2. A partial write of a block that is not cached reads the block first
+ *     (read-before-write) unless the write covers every byte of it below
+ *     EOF; with rbw=cluster that read is a clustered read with the
+ *     writer's count, with rbw=block a lone synchronous block read.
+ *  3. The direct path moves data between the caller and the device in
+ *     pieces of at most maxphys, after writing back the cached dirty data
+ *     it overlaps; a direct write then drops the clean buffers it covers.
+ *  4. A write-back error is reported once to each handle, by its next
+ *     fsync or close.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache.h"
+
+#define SEQ_UNIT 16384
+
+static uint32_t
+seq_update(clio_file *f, int rw, uint64_t off, size_t len)
+{
+	uint32_t seqmax = f->f_cache->conf.seqmax;
+	uint32_t *seq = &f->f_seq[rw];
+
+	if (off == f->f_nextoff[rw] || (off == 0 && *seq > 0)) {
+		uint64_t add = DIV_ROUND_UP((uint64_t)len, SEQ_UNIT);
+		if (len >= (uint64_t)seqmax * SEQ_UNIT || *seq + add > seqmax)
+			*seq = seqmax;
+		else
+			*seq += (uint32_t)add;
+	} else {
+		*seq = *seq > 1 ? 1 : 0;
+	}
+	f->f_nextoff[rw] = off + len;
+	return *seq;
+}
+
+static struct cobj *
+obj_get(clio_cache *c, clio_dev *d)
+{
+	struct cobj *o;
+
+	for (o = c->objs; o != NULL; o = o->o_next)
+		if (o->o_dev == d)
+			return o;
+	o = calloc(1, sizeof(*o));
+	if (o == NULL)
+		return NULL;
+	o->o_dev = d;
+	o->o_size = clio_dev_size(d);
+	o->o_resizable = d->ops->resize != NULL;
+	o->o_next = c->objs;
+	c->objs = o;
+	return o;
+}
+
+static void
+obj_put(clio_cache *c, struct cobj *o)
+{
+	struct cobj **pp;
+	uint32_t i;
+
+	if (--o->o_nhandles > 0)
+		return;
+	obj_wait_io(c, o);
+	for (i = 0; i < c->nbuf; i++) {
+		struct buf *b = &c->bufs[i];
+		if (b->b_obj != o || b->b_state == B_FREE)
+			continue;
+		if (b->b_state == B_DIRTY) {
+			/* a write-back that failed for good: record the loss */
+			c->st.lost_bytes += c->conf.bsize;
+		}
+		buf_discard(c, b);
+	}
+	for (pp = &c->objs; *pp != o; pp = &(*pp)->o_next)
+		;
+	*pp = o->o_next;
+	free(o);
+}
+
+int
+clio_open(clio_cache *c, clio_dev *d, int flags, clio_file **fp)
+{
+	clio_file *f;
+
+	if ((flags & CLIO_ACCMODE) == CLIO_ACCMODE ||
+	    (flags & ~(CLIO_ACCMODE | CLIO_DIRECT)) != 0)
+		return -EINVAL;
+	if ((flags & CLIO_ACCMODE) != CLIO_RDONLY && d->readonly)
+		return -EROFS;
+	f = calloc(1, sizeof(*f));
+	if (f == NULL)
+		return -ENOMEM;
+	pthread_mutex_lock(&c->lock);
+	f->f_obj = obj_get(c, d);
+	if (f->f_obj == NULL) {
+		pthread_mutex_unlock(&c->lock);
+		free(f);
+		return -ENOMEM;
+	}
+	f->f_obj->o_nhandles++;
+	f->f_cache = c;
+	f->f_flags = flags;
+	f->f_seq[0] = f->f_seq[1] = 1;
+	f->f_errseen = f->f_obj->o_errseq;
+	f->f_lastw = -1;
+	cache_check(c);
+	pthread_mutex_unlock(&c->lock);
+	*fp = f;
+	return 0;
+}
+
+/* An error this handle has not been told about yet. */
+static int
+pending_error(clio_file *f)
+{
+	struct cobj *o = f->f_obj;
+
+	if (o->o_errseq != f->f_errseen) {
+		f->f_errseen = o->o_errseq;
+		return -(o->o_err ? o->o_err : EIO);
+	}
+	return 0;
+}
+
+int
+clio_close(clio_file *f)
+{
+	clio_cache *c = f->f_cache;
+	struct cobj *o = f->f_obj;
+	int r = 0, e;
+
+	pthread_mutex_lock(&c->lock);
+	if (o->o_nhandles == 1 && o->o_ndirty > 0) {
+		r = obj_writeback(c, o);
+		pthread_mutex_unlock(&c->lock);
+		e = clio_dev_flush(o->o_dev);
+		pthread_mutex_lock(&c->lock);
+		if (r == 0)
+			r = e;
+	}
+	e = pending_error(f);
+	if (r == 0)
+		r = e;
+	obj_put(c, o);
+	cache_check(c);
+	pthread_mutex_unlock(&c->lock);
+	free(f);
+	return r;
+}
+
+int64_t
+clio_fsize(clio_file *f)
+{
+	int64_t s;
+
+	pthread_mutex_lock(&f->f_cache->lock);
+	s = (int64_t)f->f_obj->o_size;
+	pthread_mutex_unlock(&f->f_cache->lock);
+	return s;
+}
+
+/* ------------------------------------------------------------ direct */
+
+/* Write back and wait out every cached block of [off, off+len); with
+ * drop, also drop the clean ones. */
+static void
+direct_sync_range(clio_cache *c, struct cobj *o, uint64_t off, size_t len,
+		  bool drop)
+{
+	uint64_t bs = c->conf.bsize, l, first = off / bs,
+		 last = (off + len - 1) / bs;
+
+	if (len == 0)
+		return;
+	for (l = first; l <= last; l++) {
+		struct buf *b = buf_lookup(c, o, l);
+
+		if (b == NULL)
+			continue;
+		if (b->b_state == B_DIRTY) {
+			flush_buf(c, b, 0);
+			l--; /* look again */
+			continue;
+		}
+		if (b->b_state == B_READING || b->b_state == B_WRITING ||
+		    (b->b_state == B_INVAL && b->b_hold > 0)) {
+			buf_wait(c, b);
+			l--;
+			continue;
+		}
+		buf_touch(c, b);
+		if (drop && b->b_hold == 0)
+			buf_discard(c, b);
+	}
+}
+
+static ssize_t
+direct_io(clio_file *f, enum clio_op op, void *buf, size_t len, uint64_t off)
+{
+	clio_cache *c = f->f_cache;
+	struct cobj *o = f->f_obj;
+	clio_dev *d = o->o_dev;
+	size_t done = 0, piece = c->conf.maxphys;
+	ssize_t r = 0;
+
+	if ((off | len) % d->sector != 0)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	if (op == CLIO_OP_READ) {
+		if (off >= o->o_size) {
+			pthread_mutex_unlock(&c->lock);
+			return 0;
+		}
+		len = MIN((uint64_t)len, o->o_size - off);
+	} else if (!o->o_resizable) {
+		if (off >= o->o_size) {
+			pthread_mutex_unlock(&c->lock);
+			return len ? -ENOSPC : 0;
+		}
+		len = MIN((uint64_t)len, o->o_size - off);
+	}
+	direct_sync_range(c, o, off, len, op == CLIO_OP_WRITE);
+	pthread_mutex_unlock(&c->lock);
+
+	while (done < len) {
+		size_t n = MIN(piece, len - done);
+		if (op == CLIO_OP_READ)
+			r = clio_dev_pread(d, (char *)buf + done, n, off + done);
+		else
+			r = clio_dev_pwrite(d, (char *)buf + done, n, off + done);
+		if (r <= 0)
+			break;
+		done += (size_t)r;
+	}
+
+	pthread_mutex_lock(&c->lock);
+	if (op == CLIO_OP_WRITE) {
+		direct_sync_range(c, o, off, done, true);
+		if (off + done > o->o_size)
+			o->o_size = off + done;
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (r < 0 && done == 0)
+		return r;
+	return (ssize_t)done;
+}
+
+/* ------------------------------------------------------------ buffered */
+
+ssize_t
+clio_pread(clio_file *f, void *buf, size_t len, uint64_t off)
+{
+	clio_cache *c = f->f_cache;
+	struct cobj *o = f->f_obj;
+	uint64_t bs = c->conf.bsize;
+	double t0 = dev_now(o->o_dev);
+	size_t done = 0;
+	uint32_t seq;
+	int r = 0;
+
+	if ((f->f_flags & CLIO_ACCMODE) == CLIO_WRONLY)
+		return -EBADF;
+	if (f->f_flags & CLIO_DIRECT) {
+		ssize_t n = direct_io(f, CLIO_OP_READ, buf, len, off);
+		dev_account_front(o->o_dev, CLIO_OP_READ, n > 0 ? (size_t)n : 0,
+				  dev_now(o->o_dev) - t0);
+		return n;
+	}
+	pthread_mutex_lock(&c->lock);
+	cache_check(c);
+	seq = seq_update(f, 0, off, len);
+	if (off >= o->o_size)
+		len = 0;
+	else
+		len = MIN((uint64_t)len, o->o_size - off);
+	while (done < len) {
+		uint64_t pos = off + done, lbn = pos / bs;
+		size_t boff = (size_t)(pos % bs), n = MIN(bs - boff, len - done);
+		struct buf *b = buf_lookup(c, o, lbn);
+
+		if (b != NULL && (b->b_state == B_CLEAN || b->b_state == B_DIRTY ||
+				  b->b_state == B_WRITING)) {
+			c->st.hits++;
+			b->b_hold++;
+			buf_touch(c, b);
+			if (b->b_flags & BF_RA) {
+				b->b_flags &= ~BF_RA;
+				c->st.readahead_used++;
+			}
+			if (seq <= 1)
+				b->b_flags |= BF_REF;
+			if ((b->b_flags & BF_RAM) && seq > 0) {
+				b->b_flags &= ~BF_RAM;
+				readahead(c, o, lbn, seq);
+			}
+		} else if (b != NULL) {
+			buf_wait(c, b);
+			continue;
+		} else {
+			r = cluster_read(c, o, lbn, len - done + boff, seq, true, &b);
+			if (r < 0)
+				break;
+		}
+		/* the lock may have been dropped: the block may have shrunk */
+		if (b->b_state == B_FREE || pos >= o->o_size) {
+			buf_release(c, b);
+			if (pos >= o->o_size)
+				break;
+			continue;
+		}
+		memcpy((char *)buf + done, b->b_data + boff, n);
+		buf_release(c, b);
+		done += n;
+	}
+	cache_check(c);
+	pthread_mutex_unlock(&c->lock);
+	dev_account_front(o->o_dev, CLIO_OP_READ, done, dev_now(o->o_dev) - t0);
+	if (r < 0)
+		return r;
+	return (ssize_t)done;
+}
+
+ssize_t
+clio_pwrite(clio_file *f, const void *buf, size_t len, uint64_t off)
+{
+	clio_cache *c = f->f_cache;
+	struct cobj *o = f->f_obj;
+	uint64_t bs = c->conf.bsize;
+	double t0 = dev_now(o->o_dev);
+	size_t done = 0;
+	uint32_t seq;
+	int r = 0;
+
+	if ((f->f_flags & CLIO_ACCMODE) == CLIO_RDONLY)
+		return -EBADF;
+	if (off + len < off)
+		return -EFBIG;
+	if (f->f_flags & CLIO_DIRECT) {
+		ssize_t n = direct_io(f, CLIO_OP_WRITE, (void *)buf, len, off);
+		dev_account_front(o->o_dev, CLIO_OP_WRITE, n > 0 ? (size_t)n : 0,
+				  dev_now(o->o_dev) - t0);
+		return n;
+	}
+	pthread_mutex_lock(&c->lock);
+	cache_check(c);
+	seq = seq_update(f, 1, off, len);
+	if (!o->o_resizable) {
+		if (off >= o->o_size && len > 0) {
+			pthread_mutex_unlock(&c->lock);
+			return -ENOSPC;
+		}
+		len = MIN((uint64_t)len, o->o_size - off);
+	}
+	while (done < len) {
+		uint64_t pos = off + done, lbn = pos / bs, bstart = lbn * bs;
+		size_t boff = (size_t)(pos % bs), n = MIN(bs - boff, len - done);
+		/* the old bytes of this block are all overwritten or past EOF */
+		bool covers = boff == 0 &&
+			      (n == bs || pos + n >= o->o_size);
+		bool beyond = bstart >= o->o_size;
+		struct buf *b = buf_lookup(c, o, lbn);
+
+		if (b != NULL && (b->b_state == B_CLEAN || b->b_state == B_DIRTY)) {
+			c->st.hits++;
+			b->b_hold++;
+			buf_touch(c, b);
+			if (b->b_flags & BF_RA) {
+				b->b_flags &= ~BF_RA;
+				c->st.readahead_used++;
+			}
+			if (seq <= 1)
+				b->b_flags |= BF_REF;
+			if ((b->b_flags & BF_RAM) && seq > 0 &&
+			    c->conf.rbw == CLIO_RBW_CLUSTER) {
+				b->b_flags &= ~BF_RAM;
+				readahead(c, o, lbn, seq);
+			}
+		} else if (b != NULL && !(b->b_state == B_INVAL && b->b_hold == 0)) {
+			buf_wait(c, b);
+			continue;
+		} else if (covers || beyond) {
+			int err = 0;
+			c->st.misses++;
+			b = getblk(c, o, lbn, false, &err);
+			if (b == NULL) {
+				r = err;
+				break;
+			}
+			if (b->b_state != B_INVAL || b->b_hold != 1) {
+				/* someone else set it up meanwhile */
+				b->b_hold--;
+				continue;
+			}
+			memset(b->b_data, 0, bs);
+		} else {
+			bool clustered = c->conf.rbw == CLIO_RBW_CLUSTER &&
+					 c->conf.cluster != CLIO_CLUSTER_OFF;
+			c->st.rbw_reads++;
+			r = cluster_read(c, o, lbn,
+					 clustered ? c->conf.maxbsize : bs, seq,
+					 clustered, &b);
+			if (r < 0)
+				break;
+			if (b->b_state == B_WRITING) {
+				buf_release(c, b);
+				continue;
+			}
+		}
+		if (b->b_state == B_FREE) {
+			buf_release(c, b);
+			continue;
+		}
+		memcpy(b->b_data + boff, (const char *)buf + done, n);
+		buf_mark_dirty(c, b);
+		if (pos + n > o->o_size)
+			o->o_size = pos + n;
+		if (boff + n == bs)
+			cluster_write(c, f, lbn, seq);
+		buf_release(c, b);
+		done += n;
+	}
+	if (done > 0)
+		throttle_writer(c);
+	cache_check(c);
+	pthread_mutex_unlock(&c->lock);
+	dev_account_front(o->o_dev, CLIO_OP_WRITE, done, dev_now(o->o_dev) - t0);
+	if (done == 0 && r < 0)
+		return r;
+	return (ssize_t)done;
+}
+
+int
+clio_fsync(clio_file *f)
+{
+	clio_cache *c = f->f_cache;
+	struct cobj *o = f->f_obj;
+	int r, e;
+
+	pthread_mutex_lock(&c->lock);
+	r = obj_writeback(c, o);
+	pthread_mutex_unlock(&c->lock);
+	e = clio_dev_flush(o->o_dev);
+	pthread_mutex_lock(&c->lock);
+	if (r < 0)
+		f->f_errseen = o->o_errseq;
+	else if (e < 0)
+		r = e;
+	else
+		r = pending_error(f);
+	cache_check(c);
+	pthread_mutex_unlock(&c->lock);
+	return r;
+}
+
+int
+clio_ftruncate(clio_file *f, uint64_t size)
+{
+	clio_cache *c = f->f_cache;
+	struct cobj *o = f->f_obj;
+	uint64_t bs = c->conf.bsize;
+	uint32_t i;
+	int r;
+
+	if ((f->f_flags & CLIO_ACCMODE) == CLIO_RDONLY)
+		return -EBADF;
+	if (!o->o_resizable)
+		return size == clio_dev_size(o->o_dev) ? 0 : -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	cache_check(c);
+	/* nothing in flight may land past the new end */
+	for (;;) {
+		bool busy = false;
+		obj_wait_io(c, o);
+		for (i = 0; i < c->nbuf; i++) {
+			struct buf *b = &c->bufs[i];
+			if (b->b_obj != o || b->b_state == B_FREE)
+				continue;
+			if (b->b_state == B_INVAL && b->b_hold > 0) {
+				busy = true;
+				buf_wait(c, b);
+				break;
+			}
+			if (b->b_lbn * bs >= size) {
+				buf_discard(c, b);
+			} else if ((b->b_lbn + 1) * bs > size &&
+				   b->b_state != B_INVAL) {
+				size_t keep = (size_t)(size - b->b_lbn * bs);
+				memset(b->b_data + keep, 0, bs - keep);
+			}
+		}
+		if (!busy && o->o_nio == 0)
+			break;
+	}
+	o->o_size = size;
+	pthread_mutex_unlock(&c->lock);
+	r = clio_dev_resize(o->o_dev, size);
+	pthread_mutex_lock(&c->lock);
+	cache_check(c);
+	pthread_mutex_unlock(&c->lock);
+	return r;
+}
