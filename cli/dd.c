@@ -703,6 +703,7 @@ cmd_dd(int argc, char **argv)
 	if ((r = check_spec(&dd.in, "if")) != 0 || (r = check_spec(&dd.out, "of")) != 0)
 		return r;
 
+	clio_dev_set_default_queue_depth(dd.conf.queue_depth);
 	r = clio_cache_new(&dd.conf, &dd.cache);
 	if (r < 0) {
 		fprintf(stderr, "clio dd: cannot create the cache: %s\n", strerror(-r));

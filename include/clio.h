@@ -48,6 +48,9 @@ int clio_dev_open(const char *spec, int flags, clio_dev **devp);
 int clio_dev_open_err(const char *spec, int flags, clio_dev **devp,
 		      char *errbuf, size_t errlen);
 int clio_dev_close(clio_dev *d);
+/* Queue depth (worker threads) of blocking devices opened later whose
+ * string does not say qd=; the default is 4. */
+void clio_dev_set_default_queue_depth(uint32_t qd);
 
 const char *clio_dev_name(const clio_dev *d);	/* the string it was opened from */
 uint64_t clio_dev_size(const clio_dev *d);

@@ -69,13 +69,14 @@ build_read(clio_cache *c, struct cobj *o, uint64_t lbn, uint64_t end,
 }
 
 /*
- * Read-ahead from just after lbn to lbn + min(seq, read_max) blocks, in
- * aligned clusters, skipping what is cached.
+ * Read-ahead from just after lbn to lbn + min(seq, read_max) blocks (at
+ * least two clusters once the window has reached one), in aligned
+ * clusters, skipping what is cached.
  */
 void
 readahead(clio_cache *c, struct cobj *o, uint64_t lbn, uint32_t seq)
 {
-	uint64_t eof = obj_nblocks(c, o), C = c->rcluster, end, start;
+	uint64_t eof = obj_nblocks(c, o), C = c->rcluster, end, start, win;
 
 	if (seq == 0)
 		return;
@@ -85,7 +86,11 @@ readahead(clio_cache *c, struct cobj *o, uint64_t lbn, uint32_t seq)
 			build_read(c, o, lbn + 1, lbn + 2, NULL, true, false, NULL);
 		return;
 	}
-	end = MIN(lbn + MIN(seq, c->conf.read_max), eof);
+	/* a stream that has reached whole clusters keeps two in flight */
+	win = MIN(seq, c->conf.read_max);
+	if (win >= C)
+		win = MAX(win, 2 * C);
+	end = MIN(lbn + win, eof);
 	/* past the first cluster, issue whole aligned clusters only */
 	if (end < eof && end - lbn > C && end / C * C > lbn + 1)
 		end = end / C * C;
@@ -202,8 +207,8 @@ cluster_write(clio_cache *c, clio_file *f, uint64_t lbn, uint32_t seq)
 		uint64_t w = (uint64_t)last / C * C;
 		push_range(c, o, w, (uint64_t)last);
 	}
-	if ((lbn + 1) % C != 0 && lbn + 1 != obj_nblocks(c, o))
-		return;
+	if ((lbn + 1) % C != 0)
+		return; /* an append keeps growing its cluster until full */
 	if (c->conf.write_behind == 1) {
 		push_range(c, o, lbn / C * C, lbn);
 	} else if (lbn / C >= 1) {

@@ -564,6 +564,14 @@ clio_dev_resize(clio_dev *d, uint64_t size)
 
 /* ------------------------------------------------------------ objects */
 
+uint32_t dev_default_qd = 4;
+
+void
+clio_dev_set_default_queue_depth(uint32_t qd)
+{
+	dev_default_qd = qd < 1 ? 1 : qd > 256 ? 256 : qd;
+}
+
 int
 dev_alloc(const struct dev_ops *ops, const char *name, clio_dev **dp)
 {

@@ -73,6 +73,7 @@ struct clio_dev {
 };
 
 /* dev.c */
+extern uint32_t dev_default_qd;
 int dev_alloc(const struct dev_ops *ops, const char *name, clio_dev **dp);
 void dev_free(clio_dev *d);
 void dev_account_front(clio_dev *d, enum clio_op op, size_t len, double lat);

@@ -205,7 +205,7 @@ int
 dev_file_open(const char *path, const char *query, int flags, clio_dev **dp,
 	      char *err, size_t errlen)
 {
-	struct file_args a = { 0, 4, 0, err, errlen };
+	struct file_args a = { 0, dev_default_qd, 0, err, errlen };
 	struct file_dev *f;
 	struct stat st;
 	clio_dev *d;

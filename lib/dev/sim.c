@@ -73,6 +73,8 @@
 #define CHUNK_SHIFT 16
 #define CHUNK_SIZE ((size_t)1 << CHUNK_SHIFT)
 #define MAX_SIZE (1ull << 40)	/* 1T: keeps the chunk table at 128 MB */
+#define MAX_MAXIO (1ull << 30)
+#define MAX_QD 256
 #define MAX_KV 64
 #define ROT_EPS 1e-6		/* slots: "already there" despite rounding */
 
@@ -408,13 +410,24 @@ wc_push(struct sim *s, double end, uint64_t len)
 /* ------------------------------------------------------------ the model */
 
 #ifdef CLIO_DEBUG
+/* Invariants 1-5; the O(n) parts only when `full` (at close). */
 static int
-sim_check(const struct sim *s)
+sim_check(const struct sim *s, double prev_busy, int full)
 {
 	uint64_t sum = 0;
 	size_t i, n = 0;
 	double prev = -1e300;
 
+	if (s->busy_until < prev_busy)
+		return 0;
+	if (s->p.wcache && s->wc_used > s->p.wcache)
+		return 0;
+	if (s->seg_valid && (s->seg_lo > s->seg_limit ||
+			     s->seg_limit > s->nsect ||
+			     s->seg_base > s->seg_limit))
+		return 0;
+	if (s->nalloc > s->nchunks || !full)
+		return 1;
 	for (i = 0; i < s->wc_n; i++) {
 		const struct wc_ent *e = &s->wc[(s->wc_head + i) % s->wc_cap];
 		if (e->end < prev)
@@ -422,19 +435,13 @@ sim_check(const struct sim *s)
 		prev = e->end;
 		sum += e->len;
 	}
-	if (sum != s->wc_used || (s->p.wcache && s->wc_used > s->p.wcache))
-		return 0;
-	if (s->seg_valid && (s->seg_lo > s->seg_limit ||
-			     s->seg_limit > s->nsect ||
-			     s->seg_base > s->seg_limit))
-		return 0;
 	for (i = 0; i < s->nchunks; i++)
 		n += s->chunks[i] != NULL;
-	return n == s->nalloc;
+	return sum == s->wc_used && n == s->nalloc;
 }
-#define SIM_CHECK(s) assert(sim_check(s))
+#define SIM_CHECK(s, prev_busy, full) assert(sim_check(s, prev_busy, full))
 #else
-#define SIM_CHECK(s) ((void)0)
+#define SIM_CHECK(s, prev_busy, full) ((void)0)
 #endif
 
 /*
@@ -447,7 +454,8 @@ sim_serve(struct sim *s, enum clio_op op, uint64_t off, size_t len,
 {
 	uint64_t c = off / SECTOR;
 	uint64_t e = DIV_ROUND_UP(off + len, SECTOR);
-	double start = MAX(t_arr, s->busy_until);
+	double prev_busy = s->busy_until;
+	double start = MAX(t_arr, prev_busy);
 	double t_cmd = start + s->ovh;
 	double done, t_first, t_end;
 
@@ -510,7 +518,8 @@ sim_serve(struct sim *s, enum clio_op op, uint64_t off, size_t len,
 		break;
 	}
 	s->busy_until = done;
-	SIM_CHECK(s);
+	SIM_CHECK(s, prev_busy, 0);
+	(void)prev_busy;
 	return done;
 }
 
@@ -667,6 +676,7 @@ sim_free(struct sim *s)
 static void
 sim_close(clio_dev *d)
 {
+	SIM_CHECK((struct sim *)d->priv, 0, 1);
 	sim_free(d->priv);
 	dev_free(d);
 }
@@ -762,6 +772,23 @@ set_param(struct sim_params *p, const char *k, const char *v, char *err,
 			set_err(err, errlen, "sim: bad %s '%s'", k, v);
 			return -EINVAL;
 		}
+		if (strcmp(k, "size") == 0 &&
+		    (uv == 0 || uv % SECTOR != 0 || uv > MAX_SIZE)) {
+			set_err(err, errlen, "sim: bad size '%s' (a multiple "
+				"of 512, at most 1T)", v);
+			return -EINVAL;
+		}
+		if (strcmp(k, "maxio") == 0 &&
+		    (uv % SECTOR != 0 || uv > MAX_MAXIO)) {
+			set_err(err, errlen, "sim: bad maxio '%s' (a multiple "
+				"of 512, at most 1G; 0: no limit)", v);
+			return -EINVAL;
+		}
+		if (strcmp(k, "qd") == 0 && (uv < 1 || uv > MAX_QD)) {
+			set_err(err, errlen, "sim: bad qd '%s' (1 to %d)", v,
+				MAX_QD);
+			return -EINVAL;
+		}
 		memcpy(field, &uv, sizeof(uv));
 		break;
 	case K_CLOCK:
@@ -779,29 +806,19 @@ set_param(struct sim_params *p, const char *k, const char *v, char *err,
 	return 0;
 }
 
-/* Relations between parameters, once all are known. */
+/* Relations between parameters, once all are known (each value alone was
+ * checked by set_param, the presets' by hand). */
 static int
 check_params(const struct sim_params *p, char *err, size_t errlen)
 {
-	if (p->size < SECTOR || p->size % SECTOR != 0 || p->size > MAX_SIZE) {
-		set_err(err, errlen,
-			"sim: bad size %llu (a multiple of 512, at most 1T)",
-			(unsigned long long)p->size);
-		return -EINVAL;
-	}
-	if (p->maxio % SECTOR != 0 || p->maxio > (1u << 30)) {
-		set_err(err, errlen,
-			"sim: bad maxio %llu (a multiple of 512, at most 1G)",
-			(unsigned long long)p->maxio);
-		return -EINVAL;
-	}
 	if (p->rpm > 0 && (p->spt == 0 || p->heads == 0)) {
 		set_err(err, errlen, "sim: rpm=%g needs spt and heads", p->rpm);
 		return -EINVAL;
 	}
 	if (p->rpm > 1e6 || p->spt > (1u << 20) || p->heads > (1u << 20)) {
-		set_err(err, errlen, "sim: geometry out of range (rpm=%g spt=%llu heads=%llu)",
-			p->rpm, (unsigned long long)p->spt,
+		set_err(err, errlen, "sim: geometry out of range (rpm=%g "
+			"spt=%llu heads=%llu)", p->rpm,
+			(unsigned long long)p->spt,
 			(unsigned long long)p->heads);
 		return -EINVAL;
 	}
@@ -814,11 +831,6 @@ check_params(const struct sim_params *p, char *err, size_t errlen)
 	if (p->rpm == 0 && p->rate <= 0) {
 		set_err(err, errlen, "sim: rate=%g must be > 0 when rpm=0",
 			p->rate);
-		return -EINVAL;
-	}
-	if (p->qd < 1 || p->qd > 256) {
-		set_err(err, errlen, "sim: bad qd %llu (1 to 256)",
-			(unsigned long long)p->qd);
 		return -EINVAL;
 	}
 	return 0;
