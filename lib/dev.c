@@ -249,6 +249,8 @@ exec_piece(clio_dev *d, struct dev_work *w)
 	struct iovec sub[64];
 	double t_first_submit = p->t_submit;
 
+	if (p->op != CLIO_OP_FLUSH && p->len == 0)
+		goto complete; /* nothing to move */
 	do {
 		struct dev_io q = *p;
 		double t0 = 0;
@@ -306,6 +308,7 @@ exec_piece(clio_dev *d, struct dev_work *w)
 		pthread_mutex_unlock(&d->lock);
 	}
 
+complete:
 	/* complete the request if this was its last piece */
 	struct req_track *t = w->track;
 	if (r < 0) {

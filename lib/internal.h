@@ -14,6 +14,11 @@
  *  4. A backend whose io() may block sets `blocking`; the device layer then
  *     runs its requests on `queue_depth` worker threads.  Otherwise io()
  *     runs inline in the submitting thread.
+ *  5. close() frees the backend's state and then the device, with
+ *     dev_free().  Read-only opening is the device layer's (d->readonly).
+ *  6. Pieces of one split request share t_submit: they were queued
+ *     together.  clio_dev_submit() never moves the virtual clock; the
+ *     synchronous calls advance it to the completion they waited for.
  */
 #ifndef CLIO_INTERNAL_H
 #define CLIO_INTERNAL_H
@@ -125,6 +130,6 @@ void iov_to_buf(const struct iovec *iov, int iovcnt, size_t skip, void *buf,
 void buf_to_iov(const struct iovec *iov, int iovcnt, size_t skip,
 		const void *buf, size_t len);
 
-double now_monotonic(void);
+double now_monotonic(void); /* CLOCK_MONOTONIC, in seconds */
 
 #endif

@@ -37,6 +37,18 @@
  * overlapping the segment invalidates it.  Reads are never served from
  * the write cache (timing only; the data is always current).
  *
+ * Parameters (after or instead of a preset; order does not matter, the
+ * preset applies first; without one the base is "ssd"):
+ *   rpm spt heads skew        rotation (0: none), geometry, track skew
+ *   seek_knee seek_a seek_b seek_c seek_e
+ *                             HPL seek: d=0: 0; d<knee: a + b sqrt(d);
+ *                             else c + e d (ms, d in cylinders)
+ *   overhead host             ms per command at the drive / at the host
+ *   rate bus                  MB/s (10^6 B/s): media when rpm=0; host
+ *                             transfer (0: instantaneous)
+ *   ra wcache maxio size      bytes, with K/M/G/T suffixes
+ *   clock=virtual|real  qd=N  clock; worker threads with clock=real
+ *
  * Clocks: with clock=virtual (the default) io() never sleeps: it reads
  * p->t_submit and stamps p->t_start and p->t_done.  With clock=real the
  * same model runs on now_monotonic() and io() sleeps until its t_done.
@@ -47,7 +59,8 @@
  * Invariants (checked by sim_check() in CLIO_DEBUG builds):
  *  1. busy_until never decreases; each command starts at or after it.
  *  2. Media transfers never overlap: each starts at or after media_free,
- *     which is the end of the last one scheduled.
+ *     the end of the last one scheduled, and after the read-ahead stream
+ *     was stopped by its command's arrival.
  *  3. wc_used is the sum of the lengths in the destage FIFO and, after a
  *     cached write is admitted, at most wcache; FIFO ends are ascending.
  *  4. seg_lo <= seg_limit <= nsect and seg_base <= seg_limit when the
@@ -111,12 +124,18 @@ static const struct {
 	const char *name;
 	struct sim_params p;
 } presets[] = {
-	/*	   rpm   spt  hd  skew knee  a     b     c     e        ovh    rate  bus  ra        wcache    maxio     size */
-	{ "rz25",   DISK(5400, 57, 8, 7, 250, 1.67, 0.38, 6.55, 0.00482, 1.5, 0, 7.2, 28 * KiB, 0, 64 * KiB, 426 * MiB) },
-	{ "ad2009", DISK(7200, 1000, 4, 80, 500, 0.8, 0.3, 4.84, 0.00532, 0.167, 0, 150, 1 * MiB, 0, 64 * KiB, 4 * GiB) },
-	{ "da2002", DISK(0, 0, 0, 0, 0, 0, 0, 0, 0, 0.93, 47.5, 0, 0, 0, 64 * KiB, 4 * GiB) },
-	{ "wd1999", DISK(5400, 300, 4, 40, 1000, 1.5, 0.2, 5.76, 0.00204, 0.06, 0, 10.4, 256 * KiB, 0, 64 * KiB, 4 * GiB) },
-	{ "ssd",    DISK(0, 0, 0, 0, 0, 0, 0, 0, 0, 0.065, 1400, 3200, 0, 64 * MiB, 1 * MiB, 1 * GiB) },
+	/*	     rpm   spt   hd skew knee  seek_a seek_b seek_c seek_e
+	 *	     overhead rate bus ra wcache maxio size */
+	{ "rz25", DISK(5400, 57, 8, 7, 250, 1.67, 0.38, 6.55, 0.00482,
+		       1.5, 0, 7.2, 28 * KiB, 0, 64 * KiB, 426 * MiB) },
+	{ "ad2009", DISK(7200, 1000, 4, 80, 500, 0.8, 0.3, 4.84, 0.00532,
+			 0.167, 0, 150, 1 * MiB, 0, 64 * KiB, 4 * GiB) },
+	{ "da2002", DISK(0, 0, 0, 0, 0, 0, 0, 0, 0,
+			 0.93, 47.5, 0, 0, 0, 64 * KiB, 4 * GiB) },
+	{ "wd1999", DISK(5400, 300, 4, 40, 1000, 1.5, 0.2, 5.76, 0.00204,
+			 0.06, 0, 10.4, 256 * KiB, 0, 64 * KiB, 4 * GiB) },
+	{ "ssd", DISK(0, 0, 0, 0, 0, 0, 0, 0, 0,
+		      0.065, 1400, 3200, 0, 64 * MiB, 1 * MiB, 1 * GiB) },
 };
 #define DEFAULT_PRESET "ssd"	/* what `sim:` without preset= starts from */
 
@@ -131,7 +150,8 @@ static const struct {
  *   - skew 7 sectors (1.36 ms): the RZ26's track skew.
  *   - seek: an HPL fit of the RZ26's extracted curve, 1.67 + 0.38 sqrt(d)
  *     below 250 cylinders, 6.55 + 0.00482 d above; within 0.3 ms of it
- *     from 5 to 2569 cylinders (1 ms slow at 1-2 cylinders).
+ *     from 2 to 2569 cylinders (1 ms slow at 1 cylinder); 9.3 ms
+ *     on average over the 426 MB.
  *   - overhead 1.5 ms (RZ26 read/write miss 1.489), bus 7.2 MB/s (RZ26
  *     0.0707 ms a block), read-ahead segment 28K (RZ26: 57 blocks), no
  *     write cache, maxio 64K (MAXPHYS of 1995).
@@ -155,7 +175,7 @@ static const struct {
  *     as well but cannot give the 8K point.)
  *   - ra 1M: when the host is the slower side the segment fills and waits
  *     a turn for its sector; 1M covers a turn of 37 MB/s consumption.
- *   - seek 1.1 ms track-to-track, ~8.5 ms average, ~16 ms across the
+ *   - seek 1.1 ms track-to-track, 8.2 ms on average, 16 ms across the
  *     default 4 GB (2097 cylinders).
  *
  * da2002 - SCSI disk of seed 002 (FreeBSD UFS rewrite, 2002): eight 8K
@@ -171,15 +191,15 @@ static const struct {
  * wd1999 - IDE disk of seed 003 (cvs-all, 1999): raw dd bs=32K 312 tps,
  *   bs=2K 3891 tps: t = 0.06 ms + n / 10.4 MB/s at both sizes.
  *   - With read-ahead the media alone would give 2K reads the same bytes/s
- *     as 32K ones (5000 tps); a per-byte cost paid by every transfer is
+ *     as 32K ones (~5000 tps); a per-byte cost paid by every transfer is
  *     the bus: ATA PIO with the CPU moving the words, 10.4 MB/s.  So bus
  *     10.4, overhead 0.06, and media that outruns the bus: 5400 rpm,
  *     300 sectors a track (13.8 MB/s raw), skew 40 (1.5 ms head switch):
  *     12.2 MB/s sustained.
  *   - ra 256K (half of a 512 KB cache) covers the turn a full segment
  *     waits for its sector (10 MB/s x 11.1 ms = 115 KB).
- *   - seek 1.7 ms track-to-track, ~10 ms average, 20 ms across the default
- *     4 GB (6990 cylinders), so random 4K reads cost ~17 ms.
+ *   - seek 1.7 ms track-to-track, 10.2 ms on average, 20 ms across the
+ *     default 4 GB (6990 cylinders), so random 4K reads cost ~17 ms.
  *
  * ssd - a current NVMe SSD (DESIGN.md): 4 KiB synchronous reads ~60 MB/s,
  *   1 MiB ones ~1.3 GB/s: t = 0.065 ms + n / 1400 MB/s.  No seek or
@@ -384,27 +404,34 @@ wc_prune(struct sim *s, double t)
 		wc_pop(s);
 }
 
-static int
+/* Room for one more entry; false if memory is short. */
+static bool
+wc_reserve(struct sim *s)
+{
+	size_t cap = s->wc_cap ? 2 * s->wc_cap : 64, i;
+	struct wc_ent *n;
+
+	if (s->wc_n < s->wc_cap)
+		return true;
+	n = malloc(cap * sizeof(*n));
+	if (n == NULL)
+		return false;
+	for (i = 0; i < s->wc_n; i++)
+		n[i] = s->wc[(s->wc_head + i) % s->wc_cap];
+	free(s->wc);
+	s->wc = n;
+	s->wc_cap = cap;
+	s->wc_head = 0;
+	return true;
+}
+
+static void
 wc_push(struct sim *s, double end, uint64_t len)
 {
-	if (s->wc_n == s->wc_cap) {
-		size_t cap = s->wc_cap ? 2 * s->wc_cap : 64, i;
-		struct wc_ent *n = malloc(cap * sizeof(*n));
-
-		if (n == NULL)
-			return -ENOMEM;
-		for (i = 0; i < s->wc_n; i++)
-			n[i] = s->wc[(s->wc_head + i) % s->wc_cap];
-		free(s->wc);
-		s->wc = n;
-		s->wc_cap = cap;
-		s->wc_head = 0;
-	}
 	s->wc[(s->wc_head + s->wc_n) % s->wc_cap] = (struct wc_ent){ end, len };
 	s->wc_n++;
 	s->wc_used += len;
 	s->destage_end = MAX(s->destage_end, end);
-	return 0;
 }
 
 /* ------------------------------------------------------------ the model */
@@ -444,13 +471,10 @@ sim_check(const struct sim *s, double prev_busy, int full)
 #define SIM_CHECK(s, prev_busy, full) ((void)0)
 #endif
 
-/*
- * Serve one command arriving at t_arr: returns its completion time, sets
- * *t_start, and *err to -ENOMEM if the destage FIFO could not grow.
- */
+/* Serve one command arriving at t_arr: its start and completion times. */
 static double
 sim_serve(struct sim *s, enum clio_op op, uint64_t off, size_t len,
-	  double t_arr, double *t_start, int *err)
+	  double t_arr, double *t_start)
 {
 	uint64_t c = off / SECTOR;
 	uint64_t e = DIV_ROUND_UP(off + len, SECTOR);
@@ -460,7 +484,6 @@ sim_serve(struct sim *s, enum clio_op op, uint64_t off, size_t len,
 	double done, t_first, t_end;
 
 	*t_start = start;
-	*err = 0;
 	switch (op) {
 	case CLIO_OP_READ:
 		if (s->seg_valid && c >= s->seg_lo && c < s->seg_limit) {
@@ -494,7 +517,7 @@ sim_serve(struct sim *s, enum clio_op op, uint64_t off, size_t len,
 		stream_stop(s, start);
 		if (s->seg_valid && c < s->seg_limit && e > s->seg_lo)
 			s->seg_valid = false;
-		if (s->p.wcache == 0 || len > s->p.wcache) {
+		if (s->p.wcache == 0 || len > s->p.wcache || !wc_reserve(s)) {
 			/* write-through: the data crosses the bus meanwhile */
 			t_end = media_op(s, c, e - c, t_cmd, &t_first);
 			done = MAX(t_end, t_cmd + bus_time(s, len));
@@ -509,7 +532,7 @@ sim_serve(struct sim *s, enum clio_op op, uint64_t off, size_t len,
 		}
 		done += bus_time(s, len);
 		t_end = media_op(s, c, e - c, done, &t_first);
-		*err = wc_push(s, t_end, len);
+		wc_push(s, t_end, len);
 		break;
 	case CLIO_OP_FLUSH:
 	default:
@@ -533,52 +556,63 @@ iov_range_is_zero(const struct iovec *iov, int iovcnt, size_t skip,
 
 	for (i = 0; i < iovcnt && len > 0; i++) {
 		const unsigned char *b = iov[i].iov_base;
-		size_t l = iov[i].iov_len, n, k;
+		size_t l = iov[i].iov_len, n;
 
 		if (skip >= l) {
 			skip -= l;
 			continue;
 		}
 		n = MIN(l - skip, len);
-		for (k = 0; k < n; k++)
-			if (b[skip + k] != 0)
-				return false;
+		b += skip;
+		if (b[0] != 0 || memcmp(b, b + 1, n - 1) != 0)
+			return false;
 		len -= n;
 		skip = 0;
 	}
 	return true;
 }
 
-/* Move the data of a read or write; -ENOMEM if a chunk cannot be had. */
+/*
+ * Move the data of a read or write.  A write first allocates the chunks it
+ * needs, so that on -ENOMEM it has changed no byte (new chunks are zeros).
+ */
 static int
 sim_data(struct sim *s, const struct dev_io *p)
 {
-	size_t done = 0;
+	size_t done;
+	int pass;
 
-	while (done < p->len) {
-		uint64_t off = p->off + done;
-		size_t ci = (size_t)(off >> CHUNK_SHIFT);
-		size_t co = (size_t)(off & (CHUNK_SIZE - 1));
-		size_t n = MIN(CHUNK_SIZE - co, p->len - done);
-		unsigned char *ch = s->chunks[ci];
+	for (pass = p->op == CLIO_OP_WRITE ? 0 : 1; pass < 2; pass++) {
+		for (done = 0; done < p->len;) {
+			uint64_t off = p->off + done;
+			size_t ci = (size_t)(off >> CHUNK_SHIFT);
+			size_t co = (size_t)(off & (CHUNK_SIZE - 1));
+			size_t n = MIN(CHUNK_SIZE - co, p->len - done);
+			unsigned char *ch = s->chunks[ci];
 
-		if (p->op == CLIO_OP_READ) {
-			if (ch != NULL)
-				buf_to_iov(p->iov, p->iovcnt, done, ch + co, n);
-			else
-				iov_memset(p->iov, p->iovcnt, done, 0, n);
-		} else if (ch != NULL ||
-			   !iov_range_is_zero(p->iov, p->iovcnt, done, n)) {
-			if (ch == NULL) {
-				ch = calloc(1, CHUNK_SIZE);
-				if (ch == NULL)
-					return -ENOMEM;
-				s->chunks[ci] = ch;
-				s->nalloc++;
+			if (pass == 0) {
+				/* allocate, unless the data is all zeros */
+				if (ch == NULL && !iov_range_is_zero(
+					p->iov, p->iovcnt, done, n)) {
+					ch = calloc(1, CHUNK_SIZE);
+					if (ch == NULL)
+						return -ENOMEM;
+					s->chunks[ci] = ch;
+					s->nalloc++;
+				}
+			} else if (p->op == CLIO_OP_READ) {
+				if (ch != NULL)
+					buf_to_iov(p->iov, p->iovcnt, done,
+						   ch + co, n);
+				else
+					iov_memset(p->iov, p->iovcnt, done, 0,
+						   n);
+			} else if (ch != NULL) {
+				iov_to_buf(p->iov, p->iovcnt, done, ch + co,
+					   n);
 			}
-			iov_to_buf(p->iov, p->iovcnt, done, ch + co, n);
+			done += n;
 		}
-		done += n;
 	}
 	return 0;
 }
@@ -618,11 +652,8 @@ sim_io(clio_dev *d, struct dev_io *p)
 {
 	struct sim *s = d->priv;
 	double t_arr, t_start, t_done;
-	int r = 0, err;
+	int r = 0;
 
-	if (p->op != CLIO_OP_FLUSH &&
-	    (p->off > d->size || p->len > d->size - p->off))
-		return -EINVAL;
 	if (d->is_virtual) {
 		/* host CPU time per command moves the shared clock */
 		if (s->host > 0) {
@@ -633,18 +664,19 @@ sim_io(clio_dev *d, struct dev_io *p)
 	} else {
 		t_arr = now_monotonic() + s->host;
 	}
-	if (p->op != CLIO_OP_FLUSH && p->len == 0) {
-		p->t_start = p->t_done = t_arr;
-		return 0;
+	t_start = t_done = t_arr;
+	if (p->op != CLIO_OP_FLUSH &&
+	    (p->off > d->size || p->len > d->size - p->off))
+		r = -EINVAL; /* the device layer should have caught it */
+	else if (p->op == CLIO_OP_FLUSH || p->len > 0) {
+		pthread_mutex_lock(&s->lock);
+		if (p->op != CLIO_OP_FLUSH)
+			r = sim_data(s, p);
+		if (r == 0)
+			t_done = sim_serve(s, p->op, p->off, p->len, t_arr,
+					   &t_start);
+		pthread_mutex_unlock(&s->lock);
 	}
-
-	pthread_mutex_lock(&s->lock);
-	t_done = sim_serve(s, p->op, p->off, p->len, t_arr, &t_start, &err);
-	if (p->op != CLIO_OP_FLUSH)
-		r = sim_data(s, p);
-	if (r == 0)
-		r = err;
-	pthread_mutex_unlock(&s->lock);
 
 	if (d->is_virtual) {
 		p->t_start = t_start;
