@@ -12,6 +12,7 @@ usage(FILE *fp)
 {
 	fprintf(fp,
 		"usage: clio dd [OPERAND]... [OPTION]...\n"
+		"       clio bench NAME [--quick] [--json] [--plot DIR]\n"
 		"       clio version\n"
 		"       clio help\n"
 		"See clio(1).\n");
@@ -26,6 +27,8 @@ main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "dd") == 0)
 		return cmd_dd(argc - 1, argv + 1);
+	if (strcmp(argv[1], "bench") == 0)
+		return cmd_bench(argc - 1, argv + 1);
 	if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0) {
 		printf("clio %s\n", CLIO_VERSION);
 		return 0;

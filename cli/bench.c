@@ -1,0 +1,471 @@
+/*
+ * bench.c - `clio bench NAME [--quick] [--json] [--plot DIR]`: the seeds'
+ * experiments on the calibrated simulated disks, each row beside the
+ * figure the seed published, and clio against the Linux kernel on a real
+ * file (kernel.c).
+ *
+ * Every experiment builds one table (table.h); the text, JSON and plot
+ * renderings all come from it.  The simulated ones run in virtual time
+ * and give the same figures on every machine; only the CPU columns and
+ * the kernel experiment depend on the machine.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sysexits.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "internal.h"
+
+static int
+run_or_report(const struct wl_spec *w, struct wl_result *res)
+{
+	char err[256] = "";
+	int r = wl_run(w, res, err, sizeof(err));
+
+	if (r < 0)
+		fprintf(stderr, "clio bench: %s\n", err[0] ? err : strerror(-r));
+	return r;
+}
+
+/* ------------------------------------------------------------ seed 000 */
+
+static int
+exp_maxbsize(const struct bench_opts *bo, struct table *t)
+{
+	static const struct {
+		const char *model, *dev;
+		enum clio_cluster_mode cluster;
+		uint32_t maxbsize, maxphys;
+		double published;
+	} rows[] = {
+		{ "4.4BSD-Lite", "sim:preset=rz25", CLIO_CLUSTER_LITE, 8192, 65536, 0 },
+		{ "4.4BSD-Lite", "sim:preset=rz25", CLIO_CLUSTER_LITE, 16384, 65536, 105 },
+		{ "4.4BSD-Lite", "sim:preset=rz25", CLIO_CLUSTER_LITE, 32768, 65536, 0 },
+		{ "4.4BSD-Lite", "sim:preset=rz25", CLIO_CLUSTER_LITE, 65536, 65536, 52 },
+		{ "FreeBSD", "sim:preset=rz25", CLIO_CLUSTER_ON, 16384, 131072, 0 },
+		{ "FreeBSD", "sim:preset=rz25", CLIO_CLUSTER_ON, 16384, 1048576, 0 },
+		{ "FreeBSD", "sim:preset=rz25,maxio=1M", CLIO_CLUSTER_ON, 16384, 1048576, 0 },
+	};
+	size_t i;
+
+	(void)bo;
+	table_init(t, "maxbsize",
+		   "maxbsize (seed 000, NetBSD PR kern/1718, 1995): dd if=/dev/zero "
+		   "bs=1M count=86 conv=fsync onto sim:rz25, 8K blocks");
+	table_col(t, "model", "model", -1);
+	table_col(t, "device", "device", -1);
+	table_col(t, "cluster_kb", "cluster KB", 0);
+	table_col(t, "published_s", "published s", 0);
+	table_col(t, "elapsed_s", "clio s", 1);
+	table_col(t, "ratio", "clio/pub", 2);
+	table_col(t, "bytes_per_s", "B/s", 0);
+	table_col(t, "transfers", "transfers", 0);
+	table_col(t, "kb_per_transfer", "KB/t", 1);
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct wl_spec w = { .dev = rows[i].dev, .kind = WL_WRITE,
+				     .bs = 1 << 20, .count = 86, .fsync_end = true };
+		struct clio_conf defaults = CLIO_CONF_DEFAULTS;
+		struct wl_result res;
+		struct wl_figures f;
+		int r = table_row(t);
+		uint32_t cl;
+
+		w.conf = defaults;
+		w.conf.bsize = 8192;
+		w.conf.cluster = rows[i].cluster;
+		w.conf.maxbsize = rows[i].maxbsize;
+		w.conf.maxphys = rows[i].maxphys;
+		if (run_or_report(&w, &res) < 0)
+			return -1;
+		wl_figures(&res, &f);
+		cl = rows[i].cluster == CLIO_CLUSTER_LITE ? rows[i].maxbsize
+							   : rows[i].maxphys;
+		table_str(t, r, "model", rows[i].model);
+		table_str(t, r, "device", strchr(rows[i].dev, ',') ? "rz25 maxio=1M" : "rz25");
+		table_num(t, r, "cluster_kb", cl / 1024.0);
+		if (rows[i].published > 0) {
+			table_num(t, r, "published_s", rows[i].published);
+			table_num(t, r, "ratio", res.elapsed / rows[i].published);
+		}
+		table_num(t, r, "elapsed_s", res.elapsed);
+		table_num(t, r, "bytes_per_s", (double)res.bytes / res.elapsed);
+		table_num(t, r, "transfers", (double)f.transfers);
+		table_num(t, r, "kb_per_transfer", f.kbt);
+	}
+	snprintf(t->note, sizeof(t->note),
+		 "  Published: 105 s (858,833 B/s) with MAXBSIZE 16K, 52 s (1,734,183 B/s) "
+		 "with 64K.\n  4.4BSD-Lite clusters fit one buffer (maxbsize); FreeBSD's "
+		 "cluster buffers reach maxphys, capped by the controller's 64K (maxio).");
+	return 0;
+}
+
+/* ------------------------------------------------------------ seed 001 */
+
+static int
+exp_blocksize(const struct bench_opts *bo, struct table *t)
+{
+	static const uint64_t all_bs[] = { 512, 2048, 8192, 16384, 32768, 65536,
+					   131072, 262144, 1 << 20, 4 << 20,
+					   16 << 20, 128 << 20 };
+	static const uint64_t quick_bs[] = { 512, 8192, 16384, 65536, 1 << 20,
+					     16 << 20 };
+	/* seed 001: dd from /dev/ad2 (the raw disk), bytes/s */
+	static const struct {
+		uint64_t bs;
+		double mbs;
+	} published[] = {
+		{ 16384, 55.26 }, { 32768, 56.92 }, { 65536, 56.62 },
+		{ 131072, 55.08 }, { 262144, 53.88 }, { 524288, 54.15 },
+		{ 1 << 20, 57.02 }, { 4 << 20, 54.06 }, { 16 << 20, 53.70 },
+		{ 128 << 20, 55.75 }, { 8192, 37.0 },
+	};
+	const uint64_t *bss = bo->quick ? quick_bs : all_bs;
+	size_t nbs = bo->quick ? sizeof(quick_bs) / sizeof(quick_bs[0])
+			       : sizeof(all_bs) / sizeof(all_bs[0]);
+	uint64_t total = bo->quick ? 32ull << 20 : 256ull << 20;
+	size_t i, k;
+	int path;
+
+	table_init(t, "blocksize",
+		   "blocksize (seed 001, freebsd-arch \"DFLTPHYS vs MAXPHYS\", 2009): "
+		   "read with user bs from sim:ad2009 (64K driver limit)");
+	table_col(t, "bs", "bs", -1);
+	table_col(t, "path", "path", -1);
+	table_col(t, "published_mbs", "published MB/s", 1);
+	table_col(t, "mbs", "clio MB/s", 1);
+	table_col(t, "ratio", "clio/pub", 2);
+	table_col(t, "transfers", "transfers", 0);
+	table_col(t, "kb_per_transfer", "KB/t", 1);
+	table_col(t, "cpu_s_per_gb", "CPU s/GB", 3);
+	for (path = 0; path < 2; path++) {
+		for (i = 0; i < nbs; i++) {
+			uint64_t bs = bss[i];
+			struct wl_spec w = { .dev = "sim:preset=ad2009", .kind = WL_READ,
+					     .bs = bs, .count = total / bs,
+					     .direct = path == 1 };
+			struct clio_conf defaults = CLIO_CONF_DEFAULTS;
+			struct wl_result res;
+			struct wl_figures f;
+			char label[32];
+			int r;
+
+			if (bs > total)
+				continue;
+			w.conf = defaults;
+			w.conf.maxphys = 131072; /* FreeBSD 8's MAXPHYS */
+			if (path == 1 && bs % 512 != 0)
+				continue;
+			if (run_or_report(&w, &res) < 0)
+				return -1;
+			wl_figures(&res, &f);
+			r = table_row(t);
+			if (bs >= (1 << 20))
+				snprintf(label, sizeof(label), "%lluM",
+					 (unsigned long long)(bs >> 20));
+			else if (bs >= 1024)
+				snprintf(label, sizeof(label), "%lluK",
+					 (unsigned long long)(bs >> 10));
+			else
+				snprintf(label, sizeof(label), "%llu",
+					 (unsigned long long)bs);
+			table_str(t, r, "bs", label);
+			table_str(t, r, "path", path ? "direct" : "cached");
+			table_num(t, r, "mbs", f.app_mbs);
+			table_num(t, r, "transfers", (double)f.transfers);
+			table_num(t, r, "kb_per_transfer", f.kbt);
+			table_num(t, r, "cpu_s_per_gb",
+				  res.cpu_s / ((double)res.bytes / 1e9));
+			for (k = 0; path == 1 && k < sizeof(published) / sizeof(published[0]); k++) {
+				if (published[k].bs == bs) {
+					table_num(t, r, "published_mbs", published[k].mbs);
+					table_num(t, r, "ratio", f.app_mbs / published[k].mbs);
+				}
+			}
+		}
+	}
+	snprintf(t->note, sizeof(t->note),
+		 "  Published: the raw disk at 53.7-57.0 MB/s for every bs from 16K to "
+		 "128M (10^6 B/s), 37 MB/s at 8K.\n  CPU s/GB is this machine's user+system "
+		 "time for the copy through clio (the disk is simulated).");
+	return 0;
+}
+
+/* ------------------------------------------------------------ seed 002 */
+
+static int
+exp_rewrite(const struct bench_opts *bo, struct table *t)
+{
+	static const struct {
+		enum clio_rbw_mode rbw;
+		const char *label;
+		double kbt, tps, mbs;
+	} rows[] = {
+		{ CLIO_RBW_BLOCK, "before (rbw=block)", 14.21, 813, 11.19 },
+		{ CLIO_RBW_CLUSTER, "after (rbw=cluster)", 63.62, 434, 26.99 },
+	};
+	uint64_t count = bo->quick ? 32768 : 262144;
+	size_t i;
+
+	table_init(t, "rewrite",
+		   "rewrite (seed 002, FreeBSD ffs_balloc.c, 2002): dd if=/dev/zero "
+		   "bs=1k conv=notrunc over an existing file on sim:da2002, 8K blocks, "
+		   "maxphys 64K");
+	table_col(t, "case", "case", -1);
+	table_col(t, "published_kbt", "pub KB/t", 2);
+	table_col(t, "kbt", "KB/t", 2);
+	table_col(t, "published_tps", "pub tps", 0);
+	table_col(t, "tps", "tps", 0);
+	table_col(t, "published_mbs", "pub MB/s", 2);
+	table_col(t, "mbs", "MB/s", 2);
+	table_col(t, "ratio_mbs", "MB/s clio/pub", 2);
+	table_col(t, "reads", "reads", 0);
+	table_col(t, "writes", "writes", 0);
+	table_col(t, "read_share", "read bytes %", 1);
+	for (i = 0; i < 2; i++) {
+		struct wl_spec w = { .dev = "sim:preset=da2002", .kind = WL_REWRITE,
+				     .bs = 1024, .count = count };
+		struct clio_conf defaults = CLIO_CONF_DEFAULTS;
+		struct wl_result res;
+		struct wl_figures f;
+		const struct clio_iostat *b;
+		int r = table_row(t);
+
+		w.conf = defaults;
+		w.conf.bsize = 8192;
+		w.conf.maxphys = 65536;
+		w.conf.rbw = rows[i].rbw;
+		if (run_or_report(&w, &res) < 0)
+			return -1;
+		wl_figures(&res, &f);
+		b = &res.st.back;
+		table_str(t, r, "case", rows[i].label);
+		table_num(t, r, "published_kbt", rows[i].kbt);
+		table_num(t, r, "kbt", f.kbt);
+		table_num(t, r, "published_tps", rows[i].tps);
+		table_num(t, r, "tps", f.tps);
+		table_num(t, r, "published_mbs", rows[i].mbs);
+		table_num(t, r, "mbs", f.dev_mbs);
+		table_num(t, r, "ratio_mbs", f.dev_mbs / rows[i].mbs);
+		table_num(t, r, "reads", (double)b->reads);
+		table_num(t, r, "writes", (double)b->writes);
+		table_num(t, r, "read_share",
+			  100.0 * (double)b->read_bytes /
+				  (double)(b->read_bytes + b->write_bytes));
+	}
+	snprintf(t->note, sizeof(t->note),
+		 "  iostat's units: KB = 1024 B, MB/s = 2^20 B/s, reads and writes together "
+		 "(\"half of these are reads\").");
+	return 0;
+}
+
+/* ------------------------------------------------------------ seed 003 */
+
+static int
+exp_rawblock(const struct bench_opts *bo, struct table *t)
+{
+	static const struct {
+		const char *label;
+		enum clio_cluster_mode cluster;
+		uint32_t bsize;
+		bool direct;
+		uint64_t bs;
+		double kbt, tps, mbs;
+	} rows[] = {
+		{ "buffered (cluster=off, 2K)", CLIO_CLUSTER_OFF, 2048, false, 32768, 2.05, 1600, 3.13 },
+		{ "buffered (cluster=off, 2K)", CLIO_CLUSTER_OFF, 2048, false, 2048, 2.10, 143, 0.29 },
+		{ "raw (direct)", CLIO_CLUSTER_ON, 16384, true, 32768, 32.00, 312, 9.74 },
+		{ "raw (direct)", CLIO_CLUSTER_ON, 16384, true, 2048, 2.00, 3891, 7.60 },
+		{ "clio (clustered)", CLIO_CLUSTER_ON, 16384, false, 32768, 0, 0, 0 },
+		{ "clio (clustered)", CLIO_CLUSTER_ON, 16384, false, 2048, 0, 0, 0 },
+	};
+	uint64_t total = bo->quick ? 4ull << 20 : 20480000ull;
+	size_t i;
+
+	table_init(t, "rawblock",
+		   "rawblock (seed 003, cvs-all \"user block device access\", 1999): dd "
+		   "from sim:wd1999 through the buffered block device, the raw device "
+		   "and clio");
+	table_col(t, "path", "path", -1);
+	table_col(t, "bs", "bs", -1);
+	table_col(t, "published_kbt", "pub KB/t", 2);
+	table_col(t, "kbt", "KB/t", 2);
+	table_col(t, "published_tps", "pub tps", 0);
+	table_col(t, "tps", "tps", 0);
+	table_col(t, "published_mbs", "pub MB/s", 2);
+	table_col(t, "mbs", "MB/s", 2);
+	table_col(t, "ratio_mbs", "MB/s clio/pub", 2);
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct wl_spec w = { .dev = "sim:preset=wd1999", .kind = WL_READ,
+				     .bs = rows[i].bs, .count = total / rows[i].bs,
+				     .direct = rows[i].direct };
+		struct clio_conf defaults = CLIO_CONF_DEFAULTS;
+		struct wl_result res;
+		struct wl_figures f;
+		int r = table_row(t);
+
+		w.conf = defaults;
+		w.conf.bsize = rows[i].bsize;
+		w.conf.cluster = rows[i].cluster;
+		w.conf.maxphys = 65536;
+		if (run_or_report(&w, &res) < 0)
+			return -1;
+		wl_figures(&res, &f);
+		table_str(t, r, "path", rows[i].label);
+		table_str(t, r, "bs", rows[i].bs == 2048 ? "2K" : "32K");
+		table_num(t, r, "kbt", f.kbt);
+		table_num(t, r, "tps", f.tps);
+		table_num(t, r, "mbs", f.dev_mbs);
+		if (rows[i].tps > 0) {
+			table_num(t, r, "published_kbt", rows[i].kbt);
+			table_num(t, r, "published_tps", rows[i].tps);
+			table_num(t, r, "published_mbs", rows[i].mbs);
+			table_num(t, r, "ratio_mbs", f.dev_mbs / rows[i].mbs);
+		}
+	}
+	snprintf(t->note, sizeof(t->note),
+		 "  Published (iostat of wd3c): buffered bs=32K 2.0-2.05 KB/t, 1290-1602 tps, "
+		 "2.6-3.1 MB/s; bs=2K 2.1-2.8 KB/t, 143-162 tps, 0.29-0.44 MB/s;\n"
+		 "  raw bs=32K 32 KB/t, 312 tps, 9.74 MB/s; bs=2K 2 KB/t, 3891 tps, 7.60 MB/s.");
+	return 0;
+}
+
+/* ------------------------------------------------------------ driver */
+
+static const struct experiment {
+	const char *name;
+	int (*run)(const struct bench_opts *, struct table *);
+	bool simulated;
+} experiments[] = {
+	{ "maxbsize", exp_maxbsize, true },
+	{ "blocksize", exp_blocksize, true },
+	{ "rewrite", exp_rewrite, true },
+	{ "rawblock", exp_rawblock, true },
+	{ "kernel", exp_kernel, false },
+};
+
+static void
+usage_bench(FILE *fp)
+{
+	fprintf(fp,
+		"usage: clio bench NAME [--quick] [--json] [--plot DIR] [--runs N]\n"
+		"                  [--file PATH] [--size N]\n"
+		"NAME: maxbsize, blocksize, rewrite, rawblock, kernel, or all.\n"
+		"See clio(1).\n");
+}
+
+int
+cmd_bench(int argc, char **argv)
+{
+	struct bench_opts bo = { .runs = 0 };
+	const char *name = NULL;
+	struct table *t;
+	size_t i;
+	int a, n = 0, rc = 0;
+
+	for (a = 1; a < argc; a++) {
+		const char *arg = argv[a];
+		const char *val = NULL;
+		const char *eq = strchr(arg, '=');
+		char key[32];
+
+		if (strncmp(arg, "--", 2) != 0) {
+			if (name != NULL) {
+				fprintf(stderr, "clio bench: unexpected argument '%s'\n", arg);
+				return EX_USAGE;
+			}
+			name = arg;
+			continue;
+		}
+		snprintf(key, sizeof(key), "%.*s",
+			 (int)(eq ? (size_t)(eq - arg) : strlen(arg)), arg);
+		if (strcmp(key, "--quick") == 0) {
+			bo.quick = true;
+			continue;
+		}
+		if (strcmp(key, "--json") == 0) {
+			bo.json = true;
+			continue;
+		}
+		if (strcmp(key, "--help") == 0) {
+			usage_bench(stdout);
+			return 0;
+		}
+		if (eq)
+			val = eq + 1;
+		else if (a + 1 < argc)
+			val = argv[++a];
+		else {
+			fprintf(stderr, "clio bench: option '%s' needs a value\n", key);
+			return EX_USAGE;
+		}
+		if (strcmp(key, "--plot") == 0) {
+			bo.plot_dir = val;
+		} else if (strcmp(key, "--file") == 0) {
+			bo.file = val;
+		} else if (strcmp(key, "--size") == 0) {
+			if (parse_size(val, &bo.size) < 0 || bo.size < (1u << 20)) {
+				fprintf(stderr, "clio bench: invalid --size '%s' (at least 1M)\n", val);
+				return EX_USAGE;
+			}
+		} else if (strcmp(key, "--runs") == 0) {
+			uint64_t v;
+			if (parse_uint(val, &v) < 0 || v < 1 || v > 100) {
+				fprintf(stderr, "clio bench: invalid --runs '%s' (1 to 100)\n", val);
+				return EX_USAGE;
+			}
+			bo.runs = (int)v;
+		} else {
+			fprintf(stderr, "clio bench: unknown option '%s'\n", key);
+			return EX_USAGE;
+		}
+	}
+	if (bo.runs == 0)
+		bo.runs = bo.quick ? 1 : 3;
+	if (name == NULL) {
+		usage_bench(stderr);
+		return EX_USAGE;
+	}
+	for (i = 0; i < sizeof(experiments) / sizeof(experiments[0]); i++)
+		if (strcmp(name, "all") == 0 || strcmp(name, experiments[i].name) == 0)
+			break;
+	if (i == sizeof(experiments) / sizeof(experiments[0])) {
+		fprintf(stderr, "clio bench: unknown experiment '%s'\n", name);
+		return EX_USAGE;
+	}
+	if (bo.plot_dir != NULL && mkdir(bo.plot_dir, 0755) < 0 && errno != EEXIST) {
+		fprintf(stderr, "clio bench: cannot create '%s': %s\n", bo.plot_dir,
+			strerror(errno));
+		return EX_CANTCREAT;
+	}
+	t = malloc(sizeof(*t));
+	if (t == NULL)
+		return EX_OSERR;
+	if (bo.json)
+		printf("{\"quick\": %s, \"experiments\": [", bo.quick ? "true" : "false");
+	for (i = 0; i < sizeof(experiments) / sizeof(experiments[0]); i++) {
+		const struct experiment *e = &experiments[i];
+
+		if (strcmp(name, "all") != 0 && strcmp(name, e->name) != 0)
+			continue;
+		if (e->run(&bo, t) < 0) {
+			rc = EX_SOFTWARE;
+			break;
+		}
+		if (bo.json) {
+			printf("%s", n++ ? ", " : "");
+			table_json(t, stdout);
+		} else {
+			table_print(t, stdout);
+		}
+		fflush(stdout);
+		if (bo.plot_dir != NULL && plot_table(&bo, t) < 0 && rc == 0)
+			rc = EX_SOFTWARE;
+	}
+	if (bo.json)
+		printf("]}\n");
+	free(t);
+	return rc;
+}
