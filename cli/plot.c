@@ -16,31 +16,38 @@ struct plot_spec {
 	const char *keys[3];	/* the bars of each group */
 	const char *titles[3];
 	bool logy;
+	const char *label_kb;	/* a numeric column added to the labels, in K */
 };
 
 static const struct plot_spec specs[] = {
 	{ "maxbsize", "elapsed time (s, simulated)",
-	  { "published_s", "elapsed_s" }, { "published (1995)", "clio" }, false },
+	  { "published_s", "elapsed_s" }, { "published (1995)", "clio" }, false,
+	  "cluster_kb" },
 	{ "blocksize", "throughput (MB/s, 10^6 B/s)",
-	  { "published_mbs", "mbs" }, { "published (2009, raw disk)", "clio" }, false },
+	  { "published_mbs", "mbs" }, { "published (2009, raw disk)", "clio" }, false, NULL },
 	{ "rewrite", "device throughput (MB/s, 2^20 B/s)",
-	  { "published_mbs", "mbs" }, { "published (2002)", "clio" }, false },
+	  { "published_mbs", "mbs" }, { "published (2002)", "clio" }, false, NULL },
 	{ "rawblock", "device throughput (MB/s, 2^20 B/s)",
-	  { "published_mbs", "mbs" }, { "published (1999)", "clio" }, false },
+	  { "published_mbs", "mbs" }, { "published (1999)", "clio" }, false, NULL },
 	{ "kernel", "throughput (MB/s, 10^6 B/s)",
 	  { "kernel_mbs", "direct_mbs", "clio_mbs" },
-	  { "Linux page cache (dd)", "O_DIRECT (dd)", "clio" }, true },
+	  { "Linux page cache (dd)", "O_DIRECT (dd)", "clio" }, true, NULL },
 };
 
 /* The row's label: its string columns joined. */
 static void
-row_label(const struct table *t, int r, char *out, size_t len)
+row_label(const struct table *t, const struct plot_spec *sp, int r, char *out,
+	  size_t len)
 {
+	double kb;
 	int c;
 
 	out[0] = '\0';
+	if (sp->label_kb != NULL && table_get(t, r, sp->label_kb, &kb))
+		snprintf(out, len, "%.0fK", kb);
 	for (c = 0; c < t->ncols; c++) {
-		if (t->cols[c].prec >= 0 || !t->cells[r][c].set)
+		if (t->cols[c].prec >= 0 || !t->cells[r][c].set ||
+		    strcmp(t->cols[c].key, "met") == 0)
 			continue;
 		if (out[0])
 			strncat(out, " ", len - strlen(out) - 1);
@@ -74,7 +81,7 @@ plot_table(const struct bench_opts *bo, const struct table *t)
 		return -1;
 	}
 	for (r = 0; r < t->nrows; r++) {
-		row_label(t, r, label, sizeof(label));
+		row_label(t, sp, r, label, sizeof(label));
 		fprintf(dat, "\"%s\"", label);
 		for (k = 0; k < nkeys; k++) {
 			double v;
@@ -97,7 +104,7 @@ plot_table(const struct bench_opts *bo, const struct table *t)
 		fprintf(gp, "set terminal %s size 1100,560%s\n",
 			i == 0 ? "pngcairo" : "svg", i == 0 ? " font ',10'" : "");
 		fprintf(gp, "set output '%s/%s.%s'\n", bo->plot_dir, t->name, ext);
-		fprintf(gp, "set title \"%s\" noenhanced\n", t->name);
+		fprintf(gp, "set termoption noenhanced\nset title \"%s\"\n", t->title);
 		fprintf(gp, "set ylabel '%s' noenhanced\nset style data histograms\n"
 			    "set style histogram clustered gap 1\n"
 			    "set style fill solid 0.8 border -1\nset boxwidth 0.9\n"
