@@ -20,7 +20,8 @@ LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps demo check check-plain check-asan check-tsan tests clean
+
+.PHONY: all deps demo bench check check-plain check-asan check-tsan tests clean
 
 all: $(BUILD)/clio $(BUILD)/libclio.a
 
@@ -47,6 +48,9 @@ deps:
 
 demo: deps all
 	@sh scripts/demo.sh $(BUILD)/clio
+
+bench: deps all
+	@sh scripts/bench.sh $(BUILD)/clio
 
 # One build per flavour, each in its own directory.
 check: deps

@@ -5,9 +5,13 @@
  * Order of work: every operand and option is parsed and checked before
  * anything is opened, so a bad one changes nothing (exit 64, EX_USAGE).
  * Then the input and output are opened, the copy runs, conv=fsync syncs,
- * and the summary goes to standard error (or, with --json, one JSON
- * object to standard output).  Elapsed time is simulated time when every
- * clio device involved runs on the virtual clock, wall time otherwise.
+ * the handles are closed (the last write-back is counted, and its error
+ * reported, before the summary), and the summary goes to standard error
+ * (or, with --json, one JSON object to standard output).  Elapsed time is
+ * simulated time when every clio device involved runs on the virtual
+ * clock, wall time otherwise.  With oflag=direct, writes the direct path
+ * cannot take (from a partial block on) go through the cache, as GNU dd
+ * turns O_DIRECT off for them.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +36,7 @@ struct endpoint {
 	int fd;
 	clio_dev *dev;
 	clio_file *file;
+	clio_file *tail;	/* oflag=direct: buffered, for what it cannot take */
 	bool direct;
 };
 
@@ -344,8 +349,17 @@ write_out(struct dd *dd, const char *buf, size_t len, uint64_t off)
 	struct endpoint *ep = &dd->out;
 	size_t done = 0;
 
-	if (ep->kind == EP_CLIO)
-		return clio_pwrite(ep->file, buf, len, off);
+	if (ep->kind == EP_CLIO) {
+		/* like GNU dd, which turns O_DIRECT off for good at a partial
+		 * block: from the first unaligned write on, use the cache */
+		if (ep->direct && ep->tail == NULL &&
+		    (off | len) % clio_dev_sector_size(ep->dev) != 0) {
+			int r = clio_open(dd->cache, ep->dev, CLIO_RDWR, &ep->tail);
+			if (r < 0)
+				return r;
+		}
+		return clio_pwrite(ep->tail ? ep->tail : ep->file, buf, len, off);
+	}
 	while (done < len) {
 		ssize_t r = write(ep->fd, buf + done, len - done);
 		if (r < 0 && errno == EINTR)
@@ -666,6 +680,40 @@ out:
 	return rc;
 }
 
+/* Close the clio handles (the devices stay open for the statistics);
+ * returns EX_IOERR if the output's write-back failed. */
+static int
+close_files(struct dd *dd)
+{
+	struct endpoint *out = &dd->out;
+	int r, rc = 0;
+
+	if (dd->in.file != NULL) {
+		(void)clio_close(dd->in.file);
+		dd->in.file = NULL;
+	}
+	/* the tail handle first: the last handle writes back */
+	if (out->tail != NULL) {
+		r = clio_close(out->tail);
+		out->tail = NULL;
+		if (r < 0 && rc == 0) {
+			fprintf(stderr, "clio dd: error closing '%s': %s\n",
+				out->spec, strerror(-r));
+			rc = EX_IOERR;
+		}
+	}
+	if (out->file != NULL) {
+		r = clio_close(out->file);
+		out->file = NULL;
+		if (r < 0 && rc == 0) {
+			fprintf(stderr, "clio dd: error closing '%s': %s\n",
+				out->spec, strerror(-r));
+			rc = EX_IOERR;
+		}
+	}
+	return rc;
+}
+
 int
 cmd_dd(int argc, char **argv)
 {
@@ -719,7 +767,7 @@ cmd_dd(int argc, char **argv)
 			dd.in.kind != EP_STDIO && dd.out.kind != EP_STDIO;
 
 	/* like dd: truncate the output at seek= unless conv=notrunc */
-	if (dd.out.kind == EP_CLIO && !dd.notrunc && !dd.out.direct) {
+	if (dd.out.kind == EP_CLIO && !dd.notrunc) {
 		uint64_t at = dd.seek * dd.obs;
 		if (clio_fsize(dd.out.file) > (int64_t)at) {
 			r = clio_ftruncate(dd.out.file, at);
@@ -753,24 +801,19 @@ cmd_dd(int argc, char **argv)
 	} else if (dd.out.kind == EP_FD && dd.fsync_end) {
 		fsync(dd.out.fd);
 	}
+	/* like dd, close before the summary: it then counts the write-back
+	 * at close, and an error there is not printed after a success */
+	r = close_files(&dd);
+	if (rc == 0)
+		rc = r;
 	iostat_tick(&dd, true);
 	elapsed = dd_now(&dd) - dd.t_start;
 	report(&dd, elapsed);
 
 done:
-	if (dd.in.file) {
-		r = clio_close(dd.in.file);
-		(void)r;
-	}
-	if (dd.out.file) {
-		r = clio_close(dd.out.file);
-		if (r < 0) {
-			fprintf(stderr, "clio dd: error closing '%s': %s\n",
-				dd.out.spec, strerror(-r));
-			if (rc == 0)
-				rc = EX_IOERR;
-		}
-	}
+	r = close_files(&dd);
+	if (rc == 0)
+		rc = r;
 	if (dd.in.dev)
 		clio_dev_close(dd.in.dev);
 	if (dd.out.dev)

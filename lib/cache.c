@@ -167,8 +167,11 @@ buf_release(clio_cache *c, struct buf *b)
 		b->b_fnext = c->freelist;
 		c->freelist = b;
 	}
-	if (b->b_state == B_INVAL)
+	if (b->b_state == B_INVAL ||
+	    (b->b_hold == 0 && (b->b_flags & BF_WANT))) {
+		b->b_flags &= ~BF_WANT;
 		pthread_cond_broadcast(&c->cv);
+	}
 }
 
 /* Drop a buffer's identity; it becomes FREE (free-listed once unheld). */
@@ -391,14 +394,19 @@ bio_submit(clio_cache *c, struct cobj *o, enum clio_op op, struct buf **bufs,
 		c->nio++;
 		o->o_nio++;
 	}
-	/* a write never reaches past the end the readers see */
+	/* no request reaches past the end the readers see (a fixed device
+	 * ends there, maybe inside a block): a read gets zeros there */
 	io->req.iovcnt = n;
-	if (op == CLIO_OP_WRITE && off + (uint64_t)n * bsize > o->o_size) {
+	if (off + (uint64_t)n * bsize > o->o_size) {
 		uint64_t keep = o->o_size > off ? o->o_size - off : 0;
 
 		io->req.iovcnt = (int)DIV_ROUND_UP(keep, bsize);
 		if (keep % bsize)
 			io->iov[keep / bsize].iov_len = keep % bsize;
+		for (i = (int)(keep / bsize); op == CLIO_OP_READ && i < n; i++) {
+			size_t from = (uint64_t)i == keep / bsize ? keep % bsize : 0;
+			memset(bufs[i]->b_data + from, 0, bsize - from);
+		}
 	}
 	io->req.op = op;
 	io->req.offset = off;
@@ -518,6 +526,7 @@ obj_writeback(clio_cache *c, struct cobj *o)
 	uint64_t gen = ++c->fsync_gen;
 	uint64_t seq0 = o->o_errseq;
 	struct buf *b;
+	int r = 0, e;
 
 	for (;;) {
 		for (b = c->dirty_head; b != NULL; b = b->b_dnext)
@@ -525,14 +534,17 @@ obj_writeback(clio_cache *c, struct cobj *o)
 				break;
 		if (b == NULL)
 			break;
-		flush_buf(c, b, gen);
+		e = flush_buf(c, b, gen);
+		if (e < 0 && r == 0)
+			r = e; /* not submitted: it stays dirty */
 	}
 	obj_wait_io(c, o);
 	if (o->o_dev->is_virtual)
 		vclock_advance_to(o->o_wdone);
-	if (o->o_errseq != seq0 || o->o_ndirty > 0)
+	/* buffers dirtied again by other writers meanwhile are no error */
+	if (o->o_errseq != seq0)
 		return -(o->o_err ? o->o_err : EIO);
-	return 0;
+	return r;
 }
 
 /* ------------------------------------------------------------ flusher */

@@ -22,6 +22,7 @@ enum buf_state {
 #define BF_REF 0x2  /* referenced again since the clock hand passed */
 #define BF_RA 0x4   /* filled by read-ahead and not used yet */
 #define BF_WERR 0x8 /* its last write-back failed; still dirty */
+#define BF_WANT 0x10 /* a thread waits for its holders to let go */
 
 struct cobj;
 

@@ -152,7 +152,10 @@ cluster_read(clio_cache *c, struct cobj *o, uint64_t lbn, size_t totread,
 		readahead(c, o, lbn, seq);
 	while (b->b_state == B_READING)
 		pthread_cond_wait(&c->cv, &c->lock);
-	if (r < 0 || b->b_state != B_CLEAN) {
+	/* valid: another thread may have dirtied or begun writing it since
+	 * the read completed; a failed read left it FREE */
+	if (r < 0 || (b->b_state != B_CLEAN && b->b_state != B_DIRTY &&
+		      b->b_state != B_WRITING)) {
 		buf_release(c, b);
 		return r < 0 ? r : -(o->o_rerr ? o->o_rerr : EIO);
 	}

@@ -131,9 +131,11 @@ clio_conf_check(const struct clio_conf *conf, char *err, size_t errlen)
 			conf->maxbsize, conf->bsize);
 		return -EINVAL;
 	}
-	if (!IS_POW2(conf->maxphys) || conf->maxphys < 512) {
-		set_err(err, errlen, "invalid maxphys %u (a power of 2, >= 512)",
-			conf->maxphys);
+	if (!IS_POW2(conf->maxphys) || conf->maxphys < conf->bsize) {
+		/* one buffer is one transfer at least */
+		set_err(err, errlen,
+			"invalid maxphys %u (a power of 2, at least bsize %u)",
+			conf->maxphys, conf->bsize);
 		return -EINVAL;
 	}
 	if (conf->cache_size < 8ull * conf->bsize) {

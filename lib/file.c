@@ -14,7 +14,8 @@
  *     writer's count, with rbw=block a lone synchronous block read.
  *  3. The direct path moves data between the caller and the device in
  *     pieces of at most maxphys, after writing back the cached dirty data
- *     it overlaps; a direct write then drops the clean buffers it covers.
+ *     it overlaps; a direct write then drops the clean buffers it covers,
+ *     once their holders let go: none keeps what the write replaced.
  *  4. A write-back error is reported once to each handle, by its next
  *     fsync or close.
  */
@@ -142,6 +143,10 @@ clio_close(clio_file *f)
 	int r = 0, e;
 
 	pthread_mutex_lock(&c->lock);
+	/* the last handle: a write in flight may yet fail and leave its
+	 * buffers dirty, so wait for it before looking */
+	if (o->o_nhandles == 1)
+		obj_wait_io(c, o);
 	if (o->o_nhandles == 1 && o->o_ndirty > 0) {
 		r = obj_writeback(c, o);
 		pthread_mutex_unlock(&c->lock);
@@ -174,23 +179,28 @@ clio_fsize(clio_file *f)
 /* ------------------------------------------------------------ direct */
 
 /* Write back and wait out every cached block of [off, off+len); with
- * drop, also drop the clean ones. */
-static void
+ * drop, also drop the clean ones.  A dirty block that cannot be written
+ * fails the call: the device would not have its data. */
+static int
 direct_sync_range(clio_cache *c, struct cobj *o, uint64_t off, size_t len,
 		  bool drop)
 {
 	uint64_t bs = c->conf.bsize, l, first = off / bs,
-		 last = (off + len - 1) / bs;
+		 last = (off + len - 1) / bs, gen = ++c->fsync_gen;
 
 	if (len == 0)
-		return;
+		return 0;
 	for (l = first; l <= last; l++) {
 		struct buf *b = buf_lookup(c, o, l);
 
 		if (b == NULL)
 			continue;
 		if (b->b_state == B_DIRTY) {
-			flush_buf(c, b, 0);
+			/* its write of this pass failed (not: it was written
+			 * and another thread dirtied it again since) */
+			if (b->b_tried == gen && (b->b_flags & BF_WERR))
+				return -(o->o_err ? o->o_err : EIO);
+			flush_buf(c, b, gen);
 			l--; /* look again */
 			continue;
 		}
@@ -201,9 +211,18 @@ direct_sync_range(clio_cache *c, struct cobj *o, uint64_t off, size_t len,
 			continue;
 		}
 		buf_touch(c, b);
-		if (drop && b->b_hold == 0)
+		if (drop && b->b_hold > 0) {
+			/* a reader may have filled it from storage before the
+			 * write landed: let it copy out, then drop it */
+			b->b_flags |= BF_WANT;
+			pthread_cond_wait(&c->cv, &c->lock);
+			l--;
+			continue;
+		}
+		if (drop)
 			buf_discard(c, b);
 	}
+	return 0;
 }
 
 static ssize_t
@@ -215,7 +234,10 @@ direct_io(clio_file *f, enum clio_op op, void *buf, size_t len, uint64_t off)
 	size_t done = 0, piece = c->conf.maxphys;
 	ssize_t r = 0;
 
-	if ((off | len) % d->sector != 0)
+	/* as O_DIRECT: a read at or past EOF returns 0 however aligned, so
+	 * that a reader's next read after a short one sees the end */
+	if ((off | len) % d->sector != 0 &&
+	    !(op == CLIO_OP_READ && (int64_t)off >= clio_fsize(f)))
 		return -EINVAL;
 	pthread_mutex_lock(&c->lock);
 	if (op == CLIO_OP_READ) {
@@ -231,8 +253,10 @@ direct_io(clio_file *f, enum clio_op op, void *buf, size_t len, uint64_t off)
 		}
 		len = MIN((uint64_t)len, o->o_size - off);
 	}
-	direct_sync_range(c, o, off, len, op == CLIO_OP_WRITE);
+	r = direct_sync_range(c, o, off, len, op == CLIO_OP_WRITE);
 	pthread_mutex_unlock(&c->lock);
+	if (r < 0)
+		return r;
 
 	while (done < len) {
 		size_t n = MIN(piece, len - done);
@@ -247,8 +271,9 @@ direct_io(clio_file *f, enum clio_op op, void *buf, size_t len, uint64_t off)
 
 	pthread_mutex_lock(&c->lock);
 	if (op == CLIO_OP_WRITE) {
-		direct_sync_range(c, o, off, done, true);
-		if (off + done > o->o_size)
+		(void)direct_sync_range(c, o, off, done, true);
+		/* a write of nothing past EOF grows nothing */
+		if (done > 0 && off + done > o->o_size)
 			o->o_size = off + done;
 	}
 	pthread_mutex_unlock(&c->lock);
@@ -305,7 +330,7 @@ clio_pread(clio_file *f, void *buf, size_t len, uint64_t off)
 				b->b_flags &= ~BF_RAM;
 				readahead(c, o, lbn, seq);
 			}
-		} else if (b != NULL) {
+		} else if (b != NULL && !(b->b_state == B_INVAL && b->b_hold == 0)) {
 			buf_wait(c, b);
 			continue;
 		} else {

@@ -42,13 +42,17 @@ parse_uint(const char *s, uint64_t *out)
 {
 	char *end;
 	unsigned long long v;
+	int saved = errno;
 
 	if (s == NULL || !isdigit((unsigned char)*s))
 		return -EINVAL;
 	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno == ERANGE)
+	v = strtoull(s, &end, 10); /* decimal, as dd: "010" is ten */
+	if (errno == ERANGE) {
+		errno = saved;
 		return -ERANGE;
+	}
+	errno = saved;
 	if (*end != '\0')
 		return -EINVAL;
 	*out = v;

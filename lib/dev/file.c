@@ -5,7 +5,9 @@
  * preadv/pwritev at an offset, fdatasync for flush.  With direct=1 the
  * file is opened O_DIRECT and every piece whose memory, offset or length
  * is not aligned goes through an aligned bounce buffer (a write of
- * unaligned edges reads them first).  A regular file is resizable
+ * unaligned edges reads them first; it runs alone among the writes, since
+ * it rewrites the rest of its edge units and may pad the file and cut it
+ * back).  A regular file is resizable
  * (ftruncate); a block device has the size the kernel reports.  Requests
  * run on the device layer's worker threads (`blocking`).
  */
@@ -25,6 +27,8 @@ struct file_dev {
 	bool direct;
 	uint32_t align; /* O_DIRECT alignment of memory, offset and length */
 	bool regular;
+	pthread_rwlock_t wlock;	/* direct: writes share it, a bounce write
+				   and a resize take it alone */
 };
 
 static bool
@@ -38,8 +42,11 @@ iov_aligned(const struct iovec *iov, int iovcnt, uint32_t align)
 	return true;
 }
 
+/* Read an aligned stretch of an O_DIRECT file.  A short read that ends
+ * off the alignment is the end of the file: reading on from there would
+ * fail (EINVAL). */
 static ssize_t
-full_pread(int fd, void *buf, size_t len, off_t off)
+full_pread(int fd, void *buf, size_t len, off_t off, uint32_t align)
 {
 	size_t done = 0;
 
@@ -54,6 +61,8 @@ full_pread(int fd, void *buf, size_t len, off_t off)
 		if (r == 0)
 			break;
 		done += (size_t)r;
+		if (done % align != 0)
+			break;
 	}
 	return (ssize_t)done;
 }
@@ -66,13 +75,13 @@ bounce_io(struct file_dev *f, struct dev_io *p)
 	uint64_t b = (p->off + p->len + f->align - 1) & ~(uint64_t)(f->align - 1);
 	size_t blen = (size_t)(b - a);
 	void *bounce;
-	ssize_t r;
+	ssize_t r = 0;
 
 	if (posix_memalign(&bounce, f->align, blen) != 0)
 		return -ENOMEM;
 	if (p->op == CLIO_OP_READ || a != p->off || b != p->off + p->len) {
 		memset(bounce, 0, blen);
-		r = full_pread(f->fd, bounce, blen, (off_t)a);
+		r = full_pread(f->fd, bounce, blen, (off_t)a, f->align);
 		if (r < 0)
 			goto out;
 	}
@@ -116,28 +125,47 @@ static ssize_t
 file_io(clio_dev *d, struct dev_io *p)
 {
 	struct file_dev *f = d->priv;
+	bool bounce, lock = f->direct && p->op == CLIO_OP_WRITE;
 	ssize_t r;
 
 	if (p->op == CLIO_OP_FLUSH)
 		return fdatasync(f->fd) < 0 ? -errno : 0;
-	if (f->direct && (((p->off | p->len) & (f->align - 1)) != 0 ||
-			  !iov_aligned(p->iov, p->iovcnt, f->align)))
-		return bounce_io(f, p);
-	do {
-		if (p->op == CLIO_OP_READ)
-			r = preadv(f->fd, p->iov, p->iovcnt, (off_t)p->off);
-		else
-			r = pwritev(f->fd, p->iov, p->iovcnt, (off_t)p->off);
-	} while (r < 0 && errno == EINTR);
-	return r < 0 ? -errno : r;
+	bounce = f->direct && (((p->off | p->len) & (f->align - 1)) != 0 ||
+			       !iov_aligned(p->iov, p->iovcnt, f->align));
+	/* two pieces that share an aligned unit must not both rewrite it */
+	if (lock && bounce)
+		pthread_rwlock_wrlock(&f->wlock);
+	else if (lock)
+		pthread_rwlock_rdlock(&f->wlock);
+	if (bounce) {
+		r = bounce_io(f, p);
+	} else {
+		do {
+			if (p->op == CLIO_OP_READ)
+				r = preadv(f->fd, p->iov, p->iovcnt, (off_t)p->off);
+			else
+				r = pwritev(f->fd, p->iov, p->iovcnt, (off_t)p->off);
+		} while (r < 0 && errno == EINTR);
+		if (r < 0)
+			r = -errno;
+	}
+	if (lock)
+		pthread_rwlock_unlock(&f->wlock);
+	return r;
 }
 
 static int
 file_resize(clio_dev *d, uint64_t size)
 {
 	struct file_dev *f = d->priv;
+	int r;
 
-	return ftruncate(f->fd, (off_t)size) < 0 ? -errno : 0;
+	if (f->direct)
+		pthread_rwlock_wrlock(&f->wlock);
+	r = ftruncate(f->fd, (off_t)size) < 0 ? -errno : 0;
+	if (f->direct)
+		pthread_rwlock_unlock(&f->wlock);
+	return r;
 }
 
 static void
@@ -146,6 +174,7 @@ file_close(clio_dev *d)
 	struct file_dev *f = d->priv;
 
 	close(f->fd);
+	pthread_rwlock_destroy(&f->wlock);
 	free(f);
 	dev_free(d);
 }
@@ -252,6 +281,7 @@ dev_file_open(const char *path, const char *query, int flags, clio_dev **dp,
 	f->direct = a.direct;
 	f->regular = S_ISREG(st.st_mode);
 	f->align = 4096;
+	pthread_rwlock_init(&f->wlock, NULL);
 	r = dev_alloc(f->regular ? &file_ops : &blockdev_ops, name, &d);
 	free(name);
 	if (r < 0) {

@@ -1,0 +1,97 @@
+#!/bin/sh
+# test-dd-faults.sh - I/O errors injected under clio dd reach the user:
+# a write error in the output exits 74 (EX_IOERR) with a message, with
+# conv=fsync and without it (the write-back at close fails), and the rest
+# of the data still lands; a read error in the input exits 74 after
+# copying what came before it; a failed flush exits 74.
+set -e
+: "${CLIO:?CLIO must name the clio command}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 1' INT TERM
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+head -c 2097152 /dev/urandom >"$tmp/in"
+M=1048576
+K64=65536
+
+# expect_74 NAME ARGS...: exit 74 and an error message naming the cause
+expect_74() {
+	name=$1
+	shift
+	rc=0
+	"$CLIO" dd "$@" >"$tmp/stdout" 2>"$tmp/err" || rc=$?
+	[ "$rc" -eq 74 ] || fail "$name: exit $rc, want 74: $(cat "$tmp/err")"
+	grep -q 'Input/output error' "$tmp/err" ||
+		fail "$name: no error message: $(cat "$tmp/err")"
+	echo "ok: $name: exit 74: $(grep -m 1 'error' "$tmp/err")"
+}
+
+# the bytes [off, off+len) of two files are (not) the same
+same_range() {
+	tail -c +$(($3 + 1)) "$1" | head -c "$4" >"$tmp/a"
+	tail -c +$(($3 + 1)) "$2" | head -c "$4" >"$tmp/b"
+	cmp -s "$tmp/a" "$tmp/b"
+}
+
+# A write error in [1M, 1M+64K), caught by conv=fsync.  With 64 KiB
+# clusters only the cluster holding the bad range fails.
+rm -f "$tmp/out"
+expect_74 "write fault, conv=fsync" if="$tmp/in" \
+	of="fault:write=EIO,offset=1M,length=64K@$tmp/out" bs=64k conv=fsync \
+	--maxphys=64k
+grep -q "fsync failed on 'fault:write=EIO" "$tmp/err" ||
+	fail "the message does not name the device: $(cat "$tmp/err")"
+[ "$(wc -c <"$tmp/out")" -eq 2097152 ] || fail "the output is not 2 MiB long"
+same_range "$tmp/in" "$tmp/out" 0 $M || fail "the data before the fault is not there"
+same_range "$tmp/in" "$tmp/out" $((M + K64)) $((M - K64)) ||
+	fail "the data after the fault is not there"
+same_range "$tmp/in" "$tmp/out" $M $K64 && fail "the failed range was written"
+
+# ... and without conv=fsync, by the write-back at close
+rm -f "$tmp/out"
+expect_74 "write fault, no fsync" if="$tmp/in" \
+	of="fault:write=EIO,offset=1M,length=64K@$tmp/out" bs=4k
+# the summary comes after the error, and the loss is counted
+rm -f "$tmp/out"
+rc=0
+"$CLIO" dd if="$tmp/in" of="fault:write=EIO,offset=1M,length=64K@$tmp/out" \
+	bs=4k --maxphys=64k --json >"$tmp/json" 2>"$tmp/err" || rc=$?
+[ "$rc" -eq 74 ] || fail "write fault, --json: exit $rc"
+grep -q '"lost_bytes": 65536' "$tmp/json" || fail "--json: lost_bytes is not 64K: $(cat "$tmp/json")"
+grep -q '"write_errors": [1-9]' "$tmp/json" || fail "--json: no write_errors"
+echo "ok: write fault, --json: 64 KiB lost and counted"
+
+# a failed flush
+rm -f "$tmp/out"
+expect_74 "flush fault" if="$tmp/in" of="fault:flush=EIO@$tmp/out" bs=64k conv=fsync
+
+# the same range on a simulated disk
+expect_74 "write fault on sim" if=/dev/zero \
+	of="fault:write=EIO,offset=1M,length=64K@sim:preset=ssd,size=16M" bs=1M count=4 conv=fsync
+
+# A read error in the input at 64K: the 16 blocks before it are copied
+rm -f "$tmp/out"
+expect_74 "read fault" if="fault:read=EIO,offset=64K,length=4K@$tmp/in" \
+	of="$tmp/out" bs=4k
+grep -q "error reading 'fault:read=EIO" "$tmp/err" ||
+	fail "the message does not name the input: $(cat "$tmp/err")"
+grep -q '^16+0 records in$' "$tmp/err" || fail "records: $(cat "$tmp/err")"
+[ "$(wc -c <"$tmp/out")" -eq $K64 ] || fail "the output is not the 64 KiB before the error"
+same_range "$tmp/in" "$tmp/out" 0 $K64 || fail "the data before the error differs"
+
+# ... also through the direct path
+rm -f "$tmp/out"
+expect_74 "read fault, iflag=direct" if="fault:read=EIO,offset=64K,length=4K@$tmp/in" \
+	of="$tmp/out" bs=4k iflag=direct
+[ "$(wc -c <"$tmp/out")" -eq $K64 ] || fail "direct: the output is not 64 KiB"
+
+# faults outside what is copied change nothing
+rm -f "$tmp/out"
+"$CLIO" dd if="fault:read=EIO,offset=1M,length=4K@$tmp/in" \
+	of="fault:write=EIO,offset=1M,length=4K@$tmp/out" bs=4k count=128 conv=fsync \
+	2>"$tmp/err" || fail "a copy that avoids the faults failed: $(cat "$tmp/err")"
+same_range "$tmp/in" "$tmp/out" 0 $((M / 2)) || fail "the copy beside the faults differs"
+echo "ok: faults beside the copy"
+exit 0

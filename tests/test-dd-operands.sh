@@ -1,0 +1,260 @@
+#!/bin/sh
+# test-dd-operands.sh - clio dd's operands: bad ones exit 64 with one line
+# naming the value and touch nothing; good copies (file to file, ibs != obs,
+# skip/seek/count, conv=notrunc, iflag/oflag=direct, pipes) give the same
+# bytes and the same "records in/out" lines as GNU dd; --iostat prints
+# lines; --json parses and has its keys.
+set -e
+: "${CLIO:?CLIO must name the clio command}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 1' INT TERM
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# A GNU dd to compare with, if the machine has one.
+gnu_dd=no
+if dd --version 2>/dev/null | grep -q 'GNU coreutils'; then
+	gnu_dd=yes
+fi
+
+SIZE=1234567
+head -c "$SIZE" /dev/urandom >"$tmp/in"
+head -c 2000000 /dev/urandom >"$tmp/old"
+cp "$tmp/in" "$tmp/in.orig"
+
+# ------------------------------------------------------------ bad operands
+
+# bad NAME ARGS...: exit 64, one line on stderr naming NAME, no output file
+bad() {
+	name=$1
+	shift
+	rm -f "$tmp/out"
+	cp "$tmp/old" "$tmp/keep"
+	rc=0
+	"$CLIO" dd "$@" >"$tmp/stdout" 2>"$tmp/stderr" || rc=$?
+	[ "$rc" -eq 64 ] || fail "dd $*: exit $rc, want 64"
+	[ "$(wc -l <"$tmp/stderr")" -eq 1 ] ||
+		fail "dd $*: stderr is not one line: $(cat "$tmp/stderr")"
+	grep -qF -- "$name" "$tmp/stderr" ||
+		fail "dd $*: stderr does not name '$name': $(cat "$tmp/stderr")"
+	[ ! -s "$tmp/stdout" ] || fail "dd $*: wrote to stdout"
+	[ ! -e "$tmp/out" ] || fail "dd $*: created $tmp/out"
+	cmp -s "$tmp/keep" "$tmp/old" || fail "dd $*: changed an existing output"
+	cmp -s "$tmp/in" "$tmp/in.orig" || fail "dd $*: changed the input"
+	echo "ok: $* -> $(cat "$tmp/stderr")"
+}
+
+bad foo=1 if="$tmp/in" of="$tmp/out" foo=1
+bad "'0'" if="$tmp/in" of="$tmp/out" bs=0
+bad 12Q if="$tmp/in" of="$tmp/out" bs=12Q
+bad 12Q if="$tmp/in" of="$tmp/out" ibs=4k obs=12Q
+bad abc if="$tmp/in" of="$tmp/out" count=abc
+bad bogus if="$tmp/in" of="$tmp/out" conv=bogus
+bad bogus if="$tmp/in" of="$tmp/out" conv=notrunc,bogus
+bad bogus if="$tmp/in" of="$tmp/out" iflag=bogus
+bad bogus if="$tmp/in" of="$tmp/out" oflag=direct,bogus
+bad loud if="$tmp/in" of="$tmp/out" status=loud
+bad sideways if="$tmp/in" of="$tmp/out" --cluster=sideways
+bad 3000 if="$tmp/in" of="$tmp/out" --maxphys=3000
+bad maxbsize if="$tmp/in" of="$tmp/out" --bsize=8k --maxbsize=4k
+bad frobnicate if="$tmp/in" of="$tmp/out" --frobnicate=1
+# bad values after an output that exists: it keeps its bytes
+bad "'0'" if="$tmp/in" of="$tmp/keep" bs=0
+bad bogus if="$tmp/in" of="$tmp/keep" conv=bogus
+# bad device strings
+bad nope if="$tmp/in" of=sim:preset=nope
+bad 12Q if="$tmp/in" of=mem:size=12Q
+bad fault:write=EIO if="$tmp/in" of=fault:write=EIO
+bad EBOGUS if="$tmp/in" of="fault:write=EBOGUS@$tmp/out"
+bad nope if=sim:preset=nope of="$tmp/out"
+bad wat if="$tmp/in" of="wat:$tmp/out"
+
+# ------------------------------------------------------------ good copies
+
+# The records lines dd prints for a file of SIZE bytes read in full
+# blocks (no skip or count).
+records() { # IBS OBS
+	awk -v s="$SIZE" -v i="$1" -v o="$2" 'BEGIN {
+		printf "%d+%d records in\n%d+%d records out\n",
+			int(s / i), (s % i > 0), int(s / o), (s % o > 0) }'
+}
+
+# copy NAME EXPECTED-FILE [RECORDS-FILE] -- DD-ARGS: clio dd into out,
+# compare the bytes, and the first two lines of stderr with GNU dd's (run
+# on a copy of out's old contents) or with RECORDS-FILE.
+copy() {
+	name=$1
+	expect=$2
+	shift 2
+	recs=
+	if [ "$1" != -- ]; then
+		recs=$1
+		shift
+	fi
+	shift
+	cp "$tmp/out" "$tmp/gout" 2>/dev/null || rm -f "$tmp/gout"
+	"$CLIO" dd "$@" 2>"$tmp/err" || fail "$name: clio dd $* exited $?: $(cat "$tmp/err")"
+	cmp "$tmp/out" "$expect" || fail "$name: output differs"
+	head -n 2 "$tmp/err" >"$tmp/rec"
+	if [ "$gnu_dd" = yes ]; then
+		# the same operands, with GNU dd's output in gout
+		args=
+		for a in "$@"; do
+			case $a in
+			of=*) a="of=$tmp/gout";;
+			--*) continue;;
+			esac
+			args="$args $a"
+		done
+		# shellcheck disable=SC2086
+		dd $args 2>"$tmp/gerr" || fail "$name: GNU dd failed: $(cat "$tmp/gerr")"
+		head -n 2 "$tmp/gerr" >"$tmp/grec"
+		cmp -s "$tmp/rec" "$tmp/grec" ||
+			fail "$name: records differ: clio: $(cat "$tmp/rec"); GNU: $(cat "$tmp/grec")"
+		cmp -s "$tmp/gout" "$expect" || fail "$name: GNU dd's output differs (test bug)"
+	fi
+	if [ -n "$recs" ]; then
+		cmp -s "$tmp/rec" "$recs" ||
+			fail "$name: records: $(cat "$tmp/rec"); want $(cat "$recs")"
+	fi
+	echo "ok: $name: $(tr '\n' ' ' <"$tmp/rec")"
+}
+
+rm -f "$tmp/out"
+records 4096 4096 >"$tmp/r"
+copy "file to file, bs=4k" "$tmp/in" "$tmp/r" -- if="$tmp/in" of="$tmp/out" bs=4k
+
+rm -f "$tmp/out"
+records 3000 4096 >"$tmp/r"
+copy "ibs=3000 obs=4096" "$tmp/in" "$tmp/r" -- if="$tmp/in" of="$tmp/out" ibs=3000 obs=4096
+
+rm -f "$tmp/out"
+records 65536 1000 >"$tmp/r"
+copy "ibs=64k obs=1000" "$tmp/in" "$tmp/r" -- if="$tmp/in" of="$tmp/out" ibs=64k obs=1000
+
+rm -f "$tmp/out"
+records 512 512 >"$tmp/r"
+copy "default bs, small cache" "$tmp/in" "$tmp/r" -- if="$tmp/in" of="$tmp/out" \
+	--cache-size=64k --bsize=4k
+
+# skip, seek and count onto an existing file: truncated at seek
+cp "$tmp/old" "$tmp/out"
+{ head -c 20480 "$tmp/old"; tail -c +12289 "$tmp/in" | head -c 40960; } >"$tmp/expect"
+printf '10+0 records in\n10+0 records out\n' >"$tmp/r"
+copy "skip=3 seek=5 count=10" "$tmp/expect" "$tmp/r" -- \
+	if="$tmp/in" of="$tmp/out" bs=4k skip=3 seek=5 count=10
+
+# conv=notrunc keeps the tail
+cp "$tmp/old" "$tmp/out"
+{ head -c 40960 "$tmp/in"; tail -c +40961 "$tmp/old"; } >"$tmp/expect"
+printf '10+0 records in\n10+0 records out\n' >"$tmp/r"
+copy "conv=notrunc" "$tmp/expect" "$tmp/r" -- \
+	if="$tmp/in" of="$tmp/out" bs=4k count=10 conv=notrunc
+# and without it the tail goes
+cp "$tmp/old" "$tmp/out"
+head -c 40960 "$tmp/in" >"$tmp/expect"
+copy "no conv=notrunc" "$tmp/expect" "$tmp/r" -- \
+	if="$tmp/in" of="$tmp/out" bs=4k count=10
+
+# the direct path, onto a longer file (truncated, as dd does), with a
+# partial last block that O_DIRECT cannot take
+cp "$tmp/old" "$tmp/out"
+records 4096 4096 >"$tmp/r"
+copy "iflag=direct oflag=direct" "$tmp/in" "$tmp/r" -- \
+	if="$tmp/in" of="$tmp/out" bs=4k iflag=direct oflag=direct
+rm -f "$tmp/out"
+copy "iflag=direct conv=fsync" "$tmp/in" "$tmp/r" -- \
+	if="$tmp/in" of="$tmp/out" bs=4k iflag=direct conv=fsync
+
+# through the kernel's O_DIRECT, where $TMPDIR has it
+if "$CLIO" dd if=/dev/zero of="file:$tmp/probe?direct=1" bs=4k count=1 2>/dev/null; then
+	rm -f "$tmp/out2"
+	"$CLIO" dd if="file:$tmp/in?direct=1" of="file:$tmp/out2?direct=1" bs=64k \
+		iflag=direct oflag=direct 2>"$tmp/err" ||
+		fail "O_DIRECT copy exited $?: $(cat "$tmp/err")"
+	cmp "$tmp/out2" "$tmp/in" || fail "O_DIRECT copy differs"
+	rm -f "$tmp/out2"
+	"$CLIO" dd if="file:$tmp/in?direct=1" of="file:$tmp/out2?direct=1" bs=3000 \
+		2>"$tmp/err" || fail "O_DIRECT buffered copy exited $?: $(cat "$tmp/err")"
+	cmp "$tmp/out2" "$tmp/in" || fail "O_DIRECT buffered copy differs"
+	echo "ok: copies through O_DIRECT files"
+else
+	echo "skip: no O_DIRECT in $tmp"
+fi
+
+# standard input to standard output, through pipes
+cat "$tmp/in" | "$CLIO" dd bs=4k 2>"$tmp/err" | cat >"$tmp/out" ||
+	fail "pipe copy failed: $(cat "$tmp/err")"
+cmp "$tmp/out" "$tmp/in" || fail "pipe copy differs"
+grep -q "^$SIZE bytes" "$tmp/err" || fail "pipe copy: no byte count: $(cat "$tmp/err")"
+grep -q 'records in$' "$tmp/err" || fail "pipe copy: no records line"
+cat "$tmp/in" | "$CLIO" dd ibs=1000 obs=3000 2>"$tmp/err" | cat >"$tmp/out" ||
+	fail "pipe copy failed: $(cat "$tmp/err")"
+cmp "$tmp/out" "$tmp/in" || fail "pipe copy, ibs=1000 obs=3000, differs"
+"$CLIO" dd bs=4k skip=2 count=5 <"$tmp/in" >"$tmp/out" 2>"$tmp/err" ||
+	fail "redirected copy failed: $(cat "$tmp/err")"
+tail -c +8193 "$tmp/in" | head -c 20480 >"$tmp/expect"
+cmp "$tmp/out" "$tmp/expect" || fail "stdin skip=2 count=5 differs"
+"$CLIO" dd if="$tmp/in" bs=64k status=none | cmp - "$tmp/in" || fail "file to stdout differs"
+echo "ok: pipes"
+
+# status=none prints nothing; status=noxfer only the records
+"$CLIO" dd if="$tmp/in" of="$tmp/out" bs=4k status=none 2>"$tmp/err"
+[ ! -s "$tmp/err" ] || fail "status=none printed: $(cat "$tmp/err")"
+"$CLIO" dd if="$tmp/in" of="$tmp/out" bs=4k status=noxfer 2>"$tmp/err"
+grep -q 'copied' "$tmp/err" && fail "status=noxfer printed the transfer line"
+grep -q 'records out' "$tmp/err" || fail "status=noxfer lost the records"
+
+# ------------------------------------------------------------ --iostat
+
+"$CLIO" dd if=sim:preset=da2002 of=/dev/null bs=1M count=100 --iostat=1 2>"$tmp/err" ||
+	fail "--iostat run failed: $(cat "$tmp/err")"
+grep -q 'KB/t' "$tmp/err" || fail "--iostat: no header"
+n=$(awk '$1 ~ /^[0-9]+\.[0-9][0-9]$/ && NF == 4 && $2 == "64.00" { n++ } END { print n + 0 }' "$tmp/err")
+[ "$n" -ge 3 ] || fail "--iostat=1: $n interval lines in: $(cat "$tmp/err")"
+echo "ok: --iostat=1 printed $n lines"
+
+# ------------------------------------------------------------ --json
+
+rm -f "$tmp/out"
+"$CLIO" dd if="$tmp/in" of="$tmp/out" bs=4k --json >"$tmp/json" 2>"$tmp/err" ||
+	fail "--json run failed: $(cat "$tmp/err")"
+cmp "$tmp/out" "$tmp/in" || fail "--json copy differs"
+[ "$(wc -l <"$tmp/json")" -eq 1 ] || fail "--json: not one line"
+if command -v python3 >/dev/null 2>&1; then
+	python3 - "$tmp/json" "$tmp/in" "$tmp/out" "$SIZE" <<'PY' || fail "--json check failed"
+import json, sys
+path, src, dst, size = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+j = json.load(open(path))
+for k in ("elapsed_s", "clock", "bytes_copied", "devices", "cache"):
+    assert k in j, k
+assert j["clock"] == "real", j["clock"]
+assert j["bytes_copied"] == size, j["bytes_copied"]
+assert j["elapsed_s"] > 0
+devs = {d["name"]: d for d in j["devices"]}
+assert set(devs) == {src, dst}, devs.keys()
+for d in devs.values():
+    for k in ("name", "reads", "writes", "read_bytes", "write_bytes", "busy_s"):
+        assert k in d, k
+    assert d["busy_s"] >= 0
+i, o = devs[src], devs[dst]
+assert i["reads"] > 0 and i["read_bytes"] >= size and i["writes"] == 0, i
+# what the output's device got, including the write-back at close
+assert o["write_bytes"] == size and o["writes"] > 0, o
+assert o["reads"] == 0, o
+for k in ("hits", "misses", "readahead_blocks", "write_clusters"):
+    assert isinstance(j["cache"][k], int), k
+assert j["cache"]["readahead_blocks"] > 0
+assert j["cache"]["write_clusters"] > 0
+print("ok: --json parses: %d bytes, %d/%d transfers" %
+      (j["bytes_copied"], i["reads"], o["writes"]))
+PY
+else
+	for k in elapsed_s clock bytes_copied devices name reads writes read_bytes \
+		write_bytes busy_s cache hits misses readahead_blocks write_clusters; do
+		grep -q "\"$k\": " "$tmp/json" || fail "--json: no key $k"
+	done
+	echo "ok: --json has its keys (no python3 to parse it)"
+fi
+exit 0
