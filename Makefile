@@ -59,8 +59,8 @@ check: deps
 	$(MAKE) check-tsan
 
 check-plain:
-	$(MAKE) BUILD=build DEFS=-DCLIO_DEBUG tests
-	sh tests/run-tests.sh build plain
+	$(MAKE) BUILD=build-debug DEFS=-DCLIO_DEBUG tests
+	sh tests/run-tests.sh build-debug plain
 
 check-asan:
 	$(MAKE) BUILD=build-asan OPT=-O1 DEFS=-DCLIO_DEBUG \
@@ -74,4 +74,4 @@ check-tsan:
 		sh tests/run-tests.sh build-tsan tsan
 
 clean:
-	rm -rf build build-asan build-tsan
+	rm -rf build build-debug build-asan build-tsan

@@ -62,8 +62,10 @@ int clio_dev_is_virtual(const clio_dev *d);	/* runs on the virtual clock */
  * before clio_dev_submit returns; the request must stay allocated until
  * then.  result is the byte count or -errno. */
 enum clio_op { CLIO_OP_READ, CLIO_OP_WRITE, CLIO_OP_FLUSH };
+#define CLIO_REQ_SYNC 0x1 /* the submitter waits for it: run it in its thread */
 struct clio_req {
 	enum clio_op op;
+	unsigned flags;
 	uint64_t offset;
 	const struct iovec *iov;
 	int iovcnt;

@@ -409,6 +409,7 @@ bio_submit(clio_cache *c, struct cobj *o, enum clio_op op, struct buf **bufs,
 		}
 	}
 	io->req.op = op;
+	io->req.flags = wait ? CLIO_REQ_SYNC : 0;
 	io->req.offset = off;
 	io->req.iov = io->iov;
 	io->req.done = bio_done;

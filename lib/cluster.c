@@ -147,9 +147,14 @@ cluster_read(clio_cache *c, struct cobj *o, uint64_t lbn, size_t totread,
 	if (nblks < 1)
 		nblks = 1;
 	/* the synchronous cluster, then read-ahead, then wait for ours */
-	build_read(c, o, lbn, lbn + nblks, b, false, false, &r);
-	if (r == 0 && ahead)
-		readahead(c, o, lbn, seq);
+	if (!ahead || seq == 0) {
+		/* no read-ahead to start: the read runs in this thread */
+		build_read(c, o, lbn, lbn + nblks, b, false, true, &r);
+	} else {
+		build_read(c, o, lbn, lbn + nblks, b, false, false, &r);
+		if (r == 0)
+			readahead(c, o, lbn, seq);
+	}
 	while (b->b_state == B_READING)
 		pthread_cond_wait(&c->cv, &c->lock);
 	/* valid: another thread may have dirtied or begun writing it since

@@ -446,7 +446,7 @@ clio_dev_submit(clio_dev *d, struct clio_req *req)
 		}
 		ws[i]->t_enqueued = now_monotonic();
 	}
-	if (!d->blocking || d->nworkers == 0) {
+	if (!d->blocking || d->nworkers == 0 || (req->flags & CLIO_REQ_SYNC)) {
 		for (i = 0; i < npieces; i++)
 			exec_piece(d, ws[i]);
 	} else {
@@ -494,6 +494,7 @@ sync_rw(clio_dev *d, enum clio_op op, const struct iovec *iov, int iovcnt,
 
 	memset(&req, 0, sizeof(req));
 	req.op = op;
+	req.flags = CLIO_REQ_SYNC;
 	req.offset = off;
 	req.iov = iov;
 	req.iovcnt = iovcnt;

@@ -411,6 +411,13 @@ clio_pwrite(clio_file *f, const void *buf, size_t len, uint64_t off)
 			    c->conf.rbw == CLIO_RBW_CLUSTER) {
 				b->b_flags &= ~BF_RAM;
 				readahead(c, o, lbn, seq);
+				/* the lock was dropped: another thread may
+				 * have dirtied it and begun writing it */
+				if (b->b_state != B_CLEAN &&
+				    b->b_state != B_DIRTY) {
+					buf_release(c, b);
+					continue;
+				}
 			}
 		} else if (b != NULL && !(b->b_state == B_INVAL && b->b_hold == 0)) {
 			buf_wait(c, b);
