@@ -94,9 +94,11 @@ plot_table(const struct bench_opts *bo, const struct table *t)
 	}
 	fclose(dat);
 
-	gp = popen("gnuplot 2>&1", "w");
+	/* the script stays beside the data, to redraw by hand */
+	snprintf(path, sizeof(path), "%s/%s.gp", bo->plot_dir, t->name);
+	gp = fopen(path, "w");
 	if (gp == NULL) {
-		fprintf(stderr, "clio bench: cannot run gnuplot: %s\n", strerror(errno));
+		fprintf(stderr, "clio bench: cannot write '%s': %s\n", path, strerror(errno));
 		return -1;
 	}
 	for (i = 0; i < 2; i++) {
@@ -104,7 +106,10 @@ plot_table(const struct bench_opts *bo, const struct table *t)
 		fprintf(gp, "set terminal %s size 1100,560%s\n",
 			i == 0 ? "pngcairo" : "svg", i == 0 ? " font ',10'" : "");
 		fprintf(gp, "set output '%s/%s.%s'\n", bo->plot_dir, t->name, ext);
-		fprintf(gp, "set termoption noenhanced\nset title \"%s\"\n", t->title);
+		fprintf(gp, "set termoption noenhanced\nset title '");
+		for (const char *q = t->title; *q; q++)
+			fprintf(gp, *q == '\'' ? "''" : "%c", *q);
+		fprintf(gp, "'\n");
 		fprintf(gp, "set ylabel '%s' noenhanced\nset style data histograms\n"
 			    "set style histogram clustered gap 1\n"
 			    "set style fill solid 0.8 border -1\nset boxwidth 0.9\n"
@@ -120,9 +125,16 @@ plot_table(const struct bench_opts *bo, const struct table *t)
 				sp->titles[k]);
 		fprintf(gp, "\nunset output\n");
 	}
-	status = pclose(gp);
+	fclose(gp);
+	{
+		char cmd[8400];
+		snprintf(cmd, sizeof(cmd), "gnuplot '%s' </dev/null >'%s/%s.log' 2>&1",
+			 path, bo->plot_dir, t->name);
+		status = system(cmd);
+	}
 	if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		fprintf(stderr, "clio bench: gnuplot failed for '%s'\n", t->name);
+		fprintf(stderr, "clio bench: gnuplot failed for '%s' (see %s/%s.log)\n",
+			t->name, bo->plot_dir, t->name);
 		return -1;
 	}
 	if (!bo->json)

@@ -1,0 +1,68 @@
+#!/bin/sh
+# test-bench.sh - `clio bench all --quick --json`: every experiment runs,
+# and the figures of seeds 000 and 002 hold as in the core tests (within
+# 15% of 105 s and 52 s, ratio 1.8-2.25; 63.6 KB/t +-15% and at least 2x
+# the MB/s of rbw=block).  The kernel experiment runs once, on a small
+# file, to prove it works; its ratios are not asserted (the machine is
+# shared and noisy).  Bad invocations exit 64.
+set -e
+: "${CLIO:?CLIO must name the clio command}"
+command -v python3 >/dev/null 2>&1 || { echo "python3 not found"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 1' INT TERM
+
+"$CLIO" bench all --quick --json --size 16M --plot "$tmp/plots" >"$tmp/all.json" 2>"$tmp/err" ||
+	{ echo "FAIL: clio bench all exited $?"; cat "$tmp/err"; exit 1; }
+
+python3 - "$tmp/all.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+ex = {e["experiment"]: e["rows"] for e in doc["experiments"]}
+assert set(ex) == {"maxbsize", "blocksize", "rewrite", "rawblock", "kernel"}, ex.keys()
+def check(name, v, lo, hi):
+    ok = v is not None and lo <= v <= hi
+    print(("ok: " if ok else "FAIL: ") + "%s = %s in [%s, %s]" % (name, v, lo, hi))
+    if not ok:
+        sys.exit(1)
+m = {(r["model"], r["cluster_kb"], r["device"]): r for r in ex["maxbsize"]}
+t16 = m[("4.4BSD-Lite", 16, "rz25")]["elapsed_s"]
+t64 = m[("4.4BSD-Lite", 64, "rz25")]["elapsed_s"]
+check("seed 000, MAXBSIZE 16K, s", t16, 105 * 0.85, 105 * 1.15)
+check("seed 000, MAXBSIZE 64K, s", t64, 52 * 0.85, 52 * 1.15)
+check("seed 000, ratio", t16 / t64, 1.8, 2.25)
+rw = {r["case"].split()[0]: r for r in ex["rewrite"]}
+check("seed 002, KB/t after", rw["after"]["kbt"], 63.6 * 0.85, 63.6 * 1.15)
+check("seed 002, MB/s after / before", rw["after"]["mbs"] / rw["before"]["mbs"], 2.0, 100)
+for r in ex["blocksize"]:
+    if r["path"] == "direct" and r["published_mbs"]:
+        check("seed 001, direct bs=%s MB/s vs published" % r["bs"], r["ratio"], 0.85, 1.15)
+for r in ex["rawblock"]:
+    if r["path"].startswith("raw"):
+        check("seed 003, raw bs=%s tps vs published" % r["bs"], r["tps"] / r["published_tps"], 0.85, 1.15)
+k = ex["kernel"]
+assert len(k) == 6, k
+for r in k:
+    if r["met"] and r["met"].startswith("skipped"):
+        continue
+    assert r["clio_mbs"] and r["clio_mbs"] > 0, r
+print("ok: kernel experiment ran, %d rows" % len(k))
+PY
+for p in maxbsize blocksize rewrite rawblock kernel; do
+	if command -v gnuplot >/dev/null 2>&1; then
+		[ -s "$tmp/plots/$p.png" ] && [ -s "$tmp/plots/$p.svg" ] ||
+			{ echo "FAIL: no plot for $p"; exit 1; }
+	fi
+done
+echo "ok: plots written"
+
+for bad in "nosuch" "rewrite --runs 0" "kernel --size 12Q" "rewrite --bogus"; do
+	set +e
+	# shellcheck disable=SC2086
+	"$CLIO" bench $bad >/dev/null 2>"$tmp/bad.err"
+	rc=$?
+	set -e
+	[ $rc -eq 64 ] || { echo "FAIL: 'clio bench $bad' exited $rc, not 64"; exit 1; }
+	[ "$(wc -l <"$tmp/bad.err")" -eq 1 ] || { echo "FAIL: 'clio bench $bad' said:"; cat "$tmp/bad.err"; exit 1; }
+done
+echo "ok: bad invocations exit 64 with one line"
