@@ -435,6 +435,13 @@ clio_pwrite(clio_file *f, const void *buf, size_t len, uint64_t off)
 				b->b_hold--;
 				continue;
 			}
+			if (bstart < o->o_size && !(boff == 0 &&
+			    (n == bs || pos + n >= o->o_size))) {
+				/* EOF moved while getblk waited: the block
+				 * has old bytes to read after all */
+				buf_release(c, b);
+				continue;
+			}
 			memset(b->b_data, 0, bs);
 		} else {
 			bool clustered = c->conf.rbw == CLIO_RBW_CLUSTER &&
