@@ -57,6 +57,8 @@ check: deps
 	$(MAKE) check-plain
 	$(MAKE) check-asan
 	$(MAKE) check-tsan
+	@cat build-debug/test-summary build-asan/test-summary build-tsan/test-summary | \
+		awk '{ p += $$1; f += $$2; s += $$3 } END { printf "total: %d passed, %d failed, %d skipped\n", p, f, s }'
 
 check-plain:
 	$(MAKE) BUILD=build-debug DEFS=-DCLIO_DEBUG tests

@@ -43,5 +43,6 @@ for t in "$here"/test-*.sh; do
 done
 
 echo "[$FLAVOUR]${failed:+ failed:$failed}"
+echo "$pass $fail $skip" > "$BUILD/test-summary"
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]
