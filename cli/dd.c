@@ -68,7 +68,9 @@ usage_dd(FILE *fp)
 		"               [iflag=direct] [oflag=direct] [status=progress|none|noxfer]\n"
 		"               [--bsize=N] [--maxbsize=N] [--maxphys=N] [--read-max=N]\n"
 		"               [--cache-size=N] [--cluster=on|lite|off] [--rbw=cluster|block]\n"
-		"               [--queue-depth=N] [--write-behind=N] [--iostat=SECONDS] [--json]\n"
+		"               [--queue-depth=N] [--write-behind=N] [--seqmax=N]\n"
+		"               [--dirty-hi=PCT] [--dirty-lo=PCT] [--dirty-age=SECONDS]\n"
+		"               [--flusher=0|1] [--iostat=SECONDS] [--json]\n"
 		"DEV is a path, /dev/zero, or a device string: file:PATH[?direct=1],\n"
 		"mem:size=N, sim:preset=NAME[,...], fault:OPTS@DEV.  See clio(1).\n");
 }

@@ -43,7 +43,7 @@ print_iostat_line(FILE *fp, const char *name, const struct clio_iostat *b,
 
 	fprintf(fp,
 		"%s: %llu reads, %llu writes, %.2f KB/t, %.0f tps, %.2f MB/s, "
-		"busy %.3f s, %.1f requests/transfer\n",
+		"busy %.3f s, %.2f requests/transfer\n",
 		name, (unsigned long long)b->reads,
 		(unsigned long long)b->writes, kbt, tps, mbs, b->busy_s,
 		xfers ? (double)freq / (double)xfers : 0.0);

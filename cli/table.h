@@ -21,7 +21,7 @@ struct table_col {
 struct table_cell {
 	bool set;
 	double v;
-	char s[48];
+	char s[64];
 };
 
 struct table {

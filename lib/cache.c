@@ -336,7 +336,6 @@ bio_done(struct clio_req *req)
 			b->b_state = B_CLEAN;
 			b->b_flags |= BF_WERR;
 			buf_mark_dirty(c, b);
-			c->st.write_errors++;
 		}
 	}
 	if (req->op == CLIO_OP_WRITE) {
@@ -345,6 +344,7 @@ bio_done(struct clio_req *req)
 		if (!ok) {
 			o->o_err = (int)-req->result;
 			o->o_errseq++;
+			c->st.write_errors++;
 		}
 	}
 	io->done = true;

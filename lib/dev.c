@@ -273,7 +273,7 @@ exec_piece(clio_dev *d, struct dev_work *w)
 		pthread_mutex_lock(&d->lock);
 		if (d->is_virtual) {
 			d->back->s.busy_s += MAX(0.0, q.t_done - q.t_start);
-			acc_add(d->back, p->op, r > 0 ? (size_t)r : q.len,
+			acc_add(d->back, p->op, r > 0 ? (size_t)r : 0,
 				q.t_done - q.t_submit, r < 0);
 			p->t_done = q.t_done;
 			p->t_submit = q.t_done; /* a retry is issued then */
@@ -281,7 +281,7 @@ exec_piece(clio_dev *d, struct dev_work *w)
 			double t1 = now_monotonic();
 			if (--d->inflight == 0)
 				d->back->s.busy_s += t1 - d->busy_since;
-			acc_add(d->back, p->op, r > 0 ? (size_t)r : q.len,
+			acc_add(d->back, p->op, r > 0 ? (size_t)r : 0,
 				t1 - w->t_enqueued, r < 0);
 		}
 		pthread_mutex_unlock(&d->lock);
