@@ -12,7 +12,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sysexits.h>
 #include <unistd.h>
 
@@ -104,6 +106,112 @@ exp_maxbsize(const struct bench_opts *bo, struct table *t)
 
 /* ------------------------------------------------------------ seed 001 */
 
+/* The blocksize experiment's workload, alone: what cachegrind runs. */
+static void
+blocksize_spec(struct wl_spec *w, uint64_t bs, uint64_t total, bool direct)
+{
+	struct clio_conf defaults = CLIO_CONF_DEFAULTS;
+
+	memset(w, 0, sizeof(*w));
+	w->dev = "sim:preset=ad2009";
+	w->kind = WL_READ;
+	w->bs = bs;
+	w->count = total / bs;
+	w->direct = direct;
+	w->conf = defaults;
+	w->conf.maxphys = 131072; /* FreeBSD 8's MAXPHYS */
+}
+
+/* clio bench-one BS TOTAL DIRECT: run one blocksize row (internal). */
+int
+cmd_bench_one(int argc, char **argv)
+{
+	uint64_t bs, total, direct;
+	struct wl_spec w;
+	struct wl_result res;
+
+	if (argc != 4 || parse_size(argv[1], &bs) < 0 || parse_size(argv[2], &total) < 0 ||
+	    parse_uint(argv[3], &direct) < 0 || bs == 0) {
+		fprintf(stderr, "usage: clio bench-one BS TOTAL DIRECT\n");
+		return EX_USAGE;
+	}
+	blocksize_spec(&w, bs, total, direct != 0);
+	if (run_or_report(&w, &res) < 0)
+		return EX_SOFTWARE;
+	printf("%llu\n", (unsigned long long)res.bytes);
+	return 0;
+}
+
+/*
+ * Run one row under cachegrind and return its D1 and LL data misses (reads
+ * plus writes).  Returns -1 if valgrind is missing or fails.
+ */
+static int
+cachegrind_row(uint64_t bs, uint64_t total, bool direct, double *d1, double *ll)
+{
+	char out[] = "/tmp/clio-cg.XXXXXX", arg_out[64], bsarg[32], totarg[32];
+	char line[4096], events[4096] = "", self[4096];
+	ssize_t sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	FILE *fp;
+	pid_t pid;
+	int status, fd = mkstemp(out), rc = -1;
+
+	if (fd < 0)
+		return -1;
+	close(fd);
+	if (sl <= 0) {
+		unlink(out);
+		return -1;
+	}
+	self[sl] = '\0';
+	snprintf(arg_out, sizeof(arg_out), "--cachegrind-out-file=%s", out);
+	snprintf(bsarg, sizeof(bsarg), "%llu", (unsigned long long)bs);
+	snprintf(totarg, sizeof(totarg), "%llu", (unsigned long long)total);
+	pid = fork();
+	if (pid == 0) {
+		char *args[] = { "valgrind", "--tool=cachegrind", "--cache-sim=yes",
+				 arg_out, self, "bench-one", bsarg,
+				 totarg, direct ? "1" : "0", NULL };
+		int null = open("/dev/null", O_WRONLY);
+		if (null >= 0) {
+			dup2(null, 1);
+			dup2(null, 2);
+		}
+		execvp("valgrind", args);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
+	    WEXITSTATUS(status) != 0)
+		goto out;
+	fp = fopen(out, "r");
+	if (fp == NULL)
+		goto out;
+	while (fgets(line, sizeof(line), fp) != NULL) {
+		if (strncmp(line, "events:", 7) == 0) {
+			snprintf(events, sizeof(events), "%s", line + 7);
+		} else if (strncmp(line, "summary:", 8) == 0) {
+			char *ev_save = NULL, *val_save = NULL;
+			char *ev = strtok_r(events, " \n", &ev_save);
+			char *val = strtok_r(line + 8, " \n", &val_save);
+			*d1 = *ll = 0;
+			while (ev != NULL && val != NULL) {
+				double v = strtod(val, NULL);
+				if (strcmp(ev, "D1mr") == 0 || strcmp(ev, "D1mw") == 0)
+					*d1 += v;
+				if (strcmp(ev, "DLmr") == 0 || strcmp(ev, "DLmw") == 0)
+					*ll += v;
+				ev = strtok_r(NULL, " \n", &ev_save);
+				val = strtok_r(NULL, " \n", &val_save);
+			}
+			rc = 0;
+		}
+	}
+	fclose(fp);
+out:
+	unlink(out);
+	return rc;
+}
+
 static int
 exp_blocksize(const struct bench_opts *bo, struct table *t)
 {
@@ -126,6 +234,8 @@ exp_blocksize(const struct bench_opts *bo, struct table *t)
 	size_t nbs = bo->quick ? sizeof(quick_bs) / sizeof(quick_bs[0])
 			       : sizeof(all_bs) / sizeof(all_bs[0]);
 	uint64_t total = bo->quick ? 32ull << 20 : 256ull << 20;
+	/* under cachegrind, a shorter read: it runs ~50 times slower */
+	uint64_t cg_total = bo->quick ? 4ull << 20 : 32ull << 20;
 	size_t i, k;
 	int path;
 
@@ -140,13 +250,14 @@ exp_blocksize(const struct bench_opts *bo, struct table *t)
 	table_col(t, "transfers", "transfers", 0);
 	table_col(t, "kb_per_transfer", "KB/t", 1);
 	table_col(t, "cpu_s_per_gb", "CPU s/GB", 3);
+	if (bo->cachegrind) {
+		table_col(t, "d1_miss_per_mb", "D1 miss/MB", 0);
+		table_col(t, "ll_miss_per_mb", "LL miss/MB", 0);
+	}
 	for (path = 0; path < 2; path++) {
 		for (i = 0; i < nbs; i++) {
 			uint64_t bs = bss[i];
-			struct wl_spec w = { .dev = "sim:preset=ad2009", .kind = WL_READ,
-					     .bs = bs, .count = total / bs,
-					     .direct = path == 1 };
-			struct clio_conf defaults = CLIO_CONF_DEFAULTS;
+			struct wl_spec w;
 			struct wl_result res;
 			struct wl_figures f;
 			char label[32];
@@ -154,8 +265,7 @@ exp_blocksize(const struct bench_opts *bo, struct table *t)
 
 			if (bs > total)
 				continue;
-			w.conf = defaults;
-			w.conf.maxphys = 131072; /* FreeBSD 8's MAXPHYS */
+			blocksize_spec(&w, bs, total, path == 1);
 			if (path == 1 && bs % 512 != 0)
 				continue;
 			if (run_or_report(&w, &res) < 0)
@@ -178,6 +288,16 @@ exp_blocksize(const struct bench_opts *bo, struct table *t)
 			table_num(t, r, "kb_per_transfer", f.kbt);
 			table_num(t, r, "cpu_s_per_gb",
 				  res.cpu_s / ((double)res.bytes / 1e9));
+			if (bo->cachegrind && bs <= cg_total) {
+				double d1, ll;
+				if (cachegrind_row(bs, cg_total, path == 1, &d1, &ll) < 0) {
+					fprintf(stderr, "clio bench: cachegrind failed "
+							"(is valgrind installed?)\n");
+					return -1;
+				}
+				table_num(t, r, "d1_miss_per_mb", d1 / ((double)cg_total / 1e6));
+				table_num(t, r, "ll_miss_per_mb", ll / ((double)cg_total / 1e6));
+			}
 			for (k = 0; path == 1 && k < sizeof(published) / sizeof(published[0]); k++) {
 				if (published[k].bs == bs) {
 					table_num(t, r, "published_mbs", published[k].mbs);
@@ -351,7 +471,7 @@ usage_bench(FILE *fp)
 {
 	fprintf(fp,
 		"usage: clio bench NAME [--quick] [--json] [--plot DIR] [--runs N]\n"
-		"                  [--file PATH] [--size N]\n"
+		"                  [--file PATH] [--size N] [--cachegrind]\n"
 		"NAME: maxbsize, blocksize, rewrite, rawblock, kernel, or all.\n"
 		"See clio(1).\n");
 }
@@ -387,6 +507,10 @@ cmd_bench(int argc, char **argv)
 		}
 		if (strcmp(key, "--json") == 0) {
 			bo.json = true;
+			continue;
+		}
+		if (strcmp(key, "--cachegrind") == 0) {
+			bo.cachegrind = true;
 			continue;
 		}
 		if (strcmp(key, "--help") == 0) {

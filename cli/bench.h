@@ -16,7 +16,10 @@ struct bench_opts {
 	const char *file;	/* kernel: the file to use (default: a temporary one) */
 	uint64_t size;		/* kernel: its size (default 1G, 64M with --quick) */
 	int runs;		/* kernel: runs per case; the median is reported */
+	bool cachegrind;	/* blocksize: CPU cache misses under cachegrind */
 };
+
+int cmd_bench_one(int argc, char **argv);
 
 int exp_kernel(const struct bench_opts *bo, struct table *t);
 int plot_table(const struct bench_opts *bo, const struct table *t);

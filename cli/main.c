@@ -29,6 +29,8 @@ main(int argc, char **argv)
 		return cmd_dd(argc - 1, argv + 1);
 	if (strcmp(argv[1], "bench") == 0)
 		return cmd_bench(argc - 1, argv + 1);
+	if (strcmp(argv[1], "bench-one") == 0) /* internal: under cachegrind */
+		return cmd_bench_one(argc - 1, argv + 1);
 	if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0) {
 		printf("clio %s\n", CLIO_VERSION);
 		return 0;
