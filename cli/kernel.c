@@ -235,7 +235,9 @@ run_case(struct kctx *k, enum kcase kc, int sys)
 				run_dd(warm);
 			}
 			snprintf(bsarg, sizeof(bsarg), "bs=%llu", (unsigned long long)bs);
-			char *args[] = { "dd", ifarg, "of=/dev/null", bsarg,
+			snprintf(countarg, sizeof(countarg), "count=%llu",
+				 (unsigned long long)(size / bs));
+			char *args[] = { "dd", ifarg, "of=/dev/null", bsarg, countarg,
 					 sys == 1 ? "iflag=direct" : NULL, NULL };
 			t = run_dd(args);
 		} else {

@@ -12,7 +12,8 @@ usage(FILE *fp)
 {
 	fprintf(fp,
 		"usage: clio dd [OPERAND]... [OPTION]...\n"
-		"       clio bench NAME [--quick] [--json] [--plot DIR]\n"
+		"       clio bench NAME [--quick] [--json] [--plot DIR] [--runs N]\n"
+		"                  [--file PATH] [--size N] [--cachegrind]\n"
 		"       clio version\n"
 		"       clio help\n"
 		"See clio(1).\n");

@@ -145,8 +145,11 @@ clio_close(clio_file *f)
 	pthread_mutex_lock(&c->lock);
 	/* the last handle: a write in flight may yet fail and leave its
 	 * buffers dirty, so wait for it before looking */
-	if (o->o_nhandles == 1)
+	if (o->o_nhandles == 1) {
 		obj_wait_io(c, o);
+		if (o->o_dev->is_virtual)
+			vclock_advance_to(o->o_wdone); /* we waited for them */
+	}
 	if (o->o_nhandles == 1 && o->o_ndirty > 0) {
 		r = obj_writeback(c, o);
 		pthread_mutex_unlock(&c->lock);
