@@ -362,11 +362,15 @@ exp_kernel(const struct bench_opts *bo, struct table *t)
 	snprintf(t->note, sizeof(t->note),
 		 "  file %s, %llu MiB (O_DIRECT dd: the first 128 MiB), %d run%s per case%s; clio: file backend with "
 		 "O_DIRECT, default tunables (bsize %u) except: warm reads use a cache "
-		 "larger than the file, random reads a cache of half the file.",
+		 "larger than the file, random reads a cache of half the file.%s",
 		 bo->file ? bo->file : "(temporary)", (unsigned long long)(k.size >> 20),
 		 bo->runs, bo->runs > 1 ? "s" : "",
 		 k.root ? "" : "; not root: cold cases skipped (they need drop_caches)",
-		 defaults.bsize);
+		 defaults.bsize,
+		 k.size < (256ull << 20)
+			 ? "\n  A small file: start-up costs weigh on every system; the "
+			   "targets are for the default 1 GiB."
+			 : "");
 	unlink(k.wpath);
 	if (made)
 		unlink(k.path);
