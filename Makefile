@@ -12,6 +12,15 @@ CFLAGS  += -std=c11 -D_GNU_SOURCE $(OPT) -g -Wall -Wextra -Wshadow -Wvla \
 LDLIBS  += -pthread -lm
 LDFLAGS += $(SAN)
 
+# quiet by default; V=1 shows the commands
+ifeq ($(V),1)
+Q :=
+say = @true
+else
+Q := @
+say = @echo "  $(1)	$(2)"
+endif
+
 LIB_SRC := $(wildcard lib/*.c lib/dev/*.c)
 CLI_SRC := $(wildcard cli/*.c)
 TEST_SRC := $(wildcard tests/unit/test-*.c)
@@ -27,19 +36,23 @@ all: $(BUILD)/clio $(BUILD)/libclio.a
 
 $(BUILD)/obj/%.o: %.c include/clio.h lib/internal.h $(wildcard lib/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	$(call say,CC,$<)
+	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
 $(BUILD)/libclio.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
-	rm -f $@
-	ar rcs $@ $^
+	$(call say,AR,$@)
+	$(Q)rm -f $@
+	$(Q)ar rcs $@ $^
 
 $(BUILD)/clio: $(CLI_OBJ) $(BUILD)/libclio.a
-	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libclio.a $(LDLIBS)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libclio.a $(LDLIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libclio.a tests/unit/testutil.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(BUILD)/libclio.a $(LDFLAGS) -lcmocka $(LDLIBS)
+	$(call say,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(BUILD)/libclio.a $(LDFLAGS) -lcmocka $(LDLIBS)
 
 tests: all $(TEST_BIN)
 
