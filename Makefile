@@ -11,6 +11,9 @@ CFLAGS  += -std=c11 -D_GNU_SOURCE $(OPT) -g -Wall -Wextra -Wshadow -Wvla \
            -Iinclude -Ilib -pthread $(SAN) $(DEFS)
 LDLIBS  += -pthread -lm
 LDFLAGS += $(SAN)
+# libfuse 3 for `clio mount` (cli/mount*.c only)
+FUSE_CFLAGS := $(shell pkg-config --cflags fuse3 2>/dev/null)
+FUSE_LIBS   := $(shell pkg-config --libs fuse3 2>/dev/null || echo -lfuse3)
 
 # quiet by default; V=1 shows the commands
 ifeq ($(V),1)
@@ -39,6 +42,9 @@ $(BUILD)/obj/%.o: %.c include/clio.h lib/internal.h $(wildcard lib/*.h)
 	$(call say,CC,$<)
 	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
+$(BUILD)/obj/cli/mount.o $(BUILD)/obj/cli/mountfs.o: CFLAGS += $(FUSE_CFLAGS)
+$(BUILD)/obj/cli/mount.o $(BUILD)/obj/cli/mountfs.o: cli/mount.h cli/cli.h
+
 $(BUILD)/libclio.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(call say,AR,$@)
@@ -47,7 +53,7 @@ $(BUILD)/libclio.a: $(LIB_OBJ)
 
 $(BUILD)/clio: $(CLI_OBJ) $(BUILD)/libclio.a
 	$(call say,LD,$@)
-	$(Q)$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libclio.a $(LDLIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libclio.a $(FUSE_LIBS) $(LDLIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libclio.a tests/unit/testutil.h
 	@mkdir -p $(dir $@)

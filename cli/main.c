@@ -14,6 +14,8 @@ usage(FILE *fp)
 		"usage: clio dd [OPERAND]... [OPTION]...\n"
 		"       clio bench NAME [--quick] [--json] [--plot DIR] [--runs N]\n"
 		"                  [--file PATH] [--size N] [--cachegrind]\n"
+		"       clio mount [-f] [-d] [-o OPTS] SOURCE MOUNTPOINT\n"
+		"       clio umount MOUNTPOINT\n"
 		"       clio version\n"
 		"       clio help\n"
 		"See clio(1).\n");
@@ -32,6 +34,10 @@ main(int argc, char **argv)
 		return cmd_bench(argc - 1, argv + 1);
 	if (strcmp(argv[1], "bench-one") == 0) /* internal: under cachegrind */
 		return cmd_bench_one(argc - 1, argv + 1);
+	if (strcmp(argv[1], "mount") == 0)
+		return cmd_mount(argc - 1, argv + 1);
+	if (strcmp(argv[1], "umount") == 0)
+		return cmd_umount(argc - 1, argv + 1);
 	if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0) {
 		printf("clio %s\n", CLIO_VERSION);
 		return 0;

@@ -4,7 +4,7 @@
 set -e
 need=""
 have() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"; }
-for p in gcc make libc6-dev libcmocka-dev gnuplot-nox; do
+for p in gcc make libc6-dev libcmocka-dev gnuplot-nox libfuse3-dev fuse3 pkg-config; do
 	have "$p" || need="$need $p"
 done
 [ -z "$need" ] && exit 0

@@ -1,0 +1,503 @@
+/*
+ * mount.c - `clio mount [-f] [-d] [-o OPTS] SOURCE MOUNTPOINT` and
+ * `clio umount MOUNTPOINT`: a FUSE file system (libfuse 3, low-level API,
+ * multi-threaded loop) with one clio cache between every program and the
+ * storage.
+ *
+ * SOURCE is a directory (a pass-through file system, mountfs.c) or a
+ * device string or image file (the mount shows one regular file, `disk`,
+ * of the device's size, read and written through one clio handle).
+ *
+ * Options (-o, comma-separated, may repeat): every clio tunable
+ * clio_conf_set() knows (bsize=64k, cache_size=256M, maxphys=1M, ...),
+ * and ro, rw, allow_other, max_read=N, max_write=N.  max_write defaults
+ * to maxphys and max_read to max_write, both capped at 1 MiB (the kernel's
+ * 256 pages; max_pages follows max_write); the kernel's read-ahead is set
+ * to max_read.  default_permissions is always on.  Anything else is a
+ * one-line error and exit 64 (EX_USAGE), before anything is mounted.
+ *
+ * Order of work: parse and check everything; mount; without -f, become a
+ * daemon (before any thread exists: the cache and the devices start
+ * threads); create the cache and open the source; run the loop.  When the
+ * loop ends (SIGTERM, SIGINT, SIGHUP, or an unmount), everything dirty is
+ * written back (clio_sync, then every handle and device is closed) and the
+ * mount is removed; a write-back error makes the exit status 74.
+ * The kernel's page cache and writeback cache: see mountfs.c; `disk`
+ * follows the same rules.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sysexits.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "internal.h"
+#include "mount.h"
+
+#define ERRLEN 256
+#define KERNEL_MAX_IO (1u << 20) /* FUSE_MAX_MAX_PAGES (256) pages */
+#define DISK_INO 2
+#define DISK_NAME "disk"
+
+static struct mount_opts opts;
+
+/* ---------------------------------------------------- device mode: disk */
+
+static clio_dev *disk_dev;
+static clio_file *disk_cf;
+static atomic_bool disk_wrote;
+
+static void
+disk_stat(fuse_ino_t ino, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = ino;
+	st->st_uid = getuid();
+	st->st_gid = getgid();
+	if (ino == FUSE_ROOT_ID) {
+		st->st_mode = S_IFDIR | 0755;
+		st->st_nlink = 2;
+	} else {
+		int64_t sz = clio_fsize(disk_cf);
+		st->st_mode = S_IFREG | (opts.ro ? 0444 : 0644);
+		st->st_nlink = 1;
+		st->st_size = sz < 0 ? 0 : (off_t)sz;
+		st->st_blocks = (blkcnt_t)((st->st_size + 511) / 512);
+		st->st_blksize = (blksize_t)opts.conf.bsize;
+	}
+}
+
+static void
+disk_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fuse_entry_param e;
+
+	if (parent != FUSE_ROOT_ID || strcmp(name, DISK_NAME) != 0) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	memset(&e, 0, sizeof(e));
+	e.ino = DISK_INO;
+	e.attr_timeout = e.entry_timeout = MOUNT_TIMEOUT;
+	disk_stat(DISK_INO, &e.attr);
+	fuse_reply_entry(req, &e);
+}
+
+static void
+disk_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct stat st;
+
+	(void)fi;
+	disk_stat(ino, &st);
+	fuse_reply_attr(req, &st, MOUNT_TIMEOUT);
+}
+
+static void
+disk_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
+	     struct fuse_file_info *fi)
+{
+	struct stat st;
+	int r = 0;
+
+	(void)fi;
+	if (ino != DISK_INO || (valid & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID |
+					 FUSE_SET_ATTR_GID)))
+		r = -EPERM;
+	else if (valid & FUSE_SET_ATTR_SIZE) {
+		int64_t sz = clio_fsize(disk_cf);
+		if (opts.ro)
+			r = -EROFS;
+		else if (sz != attr->st_size)
+			r = clio_ftruncate(disk_cf, (uint64_t)attr->st_size);
+	}
+	/* times: ignored, the file has no place to keep them */
+	if (r < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	disk_stat(ino, &st);
+	fuse_reply_attr(req, &st, MOUNT_TIMEOUT);
+}
+
+static void
+disk_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+	     struct fuse_file_info *fi)
+{
+	static const char *names[] = { ".", "..", DISK_NAME };
+	char *buf = malloc(size), *p;
+	size_t left = size;
+	off_t i;
+
+	(void)fi;
+	if (ino != FUSE_ROOT_ID) {
+		free(buf);
+		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
+	if (buf == NULL) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	p = buf;
+	for (i = off; i < 3; i++) {
+		struct stat st;
+		size_t len;
+		memset(&st, 0, sizeof(st));
+		st.st_ino = i == 2 ? DISK_INO : FUSE_ROOT_ID;
+		st.st_mode = i == 2 ? S_IFREG : S_IFDIR;
+		len = fuse_add_direntry(req, p, left, names[i], &st, i + 1);
+		if (len > left)
+			break;
+		p += len;
+		left -= len;
+	}
+	fuse_reply_buf(req, buf, size - left);
+	free(buf);
+}
+
+static void
+disk_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	if (ino != DISK_INO) {
+		fuse_reply_err(req, EISDIR);
+		return;
+	}
+	if (opts.ro && (fi->flags & O_ACCMODE) != O_RDONLY) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	fi->direct_io = 0;
+	fi->keep_cache = 0;
+	fuse_reply_open(req, fi);
+}
+
+static void
+disk_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+	  struct fuse_file_info *fi)
+{
+	char *buf = malloc(size ? size : 1);
+	ssize_t r;
+
+	(void)ino;
+	(void)fi;
+	if (buf == NULL) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	r = clio_pread(disk_cf, buf, size, (uint64_t)off);
+	if (r < 0)
+		fuse_reply_err(req, (int)-r);
+	else
+		fuse_reply_buf(req, buf, (size_t)r);
+	free(buf);
+}
+
+static void
+disk_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+	   off_t off, struct fuse_file_info *fi)
+{
+	ssize_t r;
+
+	(void)ino;
+	(void)fi;
+	r = clio_pwrite(disk_cf, buf, size, (uint64_t)off);
+	if (r < 0) {
+		fuse_reply_err(req, (int)-r);
+		return;
+	}
+	atomic_store(&disk_wrote, true);
+	fuse_reply_write(req, (size_t)r);
+}
+
+/* Each close(2) after writes writes back, so close reports errors. */
+static void
+disk_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	int r = 0;
+
+	(void)ino;
+	(void)fi;
+	if (atomic_exchange(&disk_wrote, false))
+		r = clio_fsync(disk_cf);
+	fuse_reply_err(req, -r);
+}
+
+static void
+disk_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	(void)ino;
+	(void)datasync;
+	(void)fi;
+	fuse_reply_err(req, -clio_fsync(disk_cf));
+}
+
+static const struct fuse_lowlevel_ops disk_ops = {
+	.lookup = disk_lookup,
+	.getattr = disk_getattr,
+	.setattr = disk_setattr,
+	.readdir = disk_readdir,
+	.open = disk_open,
+	.read = disk_read,
+	.write = disk_write,
+	.flush = disk_flush,
+	.fsync = disk_fsync,
+};
+
+/* ------------------------------------------------------------ options */
+
+static void
+usage_mount(FILE *fp)
+{
+	fprintf(fp,
+		"usage: clio mount [-f] [-d] [-o OPTS] SOURCE MOUNTPOINT\n"
+		"       clio umount MOUNTPOINT\n"
+		"SOURCE is a directory (pass-through) or a device: file:PATH[?direct=1],\n"
+		"an image file, mem:size=N, sim:preset=NAME[,...], fault:OPTS@DEV.\n"
+		"OPTS: clio tunables (bsize=N, maxbsize=N, maxphys=N, cache_size=N,\n"
+		"cluster=on|lite|off, rbw=..., read_max=N, ...), ro, rw, allow_other,\n"
+		"max_read=N, max_write=N.  See clio(1).\n");
+}
+
+static int
+parse_one_opt(char *o)
+{
+	char *v = strchr(o, '=');
+	char err[ERRLEN];
+	uint64_t n;
+
+	if (v != NULL)
+		*v++ = '\0';
+	if (v == NULL && strcmp(o, "ro") == 0)
+		opts.ro = 1;
+	else if (v == NULL && strcmp(o, "rw") == 0)
+		opts.ro = 0;
+	else if (v == NULL && strcmp(o, "allow_other") == 0)
+		opts.allow_other = 1;
+	else if (v == NULL && strcmp(o, "default_permissions") == 0)
+		; /* always on */
+	else if (v != NULL && (strcmp(o, "max_read") == 0 || strcmp(o, "max_write") == 0)) {
+		if (parse_size(v, &n) < 0 || n < 4096 || n > KERNEL_MAX_IO) {
+			fprintf(stderr, "clio mount: bad %s '%s' (4K to 1M)\n", o, v);
+			return -1;
+		}
+		if (o[4] == 'r')
+			opts.max_read = (unsigned)n;
+		else
+			opts.max_write = (unsigned)n;
+	} else if (v == NULL) {
+		fprintf(stderr, "clio mount: unknown option '%s'\n", o);
+		return -1;
+	} else if (clio_conf_set(&opts.conf, o, v, err, sizeof(err)) < 0) {
+		fprintf(stderr, "clio mount: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+parse_opts(const char *arg)
+{
+	char *copy = strdup(arg), *save = NULL, *o;
+	int r = 0;
+
+	if (copy == NULL)
+		return -1;
+	for (o = strtok_r(copy, ",", &save); o != NULL && r == 0;
+	     o = strtok_r(NULL, ",", &save))
+		r = parse_one_opt(o);
+	free(copy);
+	return r;
+}
+
+/* Append s to the option string, escaping ',' and '\' for libfuse. */
+static void
+opt_escape(char *out, size_t len, const char *s)
+{
+	size_t k = strlen(out);
+
+	for (; *s != '\0' && k + 3 < len; s++) {
+		if (*s == ',' || *s == '\\')
+			out[k++] = '\\';
+		out[k++] = *s;
+	}
+	out[k] = '\0';
+}
+
+/* ---------------------------------------------------------------- run */
+
+static void
+mount_init(void *userdata, struct fuse_conn_info *conn)
+{
+	(void)userdata;
+	conn->max_write = opts.max_write;
+	conn->max_read = opts.max_read;
+	conn->max_readahead = opts.max_read;
+	conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
+}
+
+int
+cmd_mount(int argc, char **argv)
+{
+	struct fuse_lowlevel_ops ops;
+	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+	struct fuse_loop_config lcfg;
+	struct fuse_session *se;
+	char err[ERRLEN], fopts[1024], *rootpath = NULL;
+	const char *source, *mnt;
+	bool foreground = false, debug = false, is_dir;
+	struct stat st;
+	clio_cache *cache = NULL;
+	int c, r, rootfd = -1, status = 0;
+
+	opts.conf = (struct clio_conf)CLIO_CONF_DEFAULTS;
+	optind = 1;
+	while ((c = getopt(argc, argv, "+fdho:")) != -1) {
+		switch (c) {
+		case 'f': foreground = true; break;
+		case 'd': debug = foreground = true; break;
+		case 'o':
+			if (parse_opts(optarg) < 0)
+				return EX_USAGE;
+			break;
+		case 'h': usage_mount(stdout); return 0;
+		default: usage_mount(stderr); return EX_USAGE;
+		}
+	}
+	if (argc - optind != 2) {
+		usage_mount(stderr);
+		return EX_USAGE;
+	}
+	source = argv[optind];
+	mnt = argv[optind + 1];
+	if (clio_conf_check(&opts.conf, err, sizeof(err)) < 0) {
+		fprintf(stderr, "clio mount: %s\n", err);
+		return EX_USAGE;
+	}
+	if (opts.max_write == 0)
+		opts.max_write = opts.conf.maxphys < KERNEL_MAX_IO ?
+			opts.conf.maxphys : KERNEL_MAX_IO;
+	if (opts.max_write < 4096)
+		opts.max_write = 4096;
+	if (opts.max_read == 0)
+		opts.max_read = opts.max_write;
+
+	is_dir = stat(source, &st) == 0 && S_ISDIR(st.st_mode);
+	if (is_dir) {
+		rootpath = realpath(source, NULL);
+		rootfd = open(source, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (rootfd < 0 || rootpath == NULL) {
+			fprintf(stderr, "clio mount: %s: %s\n", source, strerror(errno));
+			free(rootpath);
+			return EX_NOINPUT;
+		}
+	} else {
+		/* check the device string now; it is opened again after
+		 * daemonizing, as devices start threads */
+		clio_dev *d;
+		r = clio_dev_open_err(source, opts.ro ? CLIO_DEV_RDONLY : 0, &d,
+				      err, sizeof(err));
+		if (r < 0) {
+			fprintf(stderr, "clio mount: %s\n",
+				err[0] ? err : strerror(-r));
+			return r == -EINVAL ? EX_USAGE : EX_NOINPUT;
+		}
+		clio_dev_close(d);
+	}
+
+	snprintf(fopts, sizeof(fopts), "default_permissions,subtype=clio,max_read=%u%s%s,fsname=",
+		 opts.max_read, opts.ro ? ",ro" : "", opts.allow_other ? ",allow_other" : "");
+	opt_escape(fopts, sizeof(fopts), rootpath ? rootpath : source);
+	if (fuse_opt_add_arg(&args, "clio") < 0 || fuse_opt_add_arg(&args, "-o") < 0 ||
+	    fuse_opt_add_arg(&args, fopts) < 0 ||
+	    (debug && fuse_opt_add_arg(&args, "-d") < 0)) {
+		fprintf(stderr, "clio mount: out of memory\n");
+		free(rootpath);
+		return EX_OSERR;
+	}
+	ops = is_dir ? mountfs_ops : disk_ops;
+	ops.init = mount_init;
+	se = fuse_session_new(&args, &ops, sizeof(ops), NULL);
+	fuse_opt_free_args(&args);
+	if (se == NULL) {
+		free(rootpath);
+		if (rootfd >= 0)
+			close(rootfd);
+		return EX_SOFTWARE;
+	}
+	if (fuse_set_signal_handlers(se) < 0 || fuse_session_mount(se, mnt) < 0) {
+		fprintf(stderr, "clio mount: cannot mount on %s\n", mnt);
+		fuse_remove_signal_handlers(se);
+		fuse_session_destroy(se);
+		free(rootpath);
+		if (rootfd >= 0)
+			close(rootfd);
+		return EX_UNAVAILABLE;
+	}
+	free(rootpath);
+	fuse_daemonize(foreground);
+
+	r = clio_cache_new(&opts.conf, &cache);
+	if (r == 0 && is_dir)
+		r = mountfs_init(cache, rootfd, opts.ro);
+	if (r == 0 && !is_dir) {
+		r = clio_dev_open_err(source, opts.ro ? CLIO_DEV_RDONLY : 0,
+				      &disk_dev, err, sizeof(err));
+		if (r == 0)
+			r = clio_open(cache, disk_dev, opts.ro ? CLIO_RDONLY : CLIO_RDWR,
+				      &disk_cf);
+	}
+	if (r < 0) {
+		fprintf(stderr, "clio mount: %s\n", strerror(-r));
+		status = EX_OSERR;
+	} else {
+		memset(&lcfg, 0, sizeof(lcfg));
+		lcfg.clone_fd = 0;
+		lcfg.max_idle_threads = 10;
+		/* > 0: the signal that ended it, a clean end */
+		if (fuse_session_loop_mt(se, &lcfg) < 0)
+			status = EX_SOFTWARE;
+	}
+
+	/* the loop is over: no request runs; write back, then close */
+	fuse_session_unmount(se);
+	if (cache != NULL) {
+		int w = clio_sync(cache);
+		int w2 = is_dir ? mountfs_fini() : 0;
+		if (disk_cf != NULL && (r = clio_close(disk_cf)) < 0 && w == 0)
+			w = r;
+		if (disk_dev != NULL)
+			clio_dev_close(disk_dev);
+		if (w == 0)
+			w = w2;
+		if ((r = clio_cache_free(cache)) < 0 && w == 0)
+			w = r;
+		if (w < 0) {
+			fprintf(stderr, "clio mount: write-back: %s\n", strerror(-w));
+			status = EX_IOERR;
+		}
+	} else if (rootfd >= 0) {
+		close(rootfd);
+	}
+	fuse_remove_signal_handlers(se);
+	fuse_session_destroy(se);
+	return status;
+}
+
+int
+cmd_umount(int argc, char **argv)
+{
+	if (argc != 2 || argv[1][0] == '-') {
+		fprintf(stderr, "usage: clio umount MOUNTPOINT\n");
+		return EX_USAGE;
+	}
+	execlp("fusermount3", "fusermount3", "-u", "--", argv[1], (char *)NULL);
+	fprintf(stderr, "clio umount: fusermount3: %s\n", strerror(errno));
+	return EX_UNAVAILABLE;
+}

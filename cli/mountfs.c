@@ -1,0 +1,926 @@
+/*
+ * mountfs.c - the pass-through file system of `clio mount DIR MNT`: every
+ * object of DIR appears under MNT, and the data of every regular file
+ * goes through clio's cache.
+ *
+ * Inodes.  A FUSE node id is the address of a struct mnode, except the
+ * root (FUSE_ROOT_ID).  Each mnode holds an O_PATH descriptor of its
+ * object and is found by (st_dev, st_ino) in a hash table, so hard links
+ * share one mnode.  lookup, create, mkdir, mknod, symlink and link add
+ * one to its lookup count; forget and forget_multi take off what the
+ * kernel says; at zero the mnode leaves the table and is freed once no
+ * open handle uses it.
+ *
+ * Data.  The first open of a regular file opens one clio device on it
+ * (file:/proc/self/fd/N?direct=1, or without direct=1 when the file
+ * system refuses O_DIRECT; read-write, or read-only when writing is
+ * refused) and a node handle used for truncation and sizes; each FUSE open
+ * then gets its own clio_file on that device, so every open of the inode
+ * shares its buffers.  The last release closes the node handle and the
+ * device (writing back what is dirty).  getattr of such a file reports
+ * clio_fsize.  The O_DIRECT flag of an open on the mount is ignored: all
+ * data goes through clio anyway.
+ *
+ * Kernel caching.  Opens are reported with direct_io and keep_cache off
+ * and the writeback cache is off: the kernel's page cache may hold clean
+ * pages (dropped at each open), every write(2) reaches clio at once, and
+ * reads come in the kernel's read-ahead sizes.  Attributes and entries
+ * are cached MOUNT_TIMEOUT seconds.
+ *
+ * Durability.  fsync is clio_fsync.  flush (each close(2)) writes back
+ * what the handle wrote with clio_fsync and returns its error, so a
+ * write-back error reaches close(2); release returns nothing the kernel
+ * reads.
+ *
+ * Permissions are checked by the kernel (default_permissions); objects
+ * are created with the caller's fsuid/fsgid when the daemon runs as root.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/fsuid.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "mount.h"
+
+#define NBUCKETS 4096
+
+struct mhandle;
+
+struct mnode {
+	struct mnode *hnext;	/* hash chain, under tbl_lock */
+	dev_t dev;
+	ino_t ino;
+	int fd;			/* O_PATH */
+	uint64_t nlookup;	/* under tbl_lock */
+	bool unhashed;		/* under lock: left the table */
+	pthread_mutex_t lock;	/* the fields below */
+	int nopen;
+	clio_dev *cdev;
+	clio_file *cf;		/* node handle: truncation and size */
+	bool cdev_ro;
+	struct mhandle *handles;
+};
+
+struct mhandle {
+	struct mhandle *next;	/* the node's open handles, under its lock */
+	struct mnode *node;
+	clio_file *cf;
+	atomic_bool wrote;
+};
+
+struct mdir {
+	DIR *dp;
+	off_t offset;
+	struct dirent *entry;	/* read but not yet returned */
+};
+
+static clio_cache *fs_cache;
+static int fs_ro;
+static struct mnode fs_root;
+static struct mnode *tbl[NBUCKETS];
+static pthread_mutex_t tbl_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* --------------------------------------------------------- credentials */
+
+static _Thread_local int cred_saved;
+static _Thread_local uid_t cred_uid;
+static _Thread_local gid_t cred_gid;
+
+void
+mount_creds_enter(fuse_req_t req)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+
+	cred_saved = 0;
+	if (geteuid() != 0 || ctx == NULL)
+		return;
+	cred_gid = (gid_t)setfsgid(ctx->gid);
+	cred_uid = (uid_t)setfsuid(ctx->uid);
+	cred_saved = 1;
+}
+
+void
+mount_creds_leave(void)
+{
+	if (!cred_saved)
+		return;
+	setfsuid(cred_uid);
+	setfsgid(cred_gid);
+	cred_saved = 0;
+}
+
+/* -------------------------------------------------------------- inodes */
+
+static struct mnode *
+node_of(fuse_ino_t ino)
+{
+	return ino == FUSE_ROOT_ID ? &fs_root : (struct mnode *)(uintptr_t)ino;
+}
+
+static fuse_ino_t
+ino_of(struct mnode *n)
+{
+	return n == &fs_root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)n;
+}
+
+static unsigned
+bucket(dev_t dev, ino_t ino)
+{
+	uint64_t h = (uint64_t)ino * 0x9e3779b97f4a7c15ull ^ (uint64_t)dev;
+	return (unsigned)(h >> 40) % NBUCKETS;
+}
+
+static void
+proc_path(char *buf, size_t len, int fd)
+{
+	snprintf(buf, len, "/proc/self/fd/%d", fd);
+}
+
+static void
+node_free(struct mnode *n)
+{
+	close(n->fd);
+	pthread_mutex_destroy(&n->lock);
+	free(n);
+}
+
+/* Find or add the mnode of (st->st_dev, st->st_ino), one more lookup;
+ * takes fd over (closes it if the mnode exists). */
+static struct mnode *
+node_get(int fd, const struct stat *st)
+{
+	unsigned b = bucket(st->st_dev, st->st_ino);
+	struct mnode *n;
+
+	pthread_mutex_lock(&tbl_lock);
+	for (n = tbl[b]; n != NULL; n = n->hnext)
+		if (n->dev == st->st_dev && n->ino == st->st_ino)
+			break;
+	if (n != NULL) {
+		n->nlookup++;
+		pthread_mutex_unlock(&tbl_lock);
+		close(fd);
+		return n;
+	}
+	n = calloc(1, sizeof(*n));
+	if (n == NULL) {
+		pthread_mutex_unlock(&tbl_lock);
+		close(fd);
+		return NULL;
+	}
+	n->dev = st->st_dev;
+	n->ino = st->st_ino;
+	n->fd = fd;
+	n->nlookup = 1;
+	pthread_mutex_init(&n->lock, NULL);
+	n->hnext = tbl[b];
+	tbl[b] = n;
+	pthread_mutex_unlock(&tbl_lock);
+	return n;
+}
+
+static void
+node_unhash(struct mnode *n)
+{
+	struct mnode **pp = &tbl[bucket(n->dev, n->ino)];
+
+	while (*pp != NULL && *pp != n)
+		pp = &(*pp)->hnext;
+	if (*pp == n)
+		*pp = n->hnext;
+}
+
+static void
+node_forget(struct mnode *n, uint64_t count)
+{
+	bool gone = false, free_now;
+
+	if (n == &fs_root)
+		return;
+	pthread_mutex_lock(&tbl_lock);
+	n->nlookup = count >= n->nlookup ? 0 : n->nlookup - count;
+	if (n->nlookup == 0) {
+		node_unhash(n);
+		gone = true;
+	}
+	pthread_mutex_unlock(&tbl_lock);
+	if (!gone)
+		return;
+	pthread_mutex_lock(&n->lock);
+	n->unhashed = true;
+	free_now = n->nopen == 0;
+	pthread_mutex_unlock(&n->lock);
+	if (free_now)
+		node_free(n);
+}
+
+/* stat of a node; a regular file with a clio object reports its size. */
+static int
+node_stat(struct mnode *n, struct stat *st)
+{
+	if (fstatat(n->fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	if (S_ISREG(st->st_mode)) {
+		pthread_mutex_lock(&n->lock);
+		if (n->cf != NULL) {
+			int64_t sz = clio_fsize(n->cf);
+			if (sz >= 0) {
+				st->st_size = (off_t)sz;
+				st->st_blocks = (blkcnt_t)((sz + 511) / 512);
+			}
+		}
+		pthread_mutex_unlock(&n->lock);
+	}
+	return 0;
+}
+
+/* Look name up in parent: a new lookup reference in e. */
+static int
+do_lookup(struct mnode *parent, const char *name, struct fuse_entry_param *e)
+{
+	struct mnode *n;
+	struct stat st;
+	int fd, r;
+
+	memset(e, 0, sizeof(*e));
+	fd = openat(parent->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	n = node_get(fd, &st);
+	if (n == NULL)
+		return -ENOMEM;
+	r = node_stat(n, &e->attr);
+	if (r < 0) {
+		node_forget(n, 1);
+		return r;
+	}
+	e->ino = ino_of(n);
+	e->attr_timeout = MOUNT_TIMEOUT;
+	e->entry_timeout = MOUNT_TIMEOUT;
+	return 0;
+}
+
+static void
+reply_entry(fuse_req_t req, struct mnode *parent, const char *name)
+{
+	struct fuse_entry_param e;
+	int r = do_lookup(parent, name, &e);
+
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_entry(req, &e);
+}
+
+/* ----------------------------------------------------------- data path */
+
+/* Open the node's clio device if it has none; under n->lock. */
+static int
+node_open_data(struct mnode *n, bool want_write)
+{
+	char spec[64];
+	int r, flags;
+
+	if (n->cdev != NULL)
+		return want_write && n->cdev_ro ? -EACCES : 0;
+	flags = fs_ro ? CLIO_DEV_RDONLY : 0;
+	for (;;) {
+		snprintf(spec, sizeof(spec), "file:/proc/self/fd/%d?direct=1", n->fd);
+		r = clio_dev_open(spec, flags, &n->cdev);
+		if (r == -EINVAL) {
+			snprintf(spec, sizeof(spec), "file:/proc/self/fd/%d", n->fd);
+			r = clio_dev_open(spec, flags, &n->cdev);
+		}
+		if ((r == -EACCES || r == -EPERM || r == -EROFS || r == -ETXTBSY) &&
+		    !(flags & CLIO_DEV_RDONLY) && !want_write) {
+			flags |= CLIO_DEV_RDONLY;
+			continue;
+		}
+		break;
+	}
+	if (r < 0) {
+		n->cdev = NULL;
+		return r;
+	}
+	n->cdev_ro = (flags & CLIO_DEV_RDONLY) != 0;
+	r = clio_open(fs_cache, n->cdev, n->cdev_ro ? CLIO_RDONLY : CLIO_RDWR, &n->cf);
+	if (r < 0) {
+		clio_dev_close(n->cdev);
+		n->cdev = NULL;
+		n->cf = NULL;
+	}
+	return r;
+}
+
+/* Close the node handle and device; under n->lock, no handles left. */
+static int
+node_close_data(struct mnode *n)
+{
+	int r = 0, r2;
+
+	if (n->cf != NULL)
+		r = clio_close(n->cf);
+	if (n->cdev != NULL) {
+		r2 = clio_dev_close(n->cdev);
+		if (r == 0)
+			r = r2;
+	}
+	n->cf = NULL;
+	n->cdev = NULL;
+	return r;
+}
+
+static int
+handle_open(struct mnode *n, struct fuse_file_info *fi)
+{
+	int acc = fi->flags & O_ACCMODE;
+	bool want_write = acc != O_RDONLY;
+	struct mhandle *h;
+	int r, mode;
+
+	if (want_write && fs_ro)
+		return -EROFS;
+	h = calloc(1, sizeof(*h));
+	if (h == NULL)
+		return -ENOMEM;
+	mode = acc == O_WRONLY ? CLIO_WRONLY : acc == O_RDWR ? CLIO_RDWR : CLIO_RDONLY;
+	pthread_mutex_lock(&n->lock);
+	r = node_open_data(n, want_write);
+	if (r == 0)
+		r = clio_open(fs_cache, n->cdev, mode, &h->cf);
+	if (r < 0) {
+		if (n->nopen == 0 && n->cdev != NULL)
+			node_close_data(n);
+		pthread_mutex_unlock(&n->lock);
+		free(h);
+		return r;
+	}
+	h->node = n;
+	h->next = n->handles;
+	n->handles = h;
+	n->nopen++;
+	pthread_mutex_unlock(&n->lock);
+	fi->fh = (uint64_t)(uintptr_t)h;
+	fi->direct_io = 0;
+	fi->keep_cache = 0;
+	return 0;
+}
+
+static int
+handle_close(struct mhandle *h)
+{
+	struct mnode *n = h->node;
+	struct mhandle **pp;
+	bool free_now = false;
+	int r, r2;
+
+	pthread_mutex_lock(&n->lock);
+	r = clio_close(h->cf);
+	for (pp = &n->handles; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == h) {
+			*pp = h->next;
+			break;
+		}
+	if (--n->nopen == 0) {
+		r2 = node_close_data(n);
+		if (r == 0)
+			r = r2;
+		free_now = n->unhashed;
+	}
+	pthread_mutex_unlock(&n->lock);
+	free(h);
+	if (free_now)
+		node_free(n);
+	return r;
+}
+
+static struct mhandle *
+handle_of(struct fuse_file_info *fi)
+{
+	return (struct mhandle *)(uintptr_t)fi->fh;
+}
+
+/* ----------------------------------------------------------------- ops */
+
+static void
+fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	reply_entry(req, node_of(parent), name);
+}
+
+static void
+fs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	node_forget(node_of(ino), nlookup);
+	fuse_reply_none(req);
+}
+
+static void
+fs_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	size_t i;
+
+	for (i = 0; i < count; i++)
+		node_forget(node_of(forgets[i].ino), forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static void
+fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct stat st;
+	int r;
+
+	(void)fi;
+	r = node_stat(node_of(ino), &st);
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_attr(req, &st, MOUNT_TIMEOUT);
+}
+
+static void
+fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
+	   struct fuse_file_info *fi)
+{
+	struct mnode *n = node_of(ino);
+	char path[64];
+	struct stat st;
+	int r = 0;
+
+	(void)fi;
+	proc_path(path, sizeof(path), n->fd);
+	if (valid & FUSE_SET_ATTR_MODE) {
+		if (chmod(path, attr->st_mode & 07777) < 0)
+			r = -errno;
+	}
+	if (r == 0 && (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))) {
+		uid_t uid = (valid & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1;
+		gid_t gid = (valid & FUSE_SET_ATTR_GID) ? attr->st_gid : (gid_t)-1;
+		if (fchownat(n->fd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+			r = -errno;
+	}
+	if (r == 0 && (valid & FUSE_SET_ATTR_SIZE)) {
+		pthread_mutex_lock(&n->lock);
+		if (n->cf != NULL)
+			r = n->cdev_ro ? -EACCES : clio_ftruncate(n->cf, (uint64_t)attr->st_size);
+		else if (truncate(path, attr->st_size) < 0)
+			r = -errno;
+		pthread_mutex_unlock(&n->lock);
+	}
+	if (r == 0 && (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME))) {
+		struct timespec tv[2];
+		tv[0].tv_sec = tv[1].tv_sec = 0;
+		tv[0].tv_nsec = tv[1].tv_nsec = UTIME_OMIT;
+		if (valid & FUSE_SET_ATTR_ATIME_NOW)
+			tv[0].tv_nsec = UTIME_NOW;
+		else if (valid & FUSE_SET_ATTR_ATIME)
+			tv[0] = attr->st_atim;
+		if (valid & FUSE_SET_ATTR_MTIME_NOW)
+			tv[1].tv_nsec = UTIME_NOW;
+		else if (valid & FUSE_SET_ATTR_MTIME)
+			tv[1] = attr->st_mtim;
+		if (utimensat(AT_FDCWD, path, tv, 0) < 0)
+			r = -errno;
+	}
+	if (r == 0)
+		r = node_stat(n, &st);
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_attr(req, &st, MOUNT_TIMEOUT);
+}
+
+static void
+fs_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	char buf[PATH_MAX + 1];
+	ssize_t len = readlinkat(node_of(ino)->fd, "", buf, sizeof(buf) - 1);
+
+	if (len < 0) {
+		fuse_reply_err(req, errno);
+		return;
+	}
+	buf[len] = '\0';
+	fuse_reply_readlink(req, buf);
+}
+
+static void
+fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+	 dev_t rdev)
+{
+	int r;
+
+	mount_creds_enter(req);
+	r = mknodat(node_of(parent)->fd, name, mode, rdev);
+	mount_creds_leave();
+	if (r < 0)
+		fuse_reply_err(req, errno);
+	else
+		reply_entry(req, node_of(parent), name);
+}
+
+static void
+fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	int r;
+
+	mount_creds_enter(req);
+	r = mkdirat(node_of(parent)->fd, name, mode);
+	mount_creds_leave();
+	if (r < 0)
+		fuse_reply_err(req, errno);
+	else
+		reply_entry(req, node_of(parent), name);
+}
+
+static void
+fs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	int r;
+
+	mount_creds_enter(req);
+	r = symlinkat(link, node_of(parent)->fd, name);
+	mount_creds_leave();
+	if (r < 0)
+		fuse_reply_err(req, errno);
+	else
+		reply_entry(req, node_of(parent), name);
+}
+
+static void
+fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	struct mnode *n = node_of(ino);
+	char path[64];
+	int r;
+
+	r = linkat(n->fd, "", node_of(newparent)->fd, newname, AT_EMPTY_PATH);
+	if (r < 0 && (errno == ENOENT || errno == EPERM)) {
+		proc_path(path, sizeof(path), n->fd);
+		r = linkat(AT_FDCWD, path, node_of(newparent)->fd, newname,
+			   AT_SYMLINK_FOLLOW);
+	}
+	if (r < 0)
+		fuse_reply_err(req, errno);
+	else
+		reply_entry(req, node_of(newparent), newname);
+}
+
+static void
+fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	int r = unlinkat(node_of(parent)->fd, name, 0);
+
+	fuse_reply_err(req, r < 0 ? errno : 0);
+}
+
+static void
+fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	int r = unlinkat(node_of(parent)->fd, name, AT_REMOVEDIR);
+
+	fuse_reply_err(req, r < 0 ? errno : 0);
+}
+
+static void
+fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+	  fuse_ino_t newparent, const char *newname, unsigned int flags)
+{
+	int r = renameat2(node_of(parent)->fd, name, node_of(newparent)->fd,
+			  newname, flags);
+
+	fuse_reply_err(req, r < 0 ? errno : 0);
+}
+
+static void
+fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	int r = handle_open(node_of(ino), fi);
+
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_open(req, fi);
+}
+
+static void
+fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+	  struct fuse_file_info *fi)
+{
+	struct fuse_entry_param e;
+	struct mnode *n;
+	int fd, r;
+
+	if (fs_ro) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	mount_creds_enter(req);
+	fd = openat(node_of(parent)->fd, name,
+		    (fi->flags & ~(O_DIRECT | O_APPEND)) | O_CREAT | O_CLOEXEC, mode);
+	mount_creds_leave();
+	if (fd < 0) {
+		fuse_reply_err(req, errno);
+		return;
+	}
+	close(fd);
+	r = do_lookup(node_of(parent), name, &e);
+	if (r < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	n = node_of(e.ino);
+	r = handle_open(n, fi);
+	if (r < 0) {
+		node_forget(n, 1);
+		fuse_reply_err(req, -r);
+		return;
+	}
+	/* a size cached from before the open would be stale */
+	node_stat(n, &e.attr);
+	fuse_reply_create(req, &e, fi);
+}
+
+static void
+fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+	struct fuse_file_info *fi)
+{
+	char *buf = malloc(size ? size : 1);
+	ssize_t r;
+
+	(void)ino;
+	if (buf == NULL) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	r = clio_pread(handle_of(fi)->cf, buf, size, (uint64_t)off);
+	if (r < 0)
+		fuse_reply_err(req, (int)-r);
+	else
+		fuse_reply_buf(req, buf, (size_t)r);
+	free(buf);
+}
+
+static void
+fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+	 off_t off, struct fuse_file_info *fi)
+{
+	struct mhandle *h = handle_of(fi);
+	ssize_t r;
+
+	(void)ino;
+	r = clio_pwrite(h->cf, buf, size, (uint64_t)off);
+	if (r < 0) {
+		fuse_reply_err(req, (int)-r);
+		return;
+	}
+	atomic_store(&h->wrote, true);
+	fuse_reply_write(req, (size_t)r);
+}
+
+static void
+fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct mhandle *h = handle_of(fi);
+	int r = 0;
+
+	(void)ino;
+	if (atomic_exchange(&h->wrote, false))
+		r = clio_fsync(h->cf);
+	fuse_reply_err(req, -r);
+}
+
+static void
+fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	handle_close(handle_of(fi));
+	fuse_reply_err(req, 0);
+}
+
+static void
+fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	int r;
+
+	(void)ino;
+	(void)datasync;
+	r = clio_fsync(handle_of(fi)->cf);
+	fuse_reply_err(req, -r);
+}
+
+static void
+fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct mdir *d = calloc(1, sizeof(*d));
+	int fd;
+
+	if (d == NULL) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	fd = openat(node_of(ino)->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || (d->dp = fdopendir(fd)) == NULL) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		free(d);
+		fuse_reply_err(req, e);
+		return;
+	}
+	fi->fh = (uint64_t)(uintptr_t)d;
+	fuse_reply_open(req, fi);
+}
+
+static void
+fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+	   struct fuse_file_info *fi)
+{
+	struct mdir *d = (struct mdir *)(uintptr_t)fi->fh;
+	char *buf = malloc(size), *p;
+	size_t left = size;
+
+	(void)ino;
+	if (buf == NULL) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	if (off != d->offset) {
+		seekdir(d->dp, off);
+		d->entry = NULL;
+		d->offset = off;
+	}
+	p = buf;
+	for (;;) {
+		struct stat st;
+		size_t len;
+
+		if (d->entry == NULL) {
+			errno = 0;
+			d->entry = readdir(d->dp);
+			if (d->entry == NULL) {
+				if (errno != 0 && left == size) {
+					fuse_reply_err(req, errno);
+					free(buf);
+					return;
+				}
+				break;
+			}
+		}
+		memset(&st, 0, sizeof(st));
+		st.st_ino = d->entry->d_ino;
+		st.st_mode = (mode_t)d->entry->d_type << 12;
+		len = fuse_add_direntry(req, p, left, d->entry->d_name, &st,
+					d->entry->d_off);
+		if (len > left)
+			break;
+		p += len;
+		left -= len;
+		d->offset = d->entry->d_off;
+		d->entry = NULL;
+	}
+	fuse_reply_buf(req, buf, size - left);
+	free(buf);
+}
+
+static void
+fs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct mdir *d = (struct mdir *)(uintptr_t)fi->fh;
+
+	(void)ino;
+	closedir(d->dp);
+	free(d);
+	fuse_reply_err(req, 0);
+}
+
+static void
+fs_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	struct mdir *d = (struct mdir *)(uintptr_t)fi->fh;
+	int fd = dirfd(d->dp), r;
+
+	(void)ino;
+	r = datasync ? fdatasync(fd) : fsync(fd);
+	fuse_reply_err(req, r < 0 ? errno : 0);
+}
+
+static void
+fs_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct statvfs sv;
+
+	if (fstatvfs(node_of(ino)->fd, &sv) < 0)
+		fuse_reply_err(req, errno);
+	else
+		fuse_reply_statfs(req, &sv);
+}
+
+const struct fuse_lowlevel_ops mountfs_ops = {
+	.lookup = fs_lookup,
+	.forget = fs_forget,
+	.forget_multi = fs_forget_multi,
+	.getattr = fs_getattr,
+	.setattr = fs_setattr,
+	.readlink = fs_readlink,
+	.mknod = fs_mknod,
+	.mkdir = fs_mkdir,
+	.symlink = fs_symlink,
+	.link = fs_link,
+	.unlink = fs_unlink,
+	.rmdir = fs_rmdir,
+	.rename = fs_rename,
+	.open = fs_open,
+	.create = fs_create,
+	.read = fs_read,
+	.write = fs_write,
+	.flush = fs_flush,
+	.release = fs_release,
+	.fsync = fs_fsync,
+	.opendir = fs_opendir,
+	.readdir = fs_readdir,
+	.releasedir = fs_releasedir,
+	.fsyncdir = fs_fsyncdir,
+	.statfs = fs_statfs,
+};
+
+/* ---------------------------------------------------------- life cycle */
+
+int
+mountfs_init(clio_cache *cache, int rootfd, int ro)
+{
+	struct stat st;
+
+	if (fstatat(rootfd, "", &st, AT_EMPTY_PATH) < 0)
+		return -errno;
+	fs_cache = cache;
+	fs_ro = ro;
+	fs_root.fd = rootfd;
+	fs_root.dev = st.st_dev;
+	fs_root.ino = st.st_ino;
+	fs_root.nlookup = 1;
+	pthread_mutex_init(&fs_root.lock, NULL);
+	pthread_mutex_lock(&tbl_lock);
+	fs_root.hnext = tbl[bucket(st.st_dev, st.st_ino)];
+	tbl[bucket(st.st_dev, st.st_ino)] = &fs_root;
+	pthread_mutex_unlock(&tbl_lock);
+	return 0;
+}
+
+/* Close the data of a node the kernel left open (an aborted connection). */
+static int
+node_teardown(struct mnode *n)
+{
+	int r = 0, r2;
+
+	while (n->handles != NULL) {
+		struct mhandle *h = n->handles;
+		n->handles = h->next;
+		r2 = clio_close(h->cf);
+		if (r == 0)
+			r = r2;
+		free(h);
+	}
+	n->nopen = 0;
+	r2 = node_close_data(n);
+	return r ? r : r2;
+}
+
+int
+mountfs_fini(void)
+{
+	unsigned b;
+	int r = 0, r2;
+
+	pthread_mutex_lock(&tbl_lock);
+	for (b = 0; b < NBUCKETS; b++) {
+		while (tbl[b] != NULL) {
+			struct mnode *n = tbl[b];
+			tbl[b] = n->hnext;
+			r2 = node_teardown(n);
+			if (r == 0)
+				r = r2;
+			if (n != &fs_root)
+				node_free(n);
+		}
+	}
+	pthread_mutex_unlock(&tbl_lock);
+	close(fs_root.fd);
+	pthread_mutex_destroy(&fs_root.lock);
+	return r;
+}

@@ -1,0 +1,36 @@
+#!/bin/sh
+# test-mount-disk.sh - clio mount of a device (mem:size=64M): one file,
+# disk, of the device's size; dd writes at 4k and 1M with conv=notrunc
+# read back equal; bad options exit 64 and mount nothing.
+set -e
+. "$(dirname "$0")/mount-common.sh"
+mnt=$tmp/mnt
+mkdir "$mnt"
+
+rc=0
+"$CLIO" mount -f -o bsize=16k,nosuchopt mem:size=1M "$mnt" 2>"$tmp/err" || rc=$?
+[ "$rc" -eq 64 ] || fail "unknown option: exit $rc, want 64"
+[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q nosuchopt "$tmp/err" ||
+	fail "unknown option: $(cat "$tmp/err")"
+rc=0
+"$CLIO" mount -f -o bsize=3k mem:size=1M "$mnt" 2>"$tmp/err" || rc=$?
+[ "$rc" -eq 64 ] || fail "bad bsize: exit $rc, want 64"
+mountpoint -q "$mnt" && fail "mounted after a bad option"
+
+head -c 3000000 /dev/urandom >"$tmp/pat"
+mount_start mem:size=64M "$mnt" -o bsize=64k,cache_size=16M,maxphys=1M
+[ "$(ls "$mnt")" = disk ] || fail "ls: $(ls "$mnt")"
+[ "$(stat -c %s "$mnt/disk")" -eq 67108864 ] || fail "size $(stat -c %s "$mnt/disk")"
+
+dd if="$tmp/pat" of="$mnt/disk" bs=4k conv=notrunc 2>/dev/null
+dd if="$tmp/pat" of="$mnt/disk" bs=1M seek=7 conv=notrunc 2>/dev/null
+dd if="$tmp/pat" of="$mnt/disk" bs=1M seek=60 conv=notrunc,fsync 2>/dev/null
+cmp -n 3000000 "$tmp/pat" "$mnt/disk" || fail "4k writes differ"
+cmp -n 3000000 "$tmp/pat" "$mnt/disk" 0 7M || fail "1M writes differ"
+cmp -n 3000000 "$tmp/pat" "$mnt/disk" 0 60M || fail "1M writes at 60M differ"
+[ "$(stat -c %s "$mnt/disk")" -eq 67108864 ] || fail "size changed"
+# reads around the pattern: zeros
+cmp -n 1000000 /dev/zero "$mnt/disk" 0 20M || fail "untouched area is not zero"
+mount_stop "$mnt"
+mountpoint -q "$mnt" && fail "still mounted"
+exit 0
