@@ -12,8 +12,8 @@ CFLAGS  += -std=c11 -D_GNU_SOURCE $(OPT) -g -Wall -Wextra -Wshadow -Wvla \
 LDLIBS  += -pthread -lm
 LDFLAGS += $(SAN)
 # libfuse 3 for `clio mount` (cli/mount*.c only)
-FUSE_CFLAGS := $(shell pkg-config --cflags fuse3 2>/dev/null)
-FUSE_LIBS   := $(shell pkg-config --libs fuse3 2>/dev/null || echo -lfuse3)
+FUSE_CFLAGS = $(shell pkg-config --cflags fuse3 2>/dev/null)
+FUSE_LIBS   = $(shell pkg-config --libs fuse3 2>/dev/null || echo -lfuse3)
 
 # quiet by default; V=1 shows the commands
 ifeq ($(V),1)
