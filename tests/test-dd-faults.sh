@@ -5,12 +5,7 @@
 # of the data still lands; a read error in the input exits 74 after
 # copying what came before it; a failed flush exits 74.
 set -e
-: "${CLIO:?CLIO must name the clio command}"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-trap 'exit 1' INT TERM
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$(dirname "$0")/functions.sh"
 
 head -c 2097152 /dev/urandom >"$tmp/in"
 M=1048576

@@ -5,12 +5,7 @@
 # bytes and the same "records in/out" lines as GNU dd; --iostat prints
 # lines; --json parses and has its keys.
 set -e
-: "${CLIO:?CLIO must name the clio command}"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-trap 'exit 1' INT TERM
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$(dirname "$0")/functions.sh"
 
 # A GNU dd to compare with, if the machine has one.
 gnu_dd=no

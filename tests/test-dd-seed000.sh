@@ -5,26 +5,7 @@
 # each, with a ratio between 1.8 and 2.25, and send the device transfers
 # of exactly MAXBSIZE.
 set -e
-: "${CLIO:?CLIO must name the clio command}"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-trap 'exit 1' INT TERM
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-# The first number after "key": in a one-device JSON line.
-json_num() {
-	sed -n "s/.*\"$1\": *\([-0-9.eE+]*\).*/\1/p" "$2" | head -n 1
-}
-
-# in_range NAME VALUE LO HI
-in_range() {
-	if awk -v v="$2" -v lo="$3" -v hi="$4" 'BEGIN { exit !(v != "" && v + 0 >= lo && v + 0 <= hi) }'; then
-		echo "ok: $1 = $2 in [$3, $4]"
-	else
-		fail "$1 = '$2', not in [$3, $4]"
-	fi
-}
+. "$(dirname "$0")/functions.sh"
 
 run() {
 	"$CLIO" dd if=/dev/zero of=sim:preset=rz25 bs=1M count=86 conv=fsync \

@@ -6,24 +6,7 @@
 # --rbw=cluster must average 63.6 KB per transfer (within 15%) and move at
 # least 2.0 times the MB/s of --rbw=block, which must average 14 KB/t.
 set -e
-: "${CLIO:?CLIO must name the clio command}"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-trap 'exit 1' INT TERM
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-json_num() {
-	sed -n "s/.*\"$1\": *\([-0-9.eE+]*\).*/\1/p" "$2" | head -n 1
-}
-
-in_range() {
-	if awk -v v="$2" -v lo="$3" -v hi="$4" 'BEGIN { exit !(v != "" && v + 0 >= lo && v + 0 <= hi) }'; then
-		echo "ok: $1 = $2 in [$3, $4]"
-	else
-		fail "$1 = '$2', not in [$3, $4]"
-	fi
-}
+. "$(dirname "$0")/functions.sh"
 
 # run MODE: sets kbt and mbs from the device's counters
 run() {
