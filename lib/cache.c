@@ -563,7 +563,7 @@ flusher_main(void *arg)
 	pthread_mutex_lock(&c->lock);
 	while (!c->stopping) {
 		struct timespec ts;
-		double wake = now_monotonic() + period, now;
+		double now;
 		struct buf *b;
 
 		clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -576,7 +576,6 @@ flusher_main(void *arg)
 		pthread_cond_timedwait(&c->flusher_cv, &c->lock, &ts);
 		if (c->stopping)
 			break;
-		(void)wake;
 		/* the syncer: write what has been dirty for dirty_age */
 		now = now_monotonic();
 		for (;;) {

@@ -247,7 +247,6 @@ exec_piece(clio_dev *d, struct dev_work *w)
 	size_t done = 0;
 	ssize_t r = 0;
 	struct iovec sub[64];
-	double t_first_submit = p->t_submit;
 
 	if (p->op != CLIO_OP_FLUSH && p->len == 0)
 		goto complete; /* nothing to move */
@@ -299,7 +298,6 @@ exec_piece(clio_dev *d, struct dev_work *w)
 		}
 		done += (size_t)r;
 	} while (done < p->len);
-	(void)t_first_submit;
 
 	if (r >= 0 && p->op == CLIO_OP_WRITE && d->ops->resize != NULL) {
 		pthread_mutex_lock(&d->lock);
