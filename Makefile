@@ -42,8 +42,9 @@ $(BUILD)/obj/%.o: %.c include/clio.h lib/internal.h $(wildcard lib/*.h)
 	$(call say,CC,$<)
 	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
-$(BUILD)/obj/cli/mount.o $(BUILD)/obj/cli/mountfs.o: CFLAGS += $(FUSE_CFLAGS)
-$(BUILD)/obj/cli/mount.o $(BUILD)/obj/cli/mountfs.o: cli/mount.h cli/cli.h
+MOUNT_OBJ = $(BUILD)/obj/cli/mount.o $(BUILD)/obj/cli/mountfs.o $(BUILD)/obj/cli/mountstats.o
+$(MOUNT_OBJ): CFLAGS += $(FUSE_CFLAGS)
+$(MOUNT_OBJ): cli/mount.h cli/cli.h
 
 $(BUILD)/libclio.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)

@@ -288,13 +288,14 @@ exp_kernel(const struct bench_opts *bo, struct table *t)
 {
 	struct clio_conf defaults = CLIO_CONF_DEFAULTS;
 	struct kctx k;
-	bool made = false;
+	bool made = false, progress;
 	int kc, sys, run, r;
 	double *v;
 
 	memset(&k, 0, sizeof(k));
 	k.bo = bo;
 	k.root = geteuid() == 0;
+	progress = isatty(2) && !bo->json; /* long work says where it is */
 	k.size = bo->size ? bo->size : bo->quick ? 64ull << 20 : 1ull << 30;
 	k.size = k.size / 4096 * 4096;
 	if (bo->file != NULL) {
@@ -345,9 +346,15 @@ exp_kernel(const struct bench_opts *bo, struct table *t)
 		}
 		/* the systems take turns, so that a slow spell of the
 		 * machine falls on all three alike */
-		for (run = 0; run < bo->runs; run++)
-			for (sys = 0; sys < 3; sys++)
+		for (run = 0; run < bo->runs; run++) {
+			for (sys = 0; sys < 3; sys++) {
+				if (progress)
+					fprintf(stderr, "\r  kernel: case %d/%d, run %d/%d, %-6s",
+						kc + 1, K_NCASES, run + 1, bo->runs,
+						sys == 0 ? "kernel" : sys == 1 ? "direct" : "clio");
 				v[sys * bo->runs + run] = run_case(&k, (enum kcase)kc, sys);
+			}
+		}
 		for (sys = 0; sys < 3; sys++)
 			m[sys] = median(v + sys * bo->runs, bo->runs);
 		table_num(t, row, "kernel_mbs", m[0]);
@@ -358,6 +365,8 @@ exp_kernel(const struct bench_opts *bo, struct table *t)
 			table_str(t, row, "met", m[2] / m[0] >= kcases[kc].target ? "yes" : "NO");
 		}
 	}
+	if (progress)
+		fprintf(stderr, "\r%50s\r", "");
 	free(v);
 	snprintf(t->note, sizeof(t->note),
 		 "  file %s, %llu MiB (O_DIRECT dd: the first 128 MiB), %d run%s per case%s; clio: file backend with "

@@ -16,6 +16,7 @@ usage(FILE *fp)
 		"                  [--file PATH] [--size N] [--cachegrind]\n"
 		"       clio mount [-f] [-d] [-o OPTS] SOURCE MOUNTPOINT\n"
 		"       clio umount MOUNTPOINT\n"
+		"       clio stat MOUNTPOINT\n"
 		"       clio version\n"
 		"       clio help\n"
 		"See clio(1).\n");
@@ -38,6 +39,8 @@ main(int argc, char **argv)
 		return cmd_mount(argc - 1, argv + 1);
 	if (strcmp(argv[1], "umount") == 0)
 		return cmd_umount(argc - 1, argv + 1);
+	if (strcmp(argv[1], "stat") == 0)
+		return cmd_stat(argc - 1, argv + 1);
 	if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0) {
 		printf("clio %s\n", CLIO_VERSION);
 		return 0;

@@ -24,6 +24,9 @@
  * mount is removed; a write-back error makes the exit status 74.
  * The kernel's page cache and writeback cache: see mountfs.c; `disk`
  * follows the same rules.
+ *
+ * Statistics: the root of either kind holds the read-only control file
+ * `.clio-stats` (mountstats.c); `clio stat MOUNTPOINT` prints it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -78,6 +81,10 @@ disk_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct fuse_entry_param e;
 
+	if (mount_stats_name(parent, name)) {
+		mount_stats_lookup(req);
+		return;
+	}
 	if (parent != FUSE_ROOT_ID || strcmp(name, DISK_NAME) != 0) {
 		fuse_reply_err(req, ENOENT);
 		return;
@@ -95,6 +102,10 @@ disk_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct stat st;
 
 	(void)fi;
+	if (ino == mount_stats_ino()) {
+		mount_stats_getattr(req);
+		return;
+	}
 	disk_stat(ino, &st);
 	fuse_reply_attr(req, &st, MOUNT_TIMEOUT);
 }
@@ -165,6 +176,10 @@ disk_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 static void
 disk_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	if (ino == mount_stats_ino()) {
+		mount_stats_open(req, fi);
+		return;
+	}
 	if (ino != DISK_INO) {
 		fuse_reply_err(req, EISDIR);
 		return;
@@ -182,11 +197,14 @@ static void
 disk_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	  struct fuse_file_info *fi)
 {
-	char *buf = malloc(size ? size : 1);
+	char *buf;
 	ssize_t r;
 
-	(void)ino;
-	(void)fi;
+	if (ino == mount_stats_ino()) {
+		mount_stats_read(req, size, off, fi);
+		return;
+	}
+	buf = malloc(size ? size : 1);
 	if (buf == NULL) {
 		fuse_reply_err(req, ENOMEM);
 		return;
@@ -205,8 +223,11 @@ disk_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 {
 	ssize_t r;
 
-	(void)ino;
 	(void)fi;
+	if (ino != DISK_INO) {
+		fuse_reply_err(req, EBADF);
+		return;
+	}
 	r = clio_pwrite(disk_cf, buf, size, (uint64_t)off);
 	if (r < 0) {
 		fuse_reply_err(req, (int)-r);
@@ -222,9 +243,8 @@ disk_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	int r = 0;
 
-	(void)ino;
 	(void)fi;
-	if (atomic_exchange(&disk_wrote, false))
+	if (ino == DISK_INO && atomic_exchange(&disk_wrote, false))
 		r = clio_fsync(disk_cf);
 	fuse_reply_err(req, -r);
 }
@@ -232,10 +252,25 @@ disk_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 static void
 disk_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
-	(void)ino;
 	(void)datasync;
 	(void)fi;
-	fuse_reply_err(req, -clio_fsync(disk_cf));
+	fuse_reply_err(req, ino == DISK_INO ? -clio_fsync(disk_cf) : 0);
+}
+
+static void
+disk_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	if (ino == mount_stats_ino())
+		mount_stats_release(req, fi);
+	else
+		fuse_reply_err(req, 0);
+}
+
+static void
+disk_foreach(mount_stats_visit_fn fn, void *arg)
+{
+	if (disk_dev != NULL)
+		fn(arg, DISK_NAME, disk_dev);
 }
 
 static const struct fuse_lowlevel_ops disk_ops = {
@@ -248,6 +283,7 @@ static const struct fuse_lowlevel_ops disk_ops = {
 	.write = disk_write,
 	.flush = disk_flush,
 	.fsync = disk_fsync,
+	.release = disk_release,
 };
 
 /* ------------------------------------------------------------ options */
@@ -258,6 +294,7 @@ usage_mount(FILE *fp)
 	fprintf(fp,
 		"usage: clio mount [-f] [-d] [-o OPTS] SOURCE MOUNTPOINT\n"
 		"       clio umount MOUNTPOINT\n"
+		"       clio stat MOUNTPOINT\n"
 		"SOURCE is a directory (pass-through) or a device: file:PATH[?direct=1],\n"
 		"an image file, mem:size=N, sim:preset=NAME[,...], fault:OPTS@DEV.\n"
 		"OPTS: clio tunables (bsize=N, maxbsize=N, maxphys=N, cache_size=N,\n"
@@ -453,6 +490,8 @@ cmd_mount(int argc, char **argv)
 			r = clio_open(cache, disk_dev, opts.ro ? CLIO_RDONLY : CLIO_RDWR,
 				      &disk_cf);
 	}
+	if (r == 0)
+		mount_stats_init(cache, is_dir ? mountfs_foreach_dev : disk_foreach);
 	if (r < 0) {
 		fprintf(stderr, "clio mount: %s\n", strerror(-r));
 		status = EX_OSERR;

@@ -33,4 +33,24 @@ int mountfs_fini(void);
 void mount_creds_enter(fuse_req_t req);
 void mount_creds_leave(void);
 
+/* The control file `.clio-stats` in the root (mountstats.c). */
+#define MOUNT_STATS_NAME ".clio-stats"
+/* Calls fn(arg, name, dev) for every open device. */
+typedef void (*mount_stats_visit_fn)(void *arg, const char *name, clio_dev *d);
+typedef void (*mount_stats_foreach_fn)(mount_stats_visit_fn fn, void *arg);
+void mount_stats_init(clio_cache *cache, mount_stats_foreach_fn foreach);
+fuse_ino_t mount_stats_ino(void);
+/* Is name in parent the control file? */
+int mount_stats_name(fuse_ino_t parent, const char *name);
+void mount_stats_attr(struct stat *st);
+void mount_stats_lookup(fuse_req_t req);
+void mount_stats_getattr(fuse_req_t req);
+/* A snapshot per open (read-only opens only), freed by release. */
+void mount_stats_open(fuse_req_t req, struct fuse_file_info *fi);
+void mount_stats_read(fuse_req_t req, size_t size, off_t off,
+		      struct fuse_file_info *fi);
+void mount_stats_release(fuse_req_t req, struct fuse_file_info *fi);
+/* The pass-through file system's devices: those of the files open now. */
+void mountfs_foreach_dev(mount_stats_visit_fn fn, void *arg);
+
 #endif

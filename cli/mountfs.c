@@ -32,6 +32,12 @@
  * write-back error reaches close(2); release returns nothing the kernel
  * reads.
  *
+ * Statistics.  `.clio-stats` in the root is the control file of
+ * mountstats.c: it hides a real object of that name in the source's root,
+ * which is neither listed, opened, created, renamed nor removed through
+ * the mount.  Its devices are those of the files open now, named by their
+ * path under the source (as opened; a later rename is not seen).
+ *
  * Permissions are checked by the kernel (default_permissions); objects
  * are created with the caller's fsuid/fsgid when the daemon runs as root.
  */
@@ -85,6 +91,7 @@ struct mdir {
 
 static clio_cache *fs_cache;
 static int fs_ro;
+static char *fs_rootpath;	/* the source's path, to name devices */
 static struct mnode fs_root;
 static struct mnode *tbl[NBUCKETS];
 static pthread_mutex_t tbl_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -143,6 +150,21 @@ static void
 proc_path(char *buf, size_t len, int fd)
 {
 	snprintf(buf, len, "/proc/self/fd/%d", fd);
+}
+
+/* The path of an open descriptor, malloc'ed; NULL if unknown. */
+static char *
+fd_path(int fd)
+{
+	char proc[64], buf[PATH_MAX];
+	ssize_t len;
+
+	proc_path(proc, sizeof(proc), fd);
+	len = readlink(proc, buf, sizeof(buf) - 1);
+	if (len < 0)
+		return NULL;
+	buf[len] = '\0';
+	return strdup(buf);
 }
 
 static void
@@ -204,7 +226,7 @@ node_forget(struct mnode *n, uint64_t count)
 {
 	bool gone = false, free_now;
 
-	if (n == &fs_root)
+	if (n == &fs_root || (fuse_ino_t)(uintptr_t)n == mount_stats_ino())
 		return;
 	pthread_mutex_lock(&tbl_lock);
 	n->nlookup = count >= n->nlookup ? 0 : n->nlookup - count;
@@ -416,10 +438,23 @@ handle_of(struct fuse_file_info *fi)
 
 /* ----------------------------------------------------------------- ops */
 
+/* Refuse to make, change or remove the control file's name. */
+static int
+stats_guard(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	if (!mount_stats_name(parent, name))
+		return 0;
+	fuse_reply_err(req, EPERM);
+	return 1;
+}
+
 static void
 fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	reply_entry(req, node_of(parent), name);
+	if (mount_stats_name(parent, name))
+		mount_stats_lookup(req);
+	else
+		reply_entry(req, node_of(parent), name);
 }
 
 static void
@@ -446,6 +481,10 @@ fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int r;
 
 	(void)fi;
+	if (ino == mount_stats_ino()) {
+		mount_stats_getattr(req);
+		return;
+	}
 	r = node_stat(node_of(ino), &st);
 	if (r < 0)
 		fuse_reply_err(req, -r);
@@ -463,6 +502,10 @@ fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 	int r = 0;
 
 	(void)fi;
+	if (ino == mount_stats_ino()) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
 	proc_path(path, sizeof(path), n->fd);
 	if (valid & FUSE_SET_ATTR_MODE) {
 		if (chmod(path, attr->st_mode & 07777) < 0)
@@ -525,6 +568,8 @@ fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 {
 	int r;
 
+	if (stats_guard(req, parent, name))
+		return;
 	mount_creds_enter(req);
 	r = mknodat(node_of(parent)->fd, name, mode, rdev);
 	mount_creds_leave();
@@ -539,6 +584,8 @@ fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
 	int r;
 
+	if (stats_guard(req, parent, name))
+		return;
 	mount_creds_enter(req);
 	r = mkdirat(node_of(parent)->fd, name, mode);
 	mount_creds_leave();
@@ -553,6 +600,8 @@ fs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name
 {
 	int r;
 
+	if (stats_guard(req, parent, name))
+		return;
 	mount_creds_enter(req);
 	r = symlinkat(link, node_of(parent)->fd, name);
 	mount_creds_leave();
@@ -569,6 +618,12 @@ fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newnam
 	char path[64];
 	int r;
 
+	if (ino == mount_stats_ino()) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	if (stats_guard(req, newparent, newname))
+		return;
 	r = linkat(n->fd, "", node_of(newparent)->fd, newname, AT_EMPTY_PATH);
 	if (r < 0 && (errno == ENOENT || errno == EPERM)) {
 		proc_path(path, sizeof(path), n->fd);
@@ -584,7 +639,11 @@ fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newnam
 static void
 fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	int r = unlinkat(node_of(parent)->fd, name, 0);
+	int r;
+
+	if (stats_guard(req, parent, name))
+		return;
+	r = unlinkat(node_of(parent)->fd, name, 0);
 
 	fuse_reply_err(req, r < 0 ? errno : 0);
 }
@@ -592,7 +651,11 @@ fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 static void
 fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	int r = unlinkat(node_of(parent)->fd, name, AT_REMOVEDIR);
+	int r;
+
+	if (stats_guard(req, parent, name))
+		return;
+	r = unlinkat(node_of(parent)->fd, name, AT_REMOVEDIR);
 
 	fuse_reply_err(req, r < 0 ? errno : 0);
 }
@@ -601,8 +664,12 @@ static void
 fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	  fuse_ino_t newparent, const char *newname, unsigned int flags)
 {
-	int r = renameat2(node_of(parent)->fd, name, node_of(newparent)->fd,
-			  newname, flags);
+	int r;
+
+	if (stats_guard(req, parent, name) || stats_guard(req, newparent, newname))
+		return;
+	r = renameat2(node_of(parent)->fd, name, node_of(newparent)->fd,
+		      newname, flags);
 
 	fuse_reply_err(req, r < 0 ? errno : 0);
 }
@@ -610,7 +677,13 @@ fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 static void
 fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	int r = handle_open(node_of(ino), fi);
+	int r;
+
+	if (ino == mount_stats_ino()) {
+		mount_stats_open(req, fi);
+		return;
+	}
+	r = handle_open(node_of(ino), fi);
 
 	if (r < 0)
 		fuse_reply_err(req, -r);
@@ -626,6 +699,8 @@ fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	struct mnode *n;
 	int fd, r;
 
+	if (stats_guard(req, parent, name))
+		return;
 	if (fs_ro) {
 		fuse_reply_err(req, EROFS);
 		return;
@@ -660,10 +735,14 @@ static void
 fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct fuse_file_info *fi)
 {
-	char *buf = malloc(size ? size : 1);
+	char *buf;
 	ssize_t r;
 
-	(void)ino;
+	if (ino == mount_stats_ino()) {
+		mount_stats_read(req, size, off, fi);
+		return;
+	}
+	buf = malloc(size ? size : 1);
 	if (buf == NULL) {
 		fuse_reply_err(req, ENOMEM);
 		return;
@@ -683,7 +762,10 @@ fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	struct mhandle *h = handle_of(fi);
 	ssize_t r;
 
-	(void)ino;
+	if (ino == mount_stats_ino()) {
+		fuse_reply_err(req, EBADF);
+		return;
+	}
 	r = clio_pwrite(h->cf, buf, size, (uint64_t)off);
 	if (r < 0) {
 		fuse_reply_err(req, (int)-r);
@@ -699,8 +781,7 @@ fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct mhandle *h = handle_of(fi);
 	int r = 0;
 
-	(void)ino;
-	if (atomic_exchange(&h->wrote, false))
+	if (ino != mount_stats_ino() && atomic_exchange(&h->wrote, false))
 		r = clio_fsync(h->cf);
 	fuse_reply_err(req, -r);
 }
@@ -708,7 +789,10 @@ fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 static void
 fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	(void)ino;
+	if (ino == mount_stats_ino()) {
+		mount_stats_release(req, fi);
+		return;
+	}
 	handle_close(handle_of(fi));
 	fuse_reply_err(req, 0);
 }
@@ -718,8 +802,11 @@ fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi
 {
 	int r;
 
-	(void)ino;
 	(void)datasync;
+	if (ino == mount_stats_ino()) {
+		fuse_reply_err(req, 0);
+		return;
+	}
 	r = clio_fsync(handle_of(fi)->cf);
 	fuse_reply_err(req, -r);
 }
@@ -755,7 +842,6 @@ fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	char *buf = malloc(size), *p;
 	size_t left = size;
 
-	(void)ino;
 	if (buf == NULL) {
 		fuse_reply_err(req, ENOMEM);
 		return;
@@ -781,6 +867,11 @@ fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 				}
 				break;
 			}
+		}
+		if (mount_stats_name(ino, d->entry->d_name)) {
+			d->offset = d->entry->d_off;
+			d->entry = NULL;
+			continue;
 		}
 		memset(&st, 0, sizeof(st));
 		st.st_ino = d->entry->d_ino;
@@ -825,6 +916,8 @@ fs_statfs(fuse_req_t req, fuse_ino_t ino)
 {
 	struct statvfs sv;
 
+	if (ino == mount_stats_ino())
+		ino = FUSE_ROOT_ID;
 	if (fstatvfs(node_of(ino)->fd, &sv) < 0)
 		fuse_reply_err(req, errno);
 	else
@@ -870,6 +963,7 @@ mountfs_init(clio_cache *cache, int rootfd, int ro)
 		return -errno;
 	fs_cache = cache;
 	fs_ro = ro;
+	fs_rootpath = fd_path(rootfd);
 	fs_root.fd = rootfd;
 	fs_root.dev = st.st_dev;
 	fs_root.ino = st.st_ino;
@@ -880,6 +974,38 @@ mountfs_init(clio_cache *cache, int rootfd, int ro)
 	tbl[bucket(st.st_dev, st.st_ino)] = &fs_root;
 	pthread_mutex_unlock(&tbl_lock);
 	return 0;
+}
+
+void
+mountfs_foreach_dev(mount_stats_visit_fn fn, void *arg)
+{
+	unsigned b;
+
+	pthread_mutex_lock(&tbl_lock);
+	for (b = 0; b < NBUCKETS; b++) {
+		struct mnode *n;
+		for (n = tbl[b]; n != NULL; n = n->hnext) {
+			char *path;
+			const char *name;
+			size_t rl;
+
+			pthread_mutex_lock(&n->lock);
+			if (n->cdev == NULL) {
+				pthread_mutex_unlock(&n->lock);
+				continue;
+			}
+			path = fd_path(n->fd);
+			name = path != NULL ? path : "?";
+			rl = fs_rootpath != NULL ? strlen(fs_rootpath) : 0;
+			if (rl > 0 && strncmp(name, fs_rootpath, rl) == 0 &&
+			    name[rl] == '/')
+				name += rl + 1;
+			fn(arg, name, n->cdev);
+			pthread_mutex_unlock(&n->lock);
+			free(path);
+		}
+	}
+	pthread_mutex_unlock(&tbl_lock);
 }
 
 /* Close the data of a node the kernel left open (an aborted connection). */
@@ -922,5 +1048,7 @@ mountfs_fini(void)
 	pthread_mutex_unlock(&tbl_lock);
 	close(fs_root.fd);
 	pthread_mutex_destroy(&fs_root.lock);
+	free(fs_rootpath);
+	fs_rootpath = NULL;
 	return r;
 }

@@ -1,0 +1,79 @@
+#!/bin/sh
+# test-mount-stats.sh - the control file .clio-stats and `clio stat`:
+# clustering through a device mount (sim:preset=ssd,size=64M, a 16M
+# cache): dd writes the whole disk at 1M, then reads it at 4k with the
+# kernel's caches dropped, and the back end's reads must average at least
+# 256 KiB per transfer; write_clusters and the hit counters move; the
+# file is hidden from readdir, mode 0444 and refuses writes; `clio stat`
+# of a directory that is no clio mount exits 66; in pass-through mode the
+# file hides a real one of that name, which survives.
+set -e
+. "$(dirname "$0")/mount-common.sh"
+mnt=$tmp/mnt dir=$tmp/dir
+mkdir "$mnt" "$dir"
+
+# value of key in a snapshot file
+val() { sed -n "s/^$1: //p" "$2"; }
+
+# ------------------------------------------------------- not a mount
+rc=0
+"$CLIO" stat "$dir" >"$tmp/out" 2>"$tmp/err" || rc=$?
+[ "$rc" -eq 66 ] || fail "clio stat of a plain directory: exit $rc, want 66"
+[ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "clio stat error: $(cat "$tmp/err")"
+[ -s "$tmp/out" ] && fail "clio stat of a plain directory printed something"
+
+# ------------------------------------------------ device mode: clustering
+head -c 64M /dev/urandom >"$tmp/pat"
+mount_start sim:preset=ssd,size=64M "$mnt" -o cache_size=16M
+"$CLIO" stat "$mnt" >"$tmp/s0" || fail "clio stat of the mount"
+[ "$(val write_clusters "$tmp/s0")" -eq 0 ] || fail "writes before any write"
+[ "$(val 'disk device' "$tmp/s0")" = sim:preset=ssd,size=64M ] ||
+	fail "device line: $(grep device "$tmp/s0")"
+ls -a "$mnt" | grep -q clio-stats && fail "readdir lists .clio-stats"
+[ "$(stat -c %a "$mnt/.clio-stats")" = 444 ] || fail "mode of .clio-stats"
+[ -f "$mnt/.clio-stats" ] || fail ".clio-stats is not a regular file"
+(echo x >"$mnt/.clio-stats") 2>/dev/null && fail ".clio-stats is writable"
+
+dd if="$tmp/pat" of="$mnt/disk" bs=1M conv=notrunc,fsync 2>/dev/null
+"$CLIO" stat "$mnt" >"$tmp/s1"
+wc=$(val write_clusters "$tmp/s1")
+[ "$wc" -gt 0 ] || fail "write_clusters $wc after writing the disk"
+[ "$(val 'disk back_write_bytes' "$tmp/s1")" -ge 67108864 ] ||
+	fail "back_write_bytes $(val 'disk back_write_bytes' "$tmp/s1")"
+
+if [ "$(id -u)" -eq 0 ]; then
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+fi
+dd if="$mnt/disk" of=/dev/null bs=4k 2>/dev/null
+"$CLIO" stat "$mnt" >"$tmp/s2"
+reads=$(val 'disk back_reads' "$tmp/s2")
+bytes=$(val 'disk back_read_bytes' "$tmp/s2")
+[ "$reads" -gt 0 ] || fail "no back-end reads: the cache held the whole disk"
+per=$((bytes / reads))
+echo "back-end reads: $reads, $bytes bytes, $per bytes/transfer ($((per / 1024)) KB/t)," \
+	"clustering $(val 'disk clustering' "$tmp/s2")" >&2
+[ "$per" -ge 262144 ] || fail "back-end reads average $per bytes, want >= 262144"
+h0=$(val hits "$tmp/s1") h1=$(val hits "$tmp/s2")
+m0=$(val misses "$tmp/s1") m1=$(val misses "$tmp/s2")
+[ "$h1" -gt "$h0" ] || fail "hits did not move: $h0 -> $h1"
+[ "$m1" -gt "$m0" ] || fail "misses did not move: $m0 -> $m1"
+[ "$(val readahead_used "$tmp/s2")" -gt 0 ] || fail "no read-ahead used"
+cmp "$tmp/pat" "$mnt/disk" || fail "disk differs from the pattern"
+mount_stop "$mnt"
+
+# ------------------------------------ pass-through: hides a real file
+echo real >"$dir/.clio-stats"
+echo data >"$dir/f"
+mount_start "$dir" "$mnt"
+grep -q '^hits: ' "$mnt/.clio-stats" || fail "pass-through: no statistics"
+ls -a "$mnt" | grep -q clio-stats && fail "pass-through: readdir lists .clio-stats"
+rm -f "$mnt/.clio-stats" 2>/dev/null && fail "pass-through: .clio-stats removed"
+exec 3<"$mnt/f"
+"$CLIO" stat "$mnt" >"$tmp/s3"
+exec 3<&-
+grep -q '^f front_reads: ' "$tmp/s3" || fail "pass-through: open file f not listed"
+[ "$(val devices "$tmp/s3")" -eq 1 ] || fail "pass-through: devices $(val devices "$tmp/s3")"
+mount_stop "$mnt"
+[ "$(cat "$dir/.clio-stats")" = real ] || fail "the hidden real file changed"
+exit 0
