@@ -287,6 +287,23 @@ direct_io(clio_file *f, enum clio_op op, void *buf, size_t len, uint64_t off)
 
 /* ------------------------------------------------------------ buffered */
 
+/* A lookup found b valid: count it, hold it, and wait for its last I/O
+ * (virtual clock).  Only a random access earns the CLOCK reference bit:
+ * a stream's buffers are used once. */
+static void
+buf_hit(clio_cache *c, struct buf *b, uint32_t seq)
+{
+	c->st.hits++;
+	b->b_hold++;
+	buf_touch(c, b);
+	if (b->b_flags & BF_RA) {
+		b->b_flags &= ~BF_RA;
+		c->st.readahead_used++;
+	}
+	if (seq <= 1)
+		b->b_flags |= BF_REF;
+}
+
 ssize_t
 clio_pread(clio_file *f, void *buf, size_t len, uint64_t off)
 {
@@ -320,15 +337,7 @@ clio_pread(clio_file *f, void *buf, size_t len, uint64_t off)
 
 		if (b != NULL && (b->b_state == B_CLEAN || b->b_state == B_DIRTY ||
 				  b->b_state == B_WRITING)) {
-			c->st.hits++;
-			b->b_hold++;
-			buf_touch(c, b);
-			if (b->b_flags & BF_RA) {
-				b->b_flags &= ~BF_RA;
-				c->st.readahead_used++;
-			}
-			if (seq <= 1)
-				b->b_flags |= BF_REF;
+			buf_hit(c, b, seq);
 			if ((b->b_flags & BF_RAM) && seq > 0) {
 				b->b_flags &= ~BF_RAM;
 				readahead(c, o, lbn, seq);
@@ -401,15 +410,7 @@ clio_pwrite(clio_file *f, const void *buf, size_t len, uint64_t off)
 		struct buf *b = buf_lookup(c, o, lbn);
 
 		if (b != NULL && (b->b_state == B_CLEAN || b->b_state == B_DIRTY)) {
-			c->st.hits++;
-			b->b_hold++;
-			buf_touch(c, b);
-			if (b->b_flags & BF_RA) {
-				b->b_flags &= ~BF_RA;
-				c->st.readahead_used++;
-			}
-			if (seq <= 1)
-				b->b_flags |= BF_REF;
+			buf_hit(c, b, seq);
 			if ((b->b_flags & BF_RAM) && seq > 0 &&
 			    c->conf.rbw == CLIO_RBW_CLUSTER) {
 				b->b_flags &= ~BF_RAM;
