@@ -37,7 +37,7 @@ TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
 all: $(BUILD)/clio $(BUILD)/libclio.a
 
-$(BUILD)/obj/%.o: %.c include/clio.h lib/internal.h $(wildcard lib/*.h)
+$(BUILD)/obj/%.o: %.c include/clio.h lib/internal.h $(wildcard lib/*.h) $(wildcard cli/*.h)
 	@mkdir -p $(dir $@)
 	$(call say,CC,$<)
 	$(Q)$(CC) $(CFLAGS) -c -o $@ $<

@@ -22,6 +22,15 @@ struct bench_opts {
 int cmd_bench_one(int argc, char **argv);
 
 int exp_kernel(const struct bench_opts *bo, struct table *t);
+int exp_mount(const struct bench_opts *bo, struct table *t);
+
+/* kernel.c's tools, shared with benchmount.c */
+double bench_median(double *v, int n);		/* of the non-NaN values */
+void bench_drop_caches(void);			/* sync, then drop (root) */
+double bench_run_dd(char *const args[]);	/* GNU dd's wall time, or NaN */
+int bench_make_file(const char *path, uint64_t size);
+/* count seeded random 4K preads of path (size bytes): seconds, or NaN */
+double bench_randread(const char *path, uint64_t size, uint64_t count, bool direct);
 int plot_table(const struct bench_opts *bo, const struct table *t);
 
 #endif

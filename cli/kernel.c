@@ -38,8 +38,8 @@ cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static double
-median(double *v, int n)
+double
+bench_median(double *v, int n)
 {
 	int i, m = 0;
 
@@ -52,8 +52,8 @@ median(double *v, int n)
 	return m % 2 ? v[m / 2] : (v[m / 2 - 1] + v[m / 2]) / 2;
 }
 
-static void
-drop_caches(void)
+void
+bench_drop_caches(void)
 {
 	int fd;
 
@@ -67,8 +67,8 @@ drop_caches(void)
 }
 
 /* Run dd with the given operands; returns its wall time or NaN. */
-static double
-run_dd(char *const args[])
+double
+bench_run_dd(char *const args[])
 {
 	double t0 = now_monotonic();
 	pid_t pid = fork();
@@ -91,8 +91,8 @@ run_dd(char *const args[])
 	return now_monotonic() - t0;
 }
 
-static int
-make_file(const char *path, uint64_t size)
+int
+bench_make_file(const char *path, uint64_t size)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 	char *buf;
@@ -123,8 +123,8 @@ make_file(const char *path, uint64_t size)
 }
 
 /* The kernel side of the random-read case: same sequence as workload.c. */
-static double
-kernel_randread(const char *path, uint64_t size, uint64_t count, bool direct)
+double
+bench_randread(const char *path, uint64_t size, uint64_t count, bool direct)
 {
 	int fd = open(path, O_RDONLY | (direct ? O_DIRECT : 0));
 	uint64_t s = 0x2545f4914f6cdd1dull, i, blocks = size / 4096;
@@ -188,7 +188,7 @@ run_case(struct kctx *k, enum kcase kc, int sys)
 	memset(&w, 0, sizeof(w));
 	w.conf = defaults;
 	if (kcases[kc].cold)
-		drop_caches();
+		bench_drop_caches();
 	snprintf(ifarg, sizeof(ifarg), "if=%s", k->path);
 	switch (kc) {
 	case K_REWRITE:
@@ -206,7 +206,7 @@ run_case(struct kctx *k, enum kcase kc, int sys)
 			char *args[] = { "dd", "if=/dev/zero", ofarg, bsarg, countarg,
 					 kc == K_REWRITE ? "conv=notrunc,fsync" : "conv=fsync",
 					 sys == 1 ? "oflag=direct" : NULL, NULL };
-			t = run_dd(args);
+			t = bench_run_dd(args);
 		} else {
 			snprintf(devstr, sizeof(devstr), "file:%s?direct=1", target);
 			w.dev = devstr;
@@ -232,14 +232,14 @@ run_case(struct kctx *k, enum kcase kc, int sys)
 				return NAN; /* O_DIRECT has no warm case */
 			if (kc != K_COLD4K) {
 				char *warm[] = { "dd", ifarg, "of=/dev/null", "bs=1M", NULL };
-				run_dd(warm);
+				bench_run_dd(warm);
 			}
 			snprintf(bsarg, sizeof(bsarg), "bs=%llu", (unsigned long long)bs);
 			snprintf(countarg, sizeof(countarg), "count=%llu",
 				 (unsigned long long)(size / bs));
 			char *args[] = { "dd", ifarg, "of=/dev/null", bsarg, countarg,
 					 sys == 1 ? "iflag=direct" : NULL, NULL };
-			t = run_dd(args);
+			t = bench_run_dd(args);
 		} else {
 			snprintf(devstr, sizeof(devstr), "file:%s?direct=1", k->path);
 			w.dev = devstr;
@@ -260,7 +260,7 @@ run_case(struct kctx *k, enum kcase kc, int sys)
 	case K_RAND4K:
 		bytes = nrand * 4096;
 		if (sys < 2) {
-			t = kernel_randread(k->path, size, nrand, sys == 1);
+			t = bench_randread(k->path, size, nrand, sys == 1);
 		} else {
 			snprintf(devstr, sizeof(devstr), "file:%s?direct=1", k->path);
 			w.dev = devstr;
@@ -314,7 +314,7 @@ exp_kernel(const struct bench_opts *bo, struct table *t)
 		close(fd);
 	}
 	snprintf(k.wpath, sizeof(k.wpath), "%s.write", k.path);
-	r = make_file(k.path, k.size);
+	r = bench_make_file(k.path, k.size);
 	if (r < 0) {
 		fprintf(stderr, "clio bench: cannot write %s: %s\n", k.path, strerror(-r));
 		if (bo->file == NULL)
@@ -356,7 +356,7 @@ exp_kernel(const struct bench_opts *bo, struct table *t)
 			}
 		}
 		for (sys = 0; sys < 3; sys++)
-			m[sys] = median(v + sys * bo->runs, bo->runs);
+			m[sys] = bench_median(v + sys * bo->runs, bo->runs);
 		table_num(t, row, "kernel_mbs", m[0]);
 		table_num(t, row, "direct_mbs", m[1]);
 		table_num(t, row, "clio_mbs", m[2]);

@@ -10,7 +10,10 @@
  *
  * Options (-o, comma-separated, may repeat): every clio tunable
  * clio_conf_set() knows (bsize=64k, cache_size=256M, maxphys=1M, ...),
- * and ro, rw, allow_other, max_read=N, max_write=N.  max_write defaults
+ * and ro, rw, allow_other, max_read=N, max_write=N, cache=on|off (off: a
+ * plain pass-through of a directory, no clio cache; see mountfs.c) and
+ * kernel_cache=on|off (on: opens keep the kernel's page cache and the
+ * kernel's writeback cache is asked for; default off).  max_write defaults
  * to maxphys and max_read to max_write, both capped at 1 MiB (the kernel's
  * 256 pages; max_pages follows max_write); the kernel's read-ahead is set
  * to max_read.  default_permissions is always on.  Anything else is a
@@ -189,7 +192,7 @@ disk_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	fi->direct_io = 0;
-	fi->keep_cache = 0;
+	fi->keep_cache = opts.kernel_cache;
 	fuse_reply_open(req, fi);
 }
 
@@ -299,7 +302,9 @@ usage_mount(FILE *fp)
 		"an image file, mem:size=N, sim:preset=NAME[,...], fault:OPTS@DEV.\n"
 		"OPTS: clio tunables (bsize=N, maxbsize=N, maxphys=N, cache_size=N,\n"
 		"cluster=on|lite|off, rbw=..., read_max=N, ...), ro, rw, allow_other,\n"
-		"max_read=N, max_write=N.  See clio(1).\n");
+		"max_read=N, max_write=N, cache=on|off (off: directory only, no clio\n"
+		"cache), kernel_cache=on|off (keep_cache + writeback cache; default off).\n"
+		"See clio(1).\n");
 }
 
 static int
@@ -319,7 +324,17 @@ parse_one_opt(char *o)
 		opts.allow_other = 1;
 	else if (v == NULL && strcmp(o, "default_permissions") == 0)
 		; /* always on */
-	else if (v != NULL && (strcmp(o, "max_read") == 0 || strcmp(o, "max_write") == 0)) {
+	else if (v != NULL && (strcmp(o, "cache") == 0 || strcmp(o, "kernel_cache") == 0)) {
+		int on = strcmp(v, "on") == 0;
+		if (!on && strcmp(v, "off") != 0) {
+			fprintf(stderr, "clio mount: bad %s '%s' (on or off)\n", o, v);
+			return -1;
+		}
+		if (o[0] == 'c')
+			opts.cache_off = !on;
+		else
+			opts.kernel_cache = on;
+	} else if (v != NULL && (strcmp(o, "max_read") == 0 || strcmp(o, "max_write") == 0)) {
 		if (parse_size(v, &n) < 0 || n < 4096 || n > KERNEL_MAX_IO) {
 			fprintf(stderr, "clio mount: bad %s '%s' (4K to 1M)\n", o, v);
 			return -1;
@@ -376,7 +391,10 @@ mount_init(void *userdata, struct fuse_conn_info *conn)
 	conn->max_write = opts.max_write;
 	conn->max_read = opts.max_read;
 	conn->max_readahead = opts.max_read;
-	conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
+	if (opts.kernel_cache && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
+		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+	else
+		conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
 }
 
 int
@@ -434,6 +452,9 @@ cmd_mount(int argc, char **argv)
 			free(rootpath);
 			return EX_NOINPUT;
 		}
+	} else if (opts.cache_off) {
+		fprintf(stderr, "clio mount: cache=off needs a directory source\n");
+		return EX_USAGE;
 	} else {
 		/* check the device string now; it is opened again after
 		 * daemonizing, as devices start threads */
@@ -482,7 +503,8 @@ cmd_mount(int argc, char **argv)
 
 	r = clio_cache_new(&opts.conf, &cache);
 	if (r == 0 && is_dir)
-		r = mountfs_init(cache, rootfd, opts.ro);
+		r = mountfs_init(cache, rootfd, opts.ro, opts.cache_off,
+				 opts.kernel_cache);
 	if (r == 0 && !is_dir) {
 		r = clio_dev_open_err(source, opts.ro ? CLIO_DEV_RDONLY : 0,
 				      &disk_dev, err, sizeof(err));

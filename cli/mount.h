@@ -18,12 +18,15 @@ struct mount_opts {
 	int ro;
 	int allow_other;
 	unsigned max_read, max_write; /* 0: derived from maxphys */
+	int cache_off;		/* cache=off: plain pass-through, no clio cache */
+	int kernel_cache;	/* kernel_cache=on: keep_cache + writeback cache */
 };
 
 /* The pass-through file system over a directory (mountfs.c). */
 extern const struct fuse_lowlevel_ops mountfs_ops;
 /* Take over rootfd (an O_PATH descriptor of the source directory). */
-int mountfs_init(clio_cache *cache, int rootfd, int ro);
+int mountfs_init(clio_cache *cache, int rootfd, int ro, int cache_off,
+		 int kernel_cache);
 /* Close every handle and device (after clio_sync) and free every inode;
  * returns the first write-back error. */
 int mountfs_fini(void);

@@ -21,11 +21,20 @@
  * clio_fsize.  The O_DIRECT flag of an open on the mount is ignored: all
  * data goes through clio anyway.
  *
- * Kernel caching.  Opens are reported with direct_io and keep_cache off
- * and the writeback cache is off: the kernel's page cache may hold clean
- * pages (dropped at each open), every write(2) reaches clio at once, and
- * reads come in the kernel's read-ahead sizes.  Attributes and entries
- * are cached MOUNT_TIMEOUT seconds.
+ * Kernel caching.  By default opens are reported with direct_io and
+ * keep_cache off and the writeback cache is off: the kernel's page cache
+ * may hold clean pages (dropped at each open), every write(2) reaches clio
+ * at once, and reads come in the kernel's read-ahead sizes.  With
+ * kernel_cache=on (mount.c) opens keep_cache and the kernel's writeback
+ * cache is asked for: the kernel keeps pages across opens and gathers
+ * small writes into pages, and a write-only open is opened read-write
+ * underneath, as the kernel may read pages it fills.  Attributes and
+ * entries are cached MOUNT_TIMEOUT seconds.
+ *
+ * cache=off (mount.c): no clio device is opened; each FUSE open gets its
+ * own descriptor on the file (no O_DIRECT) and reads and writes are
+ * pread(2)/pwrite(2) on it, fsync is fsync(2), flush closes a duplicate
+ * (a plain pass-through, to measure what FUSE itself costs).
  *
  * Durability.  fsync is clio_fsync.  flush (each close(2)) writes back
  * what the handle wrote with clio_fsync and returns its error, so a
@@ -79,7 +88,8 @@ struct mnode {
 struct mhandle {
 	struct mhandle *next;	/* the node's open handles, under its lock */
 	struct mnode *node;
-	clio_file *cf;
+	clio_file *cf;		/* NULL with cache=off */
+	int fd;			/* cache=off: the file, else -1 */
 	atomic_bool wrote;
 };
 
@@ -91,6 +101,8 @@ struct mdir {
 
 static clio_cache *fs_cache;
 static int fs_ro;
+static bool fs_cache_off;	/* cache=off: plain pass-through */
+static bool fs_kernel_cache;	/* kernel_cache=on: keep_cache, writeback */
 static char *fs_rootpath;	/* the source's path, to name devices */
 static struct mnode fs_root;
 static struct mnode *tbl[NBUCKETS];
@@ -376,14 +388,29 @@ handle_open(struct mnode *n, struct fuse_file_info *fi)
 
 	if (want_write && fs_ro)
 		return -EROFS;
+	/* the writeback cache reads the pages it fills */
+	if (fs_kernel_cache && acc == O_WRONLY)
+		acc = O_RDWR;
 	h = calloc(1, sizeof(*h));
 	if (h == NULL)
 		return -ENOMEM;
+	h->fd = -1;
 	mode = acc == O_WRONLY ? CLIO_WRONLY : acc == O_RDWR ? CLIO_RDWR : CLIO_RDONLY;
 	pthread_mutex_lock(&n->lock);
-	r = node_open_data(n, want_write);
-	if (r == 0)
-		r = clio_open(fs_cache, n->cdev, mode, &h->cf);
+	if (fs_cache_off) {
+		char path[64];
+		proc_path(path, sizeof(path), n->fd);
+		h->fd = open(path, acc | O_CLOEXEC);
+		r = h->fd < 0 ? -errno : 0;
+		if (r == -EACCES && acc == O_RDWR && (fi->flags & O_ACCMODE) == O_WRONLY) {
+			h->fd = open(path, O_WRONLY | O_CLOEXEC);
+			r = h->fd < 0 ? -errno : 0;
+		}
+	} else {
+		r = node_open_data(n, want_write);
+		if (r == 0)
+			r = clio_open(fs_cache, n->cdev, mode, &h->cf);
+	}
 	if (r < 0) {
 		if (n->nopen == 0 && n->cdev != NULL)
 			node_close_data(n);
@@ -398,7 +425,18 @@ handle_open(struct mnode *n, struct fuse_file_info *fi)
 	pthread_mutex_unlock(&n->lock);
 	fi->fh = (uint64_t)(uintptr_t)h;
 	fi->direct_io = 0;
-	fi->keep_cache = 0;
+	fi->keep_cache = fs_kernel_cache;
+	return 0;
+}
+
+/* Close a handle's file: its clio handle, or its descriptor (cache=off). */
+static int
+handle_close_file(struct mhandle *h)
+{
+	if (h->cf != NULL)
+		return clio_close(h->cf);
+	if (h->fd >= 0 && close(h->fd) < 0)
+		return -errno;
 	return 0;
 }
 
@@ -411,7 +449,7 @@ handle_close(struct mhandle *h)
 	int r, r2;
 
 	pthread_mutex_lock(&n->lock);
-	r = clio_close(h->cf);
+	r = handle_close_file(h);
 	for (pp = &n->handles; *pp != NULL; pp = &(*pp)->next)
 		if (*pp == h) {
 			*pp = h->next;
@@ -747,7 +785,13 @@ fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	r = clio_pread(handle_of(fi)->cf, buf, size, (uint64_t)off);
+	if (handle_of(fi)->cf == NULL) {
+		r = pread(handle_of(fi)->fd, buf, size, off);
+		if (r < 0)
+			r = -errno;
+	} else {
+		r = clio_pread(handle_of(fi)->cf, buf, size, (uint64_t)off);
+	}
 	if (r < 0)
 		fuse_reply_err(req, (int)-r);
 	else
@@ -766,7 +810,13 @@ fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		fuse_reply_err(req, EBADF);
 		return;
 	}
-	r = clio_pwrite(h->cf, buf, size, (uint64_t)off);
+	if (h->cf == NULL) {
+		r = pwrite(h->fd, buf, size, off);
+		if (r < 0)
+			r = -errno;
+	} else {
+		r = clio_pwrite(h->cf, buf, size, (uint64_t)off);
+	}
 	if (r < 0) {
 		fuse_reply_err(req, (int)-r);
 		return;
@@ -781,8 +831,14 @@ fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct mhandle *h = handle_of(fi);
 	int r = 0;
 
-	if (ino != mount_stats_ino() && atomic_exchange(&h->wrote, false))
+	if (ino != mount_stats_ino() && h->cf == NULL) {
+		/* cache=off: as close(2) of the file would */
+		int d = dup(h->fd);
+		if (d < 0 || close(d) < 0)
+			r = -errno;
+	} else if (ino != mount_stats_ino() && atomic_exchange(&h->wrote, false)) {
 		r = clio_fsync(h->cf);
+	}
 	fuse_reply_err(req, -r);
 }
 
@@ -802,12 +858,16 @@ fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi
 {
 	int r;
 
-	(void)datasync;
 	if (ino == mount_stats_ino()) {
 		fuse_reply_err(req, 0);
 		return;
 	}
-	r = clio_fsync(handle_of(fi)->cf);
+	if (handle_of(fi)->cf == NULL) {
+		int fd = handle_of(fi)->fd;
+		r = (datasync ? fdatasync(fd) : fsync(fd)) < 0 ? -errno : 0;
+	} else {
+		r = clio_fsync(handle_of(fi)->cf);
+	}
 	fuse_reply_err(req, -r);
 }
 
@@ -955,7 +1015,7 @@ const struct fuse_lowlevel_ops mountfs_ops = {
 /* ---------------------------------------------------------- life cycle */
 
 int
-mountfs_init(clio_cache *cache, int rootfd, int ro)
+mountfs_init(clio_cache *cache, int rootfd, int ro, int cache_off, int kernel_cache)
 {
 	struct stat st;
 
@@ -963,6 +1023,8 @@ mountfs_init(clio_cache *cache, int rootfd, int ro)
 		return -errno;
 	fs_cache = cache;
 	fs_ro = ro;
+	fs_cache_off = cache_off != 0;
+	fs_kernel_cache = kernel_cache != 0;
 	fs_rootpath = fd_path(rootfd);
 	fs_root.fd = rootfd;
 	fs_root.dev = st.st_dev;
@@ -1017,7 +1079,7 @@ node_teardown(struct mnode *n)
 	while (n->handles != NULL) {
 		struct mhandle *h = n->handles;
 		n->handles = h->next;
-		r2 = clio_close(h->cf);
+		r2 = handle_close_file(h);
 		if (r == 0)
 			r = r2;
 		free(h);

@@ -13,8 +13,8 @@
 struct plot_spec {
 	const char *name;
 	const char *ylabel;
-	const char *keys[3];	/* the bars of each group */
-	const char *titles[3];
+	const char *keys[4];	/* the bars of each group */
+	const char *titles[4];
 	bool logy;
 	const char *label_kb;	/* a numeric column added to the labels, in K */
 };
@@ -32,6 +32,10 @@ static const struct plot_spec specs[] = {
 	{ "kernel", "throughput (MB/s, 10^6 B/s)",
 	  { "kernel_mbs", "direct_mbs", "clio_mbs" },
 	  { "Linux page cache (dd)", "O_DIRECT (dd)", "clio" }, true, NULL },
+	{ "mount", "throughput (MB/s, 10^6 B/s)",
+	  { "kernel_mbs", "mount_mbs", "mount_kcache_mbs", "plain_mbs" },
+	  { "kernel (dd on the file)", "clio mount", "clio mount, kernel_cache=on",
+	    "plain FUSE (cache=off)" }, true, NULL },
 };
 
 /* The row's label: its string columns joined. */
@@ -72,7 +76,7 @@ plot_table(const struct bench_opts *bo, const struct table *t)
 			sp = &specs[i];
 	if (sp == NULL)
 		return 0;
-	while (nkeys < 3 && sp->keys[nkeys] != NULL)
+	while (nkeys < 4 && sp->keys[nkeys] != NULL)
 		nkeys++;
 	snprintf(path, sizeof(path), "%s/%s.dat", bo->plot_dir, t->name);
 	dat = fopen(path, "w");

@@ -4,7 +4,9 @@
 # 15% of 105 s and 52 s, ratio 1.8-2.25; 63.6 KB/t +-15% and at least 2x
 # the MB/s of rbw=block).  The kernel experiment runs once, on a small
 # file, to prove it works; its ratios are not asserted (the machine is
-# shared and noisy).  Bad invocations exit 64.
+# shared and noisy).  `clio bench mount --quick` runs once too, when
+# /dev/fuse and fusermount3 exist, again with no assertion on its ratios;
+# it must leave no mount behind.  Bad invocations exit 64.
 set -e
 : "${CLIO:?CLIO must name the clio command}"
 command -v python3 >/dev/null 2>&1 || { echo "python3 not found"; exit 77; }
@@ -55,6 +57,31 @@ for p in maxbsize blocksize rewrite rawblock kernel; do
 	fi
 done
 echo "ok: plots written"
+
+if [ -c /dev/fuse ] && command -v fusermount3 >/dev/null 2>&1 &&
+	[ "${CLIO_FLAVOUR:-plain}" != tsan ]; then
+	"$CLIO" bench mount --quick --json --size 16M >"$tmp/mount.json" 2>"$tmp/err" ||
+		{ echo "FAIL: clio bench mount exited $?"; cat "$tmp/err"; exit 1; }
+	python3 - "$tmp/mount.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+ex = {e["experiment"]: e["rows"] for e in doc["experiments"]}
+assert set(ex) == {"mount"}, ex.keys()
+rows = ex["mount"]
+assert len(rows) == 6, rows
+for r in rows:
+    if r["met"] and r["met"].startswith("skipped"):
+        continue
+    for k in ("kernel_mbs", "mount_mbs", "mount_kcache_mbs", "plain_mbs"):
+        assert r[k] and r[k] > 0, (k, r)
+print("ok: mount experiment ran, %d rows" % len(rows))
+PY
+	if grep -q "clio-bench-mount" /proc/mounts; then
+		echo "FAIL: clio bench mount left a mount behind"; exit 1
+	fi
+else
+	echo "skip: clio bench mount (no /dev/fuse or fusermount3, or tsan)"
+fi
 
 for bad in "nosuch" "rewrite --runs 0" "kernel --size 12Q" "rewrite --bogus"; do
 	set +e

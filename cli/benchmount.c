@@ -1,0 +1,468 @@
+/*
+ * benchmount.c - `clio bench mount`: GNU dd on a real file, used directly
+ * through the kernel and through FUSE, measured in the same run.
+ *
+ * The file lies in a temporary directory SRC under ${TMPDIR:-/var/tmp}.
+ * The systems, taking turns within each run of each case:
+ *   kernel         SRC/file, the kernel's page cache
+ *   clio mount     `clio mount -f -o cache_size=C SRC MNT` (C: the file
+ *                  plus an eighth plus 16 MiB, so warm reads stay warm)
+ *   +kcache        the same with kernel_cache=on (keep_cache and the
+ *                  kernel's writeback cache above clio)
+ *   plain FUSE     `clio mount -o cache=off`: each FUSE read and write is
+ *                  a pread/pwrite on the file, no clio cache
+ *   nbdfuse        nbdfuse over `nbdkit file` (the single file only), when
+ *                  both are installed; else "-"
+ * Every mount is a child process started from /proc/self/exe in its own
+ * process group, waited for in /proc/mounts, and always unmounted with
+ * fusermount3 -u and reaped, whatever happens.  Cold cases drop the
+ * kernel's caches (root only; else skipped); clio's mount drops a file's
+ * buffers at its last close, so each dd starts cold in clio too.  The
+ * warm cases hold the file open (a descriptor in this process) across
+ * the warming read and the timed one.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "internal.h"
+
+#define RAND_MAX_READS 4096ull
+
+enum msys { S_KERNEL, S_MOUNT, S_MOUNTKC, S_PLAIN, S_NBD, S_N };
+
+static const struct {
+	const char *key, *head, *progress, *opts;
+} systems[S_N] = {
+	{ "kernel_mbs", "kernel MB/s", "kernel", NULL },
+	{ "mount_mbs", "clio mount MB/s", "mount", "" },
+	{ "mount_kcache_mbs", "+kcache MB/s", "kcache", "kernel_cache=on" },
+	{ "plain_mbs", "plain FUSE MB/s", "plain", "cache=off" },
+	{ "nbdfuse_mbs", "nbdfuse MB/s", "nbdfuse", NULL },
+};
+
+enum mcase { M_REWRITE, M_COLD4K, M_WARM1K, M_WARM4K, M_RAND4K, M_WRITE4K, M_NCASES };
+
+static const struct {
+	const char *label;
+	double target; /* clio mount / kernel; 0: none */
+	bool cold;
+} mcases[M_NCASES] = {
+	{ "(a) rewrite bs=1k conv=notrunc,fsync, cold", 5, true },
+	{ "(b) sequential read bs=4k, cold", 0.8, true },
+	{ "(c) sequential read bs=1k, warm", 0, false },
+	{ "(c) sequential read bs=4k, warm", 0, false },
+	{ "(d) random 4k reads, cold", 0, true },
+	{ "(e) sequential write bs=4k conv=fsync", 0, false },
+};
+
+struct mctx {
+	char dir[4096];			/* the temporary directory */
+	char src[4200];			/* SRC */
+	char mnt[S_N][4200];		/* the mount points ("" : none) */
+	char path[S_N][4400];		/* the file, as each system sees it */
+	char wpath[S_N][4400];		/* the written file (e), or "" */
+	pid_t pid[S_N];			/* the mount daemons */
+	bool up[S_N];
+	uint64_t size;
+};
+
+static volatile sig_atomic_t stop;
+
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static bool
+mounted(const char *mnt)
+{
+	FILE *fp = fopen("/proc/mounts", "r");
+	char line[8192], dev[4300], mp[4300], type[64];
+	bool found = false;
+
+	if (fp == NULL)
+		return false;
+	while (!found && fgets(line, sizeof(line), fp) != NULL)
+		if (sscanf(line, "%4299s %4299s %63s", dev, mp, type) == 3 &&
+		    strcmp(mp, mnt) == 0 && strncmp(type, "fuse", 4) == 0)
+			found = true;
+	fclose(fp);
+	return found;
+}
+
+/* Start a FUSE daemon (argv) for mnt in its own process group; wait until
+ * it is mounted.  Returns its pid, or -1 (the child reaped). */
+static pid_t
+start_daemon(char *const argv[], const char *mnt)
+{
+	pid_t pid = fork();
+	int i, status;
+
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+		setpgid(0, 0);
+		if (null >= 0)
+			dup2(null, 1);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	setpgid(pid, pid);
+	for (i = 0; i < 200 && !stop; i++) { /* 10 s */
+		if (mounted(mnt))
+			return pid;
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			return -1;
+		usleep(50000);
+	}
+	kill(pid, SIGTERM);
+	waitpid(pid, &status, 0);
+	return -1;
+}
+
+/* Unmount and reap; returns the daemon's exit status, or -1. */
+static int
+stop_daemon(const char *mnt, pid_t pid)
+{
+	int status, i;
+	pid_t f;
+
+	if (mounted(mnt)) {
+		f = fork();
+		if (f == 0) {
+			int null = open("/dev/null", O_WRONLY);
+			if (null >= 0) {
+				dup2(null, 1);
+				dup2(null, 2);
+			}
+			execlp("fusermount3", "fusermount3", "-u", "--", mnt, (char *)NULL);
+			_exit(127);
+		}
+		if (f > 0)
+			waitpid(f, &status, 0);
+	}
+	for (i = 0; i < 200; i++) { /* 10 s, then the signal */
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+		usleep(50000);
+	}
+	kill(pid, SIGTERM);
+	waitpid(pid, &status, 0);
+	if (mounted(mnt)) {
+		f = fork();
+		if (f == 0) {
+			execlp("fusermount3", "fusermount3", "-uz", "--", mnt, (char *)NULL);
+			_exit(127);
+		}
+		if (f > 0)
+			waitpid(f, &status, 0);
+	}
+	return -1;
+}
+
+/* Does `cmd --version` run? */
+static bool
+have(const char *cmd)
+{
+	pid_t pid = fork();
+	int status;
+
+	if (pid < 0)
+		return false;
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+		if (null >= 0) {
+			dup2(null, 1);
+			dup2(null, 2);
+		}
+		execlp(cmd, cmd, "--version", (char *)NULL);
+		_exit(127);
+	}
+	return waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+	       WEXITSTATUS(status) == 0;
+}
+
+static int
+start_all(struct mctx *m, const char *self, bool nbd, char *err, size_t errlen)
+{
+	char opts[256], file[4400];
+	int s;
+
+	snprintf(file, sizeof(file), "%s/file", m->src);
+	for (s = S_MOUNT; s < S_N && !stop; s++) {
+		if (s == S_NBD && !nbd)
+			continue;
+		snprintf(m->mnt[s], sizeof(m->mnt[s]), "%s/mnt-%s", m->dir,
+			 systems[s].progress);
+		if (mkdir(m->mnt[s], 0700) < 0) {
+			snprintf(err, errlen, "mkdir %s: %s", m->mnt[s], strerror(errno));
+			m->mnt[s][0] = '\0';
+			return -1;
+		}
+		if (s == S_NBD) {
+			char mp[4300];
+			snprintf(mp, sizeof(mp), "%s/nbd", m->mnt[s]);
+			char *argv[] = { "nbdfuse", mp, "--command", "nbdkit", "-s",
+					 "file", file, NULL };
+			m->pid[s] = start_daemon(argv, m->mnt[s]);
+			snprintf(m->path[s], sizeof(m->path[s]), "%s", mp);
+		} else {
+			snprintf(opts, sizeof(opts), "cache_size=%llu%s%s",
+				 (unsigned long long)(m->size + (m->size >> 3) + (16u << 20)),
+				 systems[s].opts[0] ? "," : "", systems[s].opts);
+			char *argv[] = { (char *)self, "mount", "-f", "-o", opts,
+					 m->src, m->mnt[s], NULL };
+			m->pid[s] = start_daemon(argv, m->mnt[s]);
+			snprintf(m->path[s], sizeof(m->path[s]), "%s/file", m->mnt[s]);
+			snprintf(m->wpath[s], sizeof(m->wpath[s]), "%s/write-%d", m->mnt[s], s);
+		}
+		if (m->pid[s] < 0) {
+			snprintf(err, errlen, "%s on %s did not come up",
+				 s == S_NBD ? "nbdfuse" : "clio mount", m->mnt[s]);
+			return -1;
+		}
+		m->up[s] = true;
+	}
+	return stop ? -1 : 0;
+}
+
+static int
+stop_all(struct mctx *m)
+{
+	int s, rc = 0;
+
+	for (s = S_MOUNT; s < S_N; s++) {
+		if (m->up[s] && stop_daemon(m->mnt[s], m->pid[s]) != 0) {
+			fprintf(stderr, "clio bench: the %s daemon of %s did not end cleanly\n",
+				systems[s].progress, m->mnt[s]);
+			rc = -1;
+		}
+		m->up[s] = false;
+		if (m->mnt[s][0])
+			rmdir(m->mnt[s]);
+	}
+	return rc;
+}
+
+/* One run of one case on one system: MB/s (10^6 B/s) or NaN. */
+static double
+run_case(struct mctx *m, enum mcase mc, int s)
+{
+	char ofarg[4500], ifarg[4500], bsarg[32], countarg[64];
+	uint64_t bs, bytes = m->size, nrand;
+	double t = NAN;
+	int hold = -1;
+
+	if (m->path[s][0] == '\0')
+		return NAN;
+	if (mcases[mc].cold)
+		bench_drop_caches();
+	snprintf(ifarg, sizeof(ifarg), "if=%s", m->path[s]);
+	switch (mc) {
+	case M_REWRITE:
+	case M_WRITE4K: {
+		bs = mc == M_REWRITE ? 1024 : 4096;
+		if (mc == M_WRITE4K) {
+			if (m->wpath[s][0] == '\0')
+				return NAN;
+			unlink(m->wpath[s]);
+		}
+		snprintf(ofarg, sizeof(ofarg), "of=%s",
+			 mc == M_REWRITE ? m->path[s] : m->wpath[s]);
+		snprintf(bsarg, sizeof(bsarg), "bs=%llu", (unsigned long long)bs);
+		snprintf(countarg, sizeof(countarg), "count=%llu",
+			 (unsigned long long)(m->size / bs));
+		char *args[] = { "dd", "if=/dev/zero", ofarg, bsarg, countarg,
+				 mc == M_REWRITE ? "conv=notrunc,fsync" : "conv=fsync", NULL };
+		t = bench_run_dd(args);
+		if (mc == M_WRITE4K)
+			unlink(m->wpath[s]);
+		break;
+	}
+	case M_COLD4K:
+	case M_WARM1K:
+	case M_WARM4K: {
+		bs = mc == M_WARM1K ? 1024 : 4096;
+		if (mc != M_COLD4K) {
+			char *warm[] = { "dd", ifarg, "of=/dev/null", "bs=1M", NULL };
+			hold = open(m->path[s], O_RDONLY);
+			bench_run_dd(warm);
+		}
+		snprintf(bsarg, sizeof(bsarg), "bs=%llu", (unsigned long long)bs);
+		snprintf(countarg, sizeof(countarg), "count=%llu",
+			 (unsigned long long)(m->size / bs));
+		char *args[] = { "dd", ifarg, "of=/dev/null", bsarg, countarg, NULL };
+		t = bench_run_dd(args);
+		if (hold >= 0)
+			close(hold);
+		break;
+	}
+	case M_RAND4K:
+		nrand = MIN(m->size / 4096 / 4, RAND_MAX_READS);
+		bytes = nrand * 4096;
+		t = bench_randread(m->path[s], m->size, nrand, false);
+		break;
+	default:
+		return NAN;
+	}
+	if (isnan(t) || t <= 0)
+		return NAN;
+	return (double)bytes / 1e6 / t;
+}
+
+int
+exp_mount(const struct bench_opts *bo, struct table *t)
+{
+	struct sigaction sa, old_int, old_term;
+	struct mctx *m;
+	char self[4096], err[512] = "", file[4400];
+	const char *tmp = getenv("TMPDIR");
+	bool root = geteuid() == 0, nbd, progress = isatty(2) && !bo->json;
+	ssize_t sl;
+	double *v;
+	int mc, s, run, r, rc = 0;
+
+	if (tmp == NULL || *tmp == '\0')
+		tmp = "/var/tmp";
+	if (access("/dev/fuse", R_OK | W_OK) < 0) {
+		fprintf(stderr, "clio bench: mount: /dev/fuse: %s\n", strerror(errno));
+		return -1;
+	}
+	sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (sl <= 0) {
+		fprintf(stderr, "clio bench: mount: /proc/self/exe: %s\n", strerror(errno));
+		return -1;
+	}
+	self[sl] = '\0';
+	m = calloc(1, sizeof(*m));
+	if (m == NULL)
+		return -1;
+	m->size = bo->size ? bo->size : bo->quick ? 64ull << 20 : 1ull << 30;
+	m->size = m->size / 4096 * 4096;
+	snprintf(m->dir, sizeof(m->dir), "%s/clio-bench-mount.XXXXXX", tmp);
+	if (mkdtemp(m->dir) == NULL) {
+		fprintf(stderr, "clio bench: cannot create a directory in %s: %s\n", tmp,
+			strerror(errno));
+		free(m);
+		return -1;
+	}
+	snprintf(m->src, sizeof(m->src), "%s/src", m->dir);
+	snprintf(file, sizeof(file), "%s/file", m->src);
+	snprintf(m->path[S_KERNEL], sizeof(m->path[S_KERNEL]), "%s", file);
+	snprintf(m->wpath[S_KERNEL], sizeof(m->wpath[S_KERNEL]), "%s/write-0", m->src);
+	if (mkdir(m->src, 0700) < 0 || (r = bench_make_file(file, m->size)) < 0) {
+		fprintf(stderr, "clio bench: cannot write %s\n", file);
+		unlink(file);
+		rmdir(m->src);
+		rmdir(m->dir);
+		free(m);
+		return -1;
+	}
+	nbd = have("nbdkit") && have("nbdfuse");
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	stop = 0;
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+
+	table_init(t, "mount",
+		   "mount: GNU dd on a file used directly and through FUSE "
+		   "(MB/s = 10^6 B/s, median of the runs)");
+	table_col(t, "workload", "workload", -1);
+	for (s = 0; s < S_N; s++)
+		table_col(t, systems[s].key, systems[s].head, 1);
+	table_col(t, "ratio", "mount/kernel", 2);
+	table_col(t, "ratio_kcache", "+kcache/kernel", 2);
+	table_col(t, "target", "target", 1);
+	table_col(t, "met", "met", -1);
+
+	v = calloc((size_t)bo->runs * S_N, sizeof(double));
+	if (v == NULL || start_all(m, self, nbd, err, sizeof(err)) < 0) {
+		fprintf(stderr, "clio bench: mount: %s\n", err[0] ? err : "interrupted");
+		rc = -1;
+		goto out;
+	}
+	for (mc = 0; mc < M_NCASES && !stop; mc++) {
+		int row = table_row(t);
+		double med[S_N];
+
+		table_str(t, row, "workload", mcases[mc].label);
+		if (mcases[mc].target > 0)
+			table_num(t, row, "target", mcases[mc].target);
+		if (mcases[mc].cold && !root) {
+			table_str(t, row, "met", "skipped: not root");
+			continue;
+		}
+		/* the systems take turns: a slow spell falls on all alike */
+		for (run = 0; run < bo->runs && !stop; run++)
+			for (s = 0; s < S_N && !stop; s++) {
+				if (progress)
+					fprintf(stderr, "\r  mount: case %d/%d, run %d/%d, %-8s",
+						mc + 1, M_NCASES, run + 1, bo->runs,
+						systems[s].progress);
+				v[s * bo->runs + run] = run_case(m, (enum mcase)mc, s);
+			}
+		for (s = 0; s < S_N; s++) {
+			med[s] = bench_median(v + s * bo->runs, bo->runs);
+			table_num(t, row, systems[s].key, med[s]);
+		}
+		if (!isnan(med[S_KERNEL]) && med[S_KERNEL] > 0) {
+			if (!isnan(med[S_MOUNT]))
+				table_num(t, row, "ratio", med[S_MOUNT] / med[S_KERNEL]);
+			if (!isnan(med[S_MOUNTKC]))
+				table_num(t, row, "ratio_kcache", med[S_MOUNTKC] / med[S_KERNEL]);
+			if (mcases[mc].target > 0 && !isnan(med[S_MOUNT]))
+				table_str(t, row, "met",
+					  med[S_MOUNT] / med[S_KERNEL] >= mcases[mc].target
+						  ? "yes" : "NO");
+		}
+	}
+	if (stop) {
+		fprintf(stderr, "clio bench: mount: interrupted\n");
+		rc = -1;
+	}
+out:
+	if (progress)
+		fprintf(stderr, "\r%50s\r", "");
+	if (stop_all(m) < 0)
+		rc = -1;
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	snprintf(t->note, sizeof(t->note),
+		 "  file %llu MiB in %s, %d run%s per case; mounts: clio mount -o "
+		 "cache_size=%llu (file + 1/8 + 16M; default tunables otherwise), "
+		 "+kcache: also kernel_cache=on (keep_cache + writeback cache), plain "
+		 "FUSE: -o cache=off (pread/pwrite on the file);\n  nbdfuse: %s%s.\n"
+		 "  Warm cases hold the file open across the warming read (clio drops a "
+		 "file's buffers at its last close); (d): %llu reads.%s",
+		 (unsigned long long)(m->size >> 20), tmp, bo->runs, bo->runs > 1 ? "s" : "",
+		 (unsigned long long)(m->size + (m->size >> 3) + (16u << 20)),
+		 nbd ? "nbdkit file plugin, -s; the single file only, no (e)"
+		     : "nbdkit or nbdfuse not installed, not measured",
+		 root ? "" : "; not root: cold cases skipped (they need drop_caches)",
+		 (unsigned long long)MIN(m->size / 4096 / 4, RAND_MAX_READS),
+		 m->size < (256ull << 20)
+			 ? "\n  A small file: start-up costs weigh on every system; the "
+			   "targets are for the default 1 GiB."
+			 : "");
+	unlink(m->wpath[S_KERNEL]);
+	unlink(file);
+	rmdir(m->src);
+	rmdir(m->dir);
+	free(v);
+	free(m);
+	return rc;
+}
