@@ -695,18 +695,12 @@ close_files(struct dd *dd)
 		dd->in.file = NULL;
 	}
 	/* the tail handle first: the last handle writes back */
-	if (out->tail != NULL) {
-		r = clio_close(out->tail);
-		out->tail = NULL;
-		if (r < 0 && rc == 0) {
-			fprintf(stderr, "clio dd: error closing '%s': %s\n",
-				out->spec, strerror(-r));
-			rc = EX_IOERR;
-		}
-	}
-	if (out->file != NULL) {
-		r = clio_close(out->file);
-		out->file = NULL;
+	clio_file **fs[2] = { &out->tail, &out->file };
+	for (int i = 0; i < 2; i++) {
+		if (*fs[i] == NULL)
+			continue;
+		r = clio_close(*fs[i]);
+		*fs[i] = NULL;
 		if (r < 0 && rc == 0) {
 			fprintf(stderr, "clio dd: error closing '%s': %s\n",
 				out->spec, strerror(-r));

@@ -196,28 +196,38 @@ disk_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_open(req, fi);
 }
 
-static void
-disk_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-	  struct fuse_file_info *fi)
+void
+mount_reply_read(fuse_req_t req, clio_file *cf, int fd, size_t size, off_t off)
 {
-	char *buf;
+	char *buf = malloc(size ? size : 1);
 	ssize_t r;
 
-	if (ino == mount_stats_ino()) {
-		mount_stats_read(req, size, off, fi);
-		return;
-	}
-	buf = malloc(size ? size : 1);
 	if (buf == NULL) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	r = clio_pread(disk_cf, buf, size, (uint64_t)off);
+	if (cf != NULL) {
+		r = clio_pread(cf, buf, size, (uint64_t)off);
+	} else {
+		r = pread(fd, buf, size, off);
+		if (r < 0)
+			r = -errno;
+	}
 	if (r < 0)
 		fuse_reply_err(req, (int)-r);
 	else
 		fuse_reply_buf(req, buf, (size_t)r);
 	free(buf);
+}
+
+static void
+disk_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+	  struct fuse_file_info *fi)
+{
+	if (ino == mount_stats_ino())
+		mount_stats_read(req, size, off, fi);
+	else
+		mount_reply_read(req, disk_cf, -1, size, off);
 }
 
 static void

@@ -43,6 +43,9 @@ typedef void (*mount_stats_visit_fn)(void *arg, const char *name, clio_dev *d);
 typedef void (*mount_stats_foreach_fn)(mount_stats_visit_fn fn, void *arg);
 void mount_stats_init(clio_cache *cache, mount_stats_foreach_fn foreach);
 fuse_ino_t mount_stats_ino(void);
+/* Read through cf (or, with cf NULL, pread on fd) and reply. */
+void mount_reply_read(fuse_req_t req, clio_file *cf, int fd, size_t size,
+		      off_t off);
 /* Is name in parent the control file? */
 int mount_stats_name(fuse_ino_t parent, const char *name);
 void mount_stats_attr(struct stat *st);

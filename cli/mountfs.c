@@ -773,30 +773,11 @@ static void
 fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct fuse_file_info *fi)
 {
-	char *buf;
-	ssize_t r;
-
-	if (ino == mount_stats_ino()) {
+	if (ino == mount_stats_ino())
 		mount_stats_read(req, size, off, fi);
-		return;
-	}
-	buf = malloc(size ? size : 1);
-	if (buf == NULL) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	if (handle_of(fi)->cf == NULL) {
-		r = pread(handle_of(fi)->fd, buf, size, off);
-		if (r < 0)
-			r = -errno;
-	} else {
-		r = clio_pread(handle_of(fi)->cf, buf, size, (uint64_t)off);
-	}
-	if (r < 0)
-		fuse_reply_err(req, (int)-r);
 	else
-		fuse_reply_buf(req, buf, (size_t)r);
-	free(buf);
+		mount_reply_read(req, handle_of(fi)->cf, handle_of(fi)->fd, size,
+				 off);
 }
 
 static void
