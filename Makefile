@@ -31,6 +31,9 @@ TEST_SRC := $(wildcard tests/unit/test-*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_BIN := $(TEST_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+# helpers of the end-to-end tests (not run as unit tests: no test- prefix)
+TOOL_SRC := $(wildcard tests/tools/*.c)
+TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tests/tools/%)
 
 
 .PHONY: all deps demo bench check check-plain check-asan check-tsan tests clean
@@ -42,7 +45,8 @@ $(BUILD)/obj/%.o: %.c include/clio.h lib/internal.h $(wildcard lib/*.h) $(wildca
 	$(call say,CC,$<)
 	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
-MOUNT_OBJ = $(BUILD)/obj/cli/mount.o $(BUILD)/obj/cli/mountfs.o $(BUILD)/obj/cli/mountstats.o
+MOUNT_OBJ = $(BUILD)/obj/cli/mount.o $(BUILD)/obj/cli/mountfs.o $(BUILD)/obj/cli/mountstats.o \
+	$(BUILD)/obj/cli/mountahead.o
 $(MOUNT_OBJ): CFLAGS += $(FUSE_CFLAGS)
 $(MOUNT_OBJ): cli/mount.h cli/cli.h
 
@@ -61,7 +65,12 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libclio.a tests/unit/testutil.h
 	$(call say,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(BUILD)/libclio.a $(LDFLAGS) -lcmocka $(LDLIBS)
 
-tests: all $(TEST_BIN)
+$(BUILD)/tests/tools/%: tests/tools/%.c
+	@mkdir -p $(dir $@)
+	$(call say,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS) $(LDLIBS)
+
+tests: all $(TEST_BIN) $(TOOL_BIN)
 
 deps:
 	@sh scripts/deps.sh

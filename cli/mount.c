@@ -10,14 +10,19 @@
  *
  * Options (-o, comma-separated, may repeat): every clio tunable
  * clio_conf_set() knows (bsize=64k, cache_size=256M, maxphys=1M, ...),
- * and ro, rw, allow_other, max_read=N, max_write=N, cache=on|off (off: a
- * plain pass-through of a directory, no clio cache; see mountfs.c) and
- * kernel_cache=on|off (on: opens keep the kernel's page cache and the
- * kernel's writeback cache is asked for; default off).  max_write defaults
- * to maxphys and max_read to max_write, both capped at 1 MiB (the kernel's
- * 256 pages; max_pages follows max_write); the kernel's read-ahead is set
- * to max_read.  default_permissions is always on.  Anything else is a
- * one-line error and exit 64 (EX_USAGE), before anything is mounted.
+ * and ro, rw, allow_other, xattr (extended attributes; off by default:
+ * with them the kernel asks for security.capability before every
+ * write(2)), max_read=N, max_write=N, readahead=N,
+ * cache=on|off (off: a plain pass-through of a directory, no clio cache;
+ * see mountfs.c) and kernel_cache=on|off (on, the default: opens keep the
+ * kernel's page cache and the kernel's writeback cache is asked for).
+ * max_write defaults to maxphys and max_read to max_write, both capped at
+ * 1 MiB (the kernel's 256 pages; max_pages follows max_write).  The
+ * kernel's read-ahead for the mount (its bdi's read_ahead_kb, which FUSE
+ * otherwise leaves at 128 KiB) is set to readahead, by default 4 times
+ * max_read, where /sys allows it (root).  default_permissions is always
+ * on.  Anything else is a one-line error and exit 64 (EX_USAGE), before
+ * anything is mounted.
  *
  * Order of work: parse and check everything; mount; without -f, become a
  * daemon (before any thread exists: the cache and the devices start
@@ -26,19 +31,22 @@
  * written back (clio_sync, then every handle and device is closed) and the
  * mount is removed; a write-back error makes the exit status 74.
  * The kernel's page cache and writeback cache: see mountfs.c; `disk`
- * follows the same rules.
+ * follows the same rules, and both use mountahead.c (read-ahead for
+ * writers under the writeback cache).
  *
  * Statistics: the root of either kind holds the read-only control file
  * `.clio-stats` (mountstats.c); `clio stat MOUNTPOINT` prints it.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sysexits.h>
 #include <unistd.h>
 
@@ -52,12 +60,14 @@
 #define DISK_NAME "disk"
 
 static struct mount_opts opts;
+static char mnt_abs[4096];	/* the mount point, absolute */
 
 /* ---------------------------------------------------- device mode: disk */
 
 static clio_dev *disk_dev;
 static clio_file *disk_cf;
 static atomic_bool disk_wrote;
+static struct mount_ahead disk_ahead;
 
 static void
 disk_stat(fuse_ino_t ino, struct stat *st)
@@ -220,14 +230,24 @@ mount_reply_read(fuse_req_t req, clio_file *cf, int fd, size_t size, off_t off)
 	free(buf);
 }
 
+static int
+disk_path(void *arg, char *buf, size_t len)
+{
+	(void)arg;
+	return snprintf(buf, len, "%s", DISK_NAME) < (int)len ? 0 : -ENAMETOOLONG;
+}
+
 static void
 disk_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	  struct fuse_file_info *fi)
 {
-	if (ino == mount_stats_ino())
+	if (ino == mount_stats_ino()) {
 		mount_stats_read(req, size, off, fi);
-	else
+	} else {
+		mount_ahead_read(&disk_ahead, (uint64_t)off, size, disk_path,
+				 NULL, NULL, NULL);
 		mount_reply_read(req, disk_cf, -1, size, off);
+	}
 }
 
 static void
@@ -312,8 +332,9 @@ usage_mount(FILE *fp)
 		"an image file, mem:size=N, sim:preset=NAME[,...], fault:OPTS@DEV.\n"
 		"OPTS: clio tunables (bsize=N, maxbsize=N, maxphys=N, cache_size=N,\n"
 		"cluster=on|lite|off, rbw=..., read_max=N, ...), ro, rw, allow_other,\n"
-		"max_read=N, max_write=N, cache=on|off (off: directory only, no clio\n"
-		"cache), kernel_cache=on|off (keep_cache + writeback cache; default off).\n"
+		"xattr, max_read=N, max_write=N, readahead=N, cache=on|off (off:\n"
+		"directory only, no clio cache), kernel_cache=on|off (keep_cache +\n"
+		"writeback cache; default on).\n"
 		"See clio(1).\n");
 }
 
@@ -332,6 +353,10 @@ parse_one_opt(char *o)
 		opts.ro = 0;
 	else if (v == NULL && strcmp(o, "allow_other") == 0)
 		opts.allow_other = 1;
+	else if (v == NULL && strcmp(o, "xattr") == 0)
+		opts.xattr = 1;
+	else if (v == NULL && strcmp(o, "noxattr") == 0)
+		opts.xattr = 0;
 	else if (v == NULL && strcmp(o, "default_permissions") == 0)
 		; /* always on */
 	else if (v != NULL && (strcmp(o, "cache") == 0 || strcmp(o, "kernel_cache") == 0)) {
@@ -353,6 +378,13 @@ parse_one_opt(char *o)
 			opts.max_read = (unsigned)n;
 		else
 			opts.max_write = (unsigned)n;
+	} else if (v != NULL && strcmp(o, "readahead") == 0) {
+		if (parse_size(v, &n) < 0 || n > (64u << 20) || n % 4096 != 0) {
+			fprintf(stderr, "clio mount: bad readahead '%s' (0 to 64M, "
+				"a multiple of 4K)\n", v);
+			return -1;
+		}
+		opts.readahead = n == 0 ? 1 : (unsigned)n; /* 1: the kernel's */
 	} else if (v == NULL) {
 		fprintf(stderr, "clio mount: unknown option '%s'\n", o);
 		return -1;
@@ -394,13 +426,57 @@ opt_escape(char *out, size_t len, const char *s)
 
 /* ---------------------------------------------------------------- run */
 
+/*
+ * Set the read-ahead of the mount's bdi (/sys/class/bdi/MAJ:MIN, the
+ * mount's st_dev, found in /proc/self/mountinfo without touching the
+ * mount).  Done from init: the kernel applies min(bdi, max_readahead)
+ * when it reads the reply.  Best effort: only root may write there.
+ */
+/* The MAJ:MIN of what is mounted on abs (the last mount), or -1. */
+static int
+mounted_dev(const char *abs, char *dev, size_t len)
+{
+	char line[8192], majmin[32], mp[4096];
+	FILE *fp = fopen("/proc/self/mountinfo", "re");
+	int found = -1;
+
+	if (fp == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), fp) != NULL)
+		if (sscanf(line, "%*s %*s %31s %*s %4095s", majmin, mp) == 2 &&
+		    strcmp(mp, abs) == 0) {
+			snprintf(dev, len, "%s", majmin);
+			found = 0;
+		}
+	fclose(fp);
+	return found;
+}
+
+static void
+set_bdi_readahead(unsigned bytes)
+{
+	char dev[32], path[96];
+	FILE *fp;
+
+	if (mounted_dev(mnt_abs, dev, sizeof(dev)) < 0)
+		return;
+	snprintf(path, sizeof(path), "/sys/class/bdi/%s/read_ahead_kb", dev);
+	fp = fopen(path, "we");
+	if (fp == NULL)
+		return;
+	fprintf(fp, "%u\n", bytes / 1024);
+	fclose(fp);
+}
+
 static void
 mount_init(void *userdata, struct fuse_conn_info *conn)
 {
 	(void)userdata;
 	conn->max_write = opts.max_write;
 	conn->max_read = opts.max_read;
-	conn->max_readahead = opts.max_read;
+	conn->max_readahead = opts.readahead > 1 ? opts.readahead : opts.max_read;
+	if (opts.readahead > 1)
+		set_bdi_readahead(opts.readahead);
 	if (opts.kernel_cache && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
 	else
@@ -422,6 +498,7 @@ cmd_mount(int argc, char **argv)
 	int c, r, rootfd = -1, status = 0;
 
 	opts.conf = (struct clio_conf)CLIO_CONF_DEFAULTS;
+	opts.kernel_cache = 1;
 	optind = 1;
 	while ((c = getopt(argc, argv, "+fdho:")) != -1) {
 		switch (c) {
@@ -452,6 +529,12 @@ cmd_mount(int argc, char **argv)
 		opts.max_write = 4096;
 	if (opts.max_read == 0)
 		opts.max_read = opts.max_write;
+	if (opts.readahead == 0)
+		opts.readahead = 4 * opts.max_read;
+	if (realpath(mnt, mnt_abs) == NULL) {
+		fprintf(stderr, "clio mount: %s: %s\n", mnt, strerror(errno));
+		return EX_NOINPUT;
+	}
 
 	is_dir = stat(source, &st) == 0 && S_ISDIR(st.st_mode);
 	if (is_dir) {
@@ -491,6 +574,14 @@ cmd_mount(int argc, char **argv)
 	}
 	ops = is_dir ? mountfs_ops : disk_ops;
 	ops.init = mount_init;
+	if (!opts.xattr) {
+		/* ENOSYS once, and the kernel stops asking: else every
+		 * write(2) costs a getxattr of security.capability */
+		ops.getxattr = NULL;
+		ops.setxattr = NULL;
+		ops.listxattr = NULL;
+		ops.removexattr = NULL;
+	}
 	se = fuse_session_new(&args, &ops, sizeof(ops), NULL);
 	fuse_opt_free_args(&args);
 	if (se == NULL) {
@@ -510,6 +601,11 @@ cmd_mount(int argc, char **argv)
 	}
 	free(rootpath);
 	fuse_daemonize(foreground);
+	mount_ahead_init(&disk_ahead);
+	if (opts.kernel_cache && !opts.cache_off &&
+	    mount_ahead_start(mnt_abs, opts.readahead > 1 ? opts.readahead
+			      : 128 * 1024) < 0)
+		fprintf(stderr, "clio mount: no read-ahead for writers\n");
 
 	r = clio_cache_new(&opts.conf, &cache);
 	if (r == 0 && is_dir)
@@ -536,8 +632,19 @@ cmd_mount(int argc, char **argv)
 			status = EX_SOFTWARE;
 	}
 
-	/* the loop is over: no request runs; write back, then close */
+	/*
+	 * The loop is over: no request runs.  Unmount; the write-back below
+	 * is not cut short by a signal; destroying the session fails what
+	 * the kick thread still waits for on the mount, then it is joined;
+	 * then write back and close.
+	 */
 	fuse_session_unmount(se);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	fuse_remove_signal_handlers(se);
+	fuse_session_destroy(se);
+	mount_ahead_stop();
 	if (cache != NULL) {
 		int w = clio_sync(cache);
 		int w2 = is_dir ? mountfs_fini() : 0;
@@ -556,19 +663,56 @@ cmd_mount(int argc, char **argv)
 	} else if (rootfd >= 0) {
 		close(rootfd);
 	}
-	fuse_remove_signal_handlers(se);
-	fuse_session_destroy(se);
+	mount_ahead_destroy(&disk_ahead);
 	return status;
 }
 
+/* Run fusermount3 -u [-q] -- mnt; its exit status, or -1. */
+static int
+run_fusermount(const char *mnt, bool quiet)
+{
+	int st;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		if (quiet)
+			execlp("fusermount3", "fusermount3", "-u", "-q", "--", mnt, (char *)NULL);
+		else
+			execlp("fusermount3", "fusermount3", "-u", "--", mnt, (char *)NULL);
+		fprintf(stderr, "clio umount: fusermount3: %s\n", strerror(errno));
+		_exit(EX_UNAVAILABLE);
+	}
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/*
+ * fusermount3 -u; a mount that is busy is tried again for up to 3 s, as
+ * the daemon's own read-ahead (mountahead.c) may hold the file open for
+ * a moment after the last program closed it.
+ */
 int
 cmd_umount(int argc, char **argv)
 {
+	char abs[4096], dev[32];
+	int i, r;
+
 	if (argc != 2 || argv[1][0] == '-') {
 		fprintf(stderr, "usage: clio umount MOUNTPOINT\n");
 		return EX_USAGE;
 	}
-	execlp("fusermount3", "fusermount3", "-u", "--", argv[1], (char *)NULL);
-	fprintf(stderr, "clio umount: fusermount3: %s\n", strerror(errno));
-	return EX_UNAVAILABLE;
+	for (i = 0; i < 30 && realpath(argv[1], abs) != NULL &&
+		    mounted_dev(abs, dev, sizeof(dev)) == 0; i++) {
+		if ((r = run_fusermount(argv[1], true)) == 0)
+			return 0;
+		if (r == EX_UNAVAILABLE)
+			return r;
+		usleep(100 * 1000);
+	}
+	r = run_fusermount(argv[1], false);
+	return r == 0 ? 0 : r == EX_UNAVAILABLE ? r : EX_SOFTWARE;
 }

@@ -8,6 +8,11 @@
 #define FUSE_USE_VERSION 35
 #include <fuse_lowlevel.h>
 
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
 #include "clio.h"
 
 /* Attribute and entry timeout, seconds, of both file systems. */
@@ -17,9 +22,11 @@ struct mount_opts {
 	struct clio_conf conf;
 	int ro;
 	int allow_other;
+	int xattr;		/* xattr: extended attributes (off by default) */
 	unsigned max_read, max_write; /* 0: derived from maxphys */
 	int cache_off;		/* cache=off: plain pass-through, no clio cache */
-	int kernel_cache;	/* kernel_cache=on: keep_cache + writeback cache */
+	int kernel_cache;	/* kernel_cache=on (default): keep_cache + writeback cache */
+	unsigned readahead;	/* the kernel's read-ahead, bytes; 0: its default */
 };
 
 /* The pass-through file system over a directory (mountfs.c). */
@@ -58,5 +65,31 @@ void mount_stats_read(fuse_req_t req, size_t size, off_t off,
 void mount_stats_release(fuse_req_t req, struct fuse_file_info *fi);
 /* The pass-through file system's devices: those of the files open now. */
 void mountfs_foreach_dev(mount_stats_visit_fn fn, void *arg);
+
+/* Read-ahead for writers under the writeback cache (mountahead.c). */
+struct mount_ahead {
+	pthread_mutex_t lock;
+	uint64_t next;		/* the page after the last single-page READ */
+	uint64_t end;		/* the end of the last window asked for */
+	uint64_t win;		/* its length; 0: no sequential pattern */
+	bool busy;		/* a kick is running */
+};
+/* Names the file relative to the mount point; 0 or -errno. */
+typedef int (*mount_ahead_path_fn)(void *arg, char *buf, size_t len);
+/* Start the kick thread for the mount point (absolute); the largest
+ * window (the mount's read-ahead).  0 or -errno. */
+int mount_ahead_start(const char *mountpoint, uint64_t max_window);
+/* Drop what is queued and join the thread; after the session is gone. */
+void mount_ahead_stop(void);
+void mount_ahead_init(struct mount_ahead *a);
+void mount_ahead_destroy(struct mount_ahead *a);
+/* Before a READ of [off, off + size) is answered: queue a kick when the
+ * kernel fills pages one by one in order.  path names the file relative
+ * to the mount point; pin(arg) keeps it until unpin(arg) (both may be
+ * NULL). */
+void mount_ahead_read(struct mount_ahead *a, uint64_t off, size_t size,
+		      mount_ahead_path_fn path, void (*pin)(void *),
+		      void (*unpin)(void *), void *arg);
+extern atomic_uint_fast64_t mount_ahead_kicks;
 
 #endif

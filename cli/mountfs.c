@@ -6,10 +6,10 @@
  * Inodes.  A FUSE node id is the address of a struct mnode, except the
  * root (FUSE_ROOT_ID).  Each mnode holds an O_PATH descriptor of its
  * object and is found by (st_dev, st_ino) in a hash table, so hard links
- * share one mnode.  lookup, create, mkdir, mknod, symlink and link add
- * one to its lookup count; forget and forget_multi take off what the
- * kernel says; at zero the mnode leaves the table and is freed once no
- * open handle uses it.
+ * share one mnode.  lookup, readdirplus (each entry it returns), create,
+ * mkdir, mknod, symlink and link add one to its lookup count; forget and
+ * forget_multi take off what the kernel says; at zero the mnode leaves
+ * the table and is freed once no open handle uses it.
  *
  * Data.  The first open of a regular file opens one clio device on it
  * (file:/proc/self/fd/N?direct=1, or without direct=1 when the file
@@ -21,20 +21,39 @@
  * clio_fsize.  The O_DIRECT flag of an open on the mount is ignored: all
  * data goes through clio anyway.
  *
- * Kernel caching.  By default opens are reported with direct_io and
- * keep_cache off and the writeback cache is off: the kernel's page cache
- * may hold clean pages (dropped at each open), every write(2) reaches clio
- * at once, and reads come in the kernel's read-ahead sizes.  With
- * kernel_cache=on (mount.c) opens keep_cache and the kernel's writeback
- * cache is asked for: the kernel keeps pages across opens and gathers
- * small writes into pages, and a write-only open is opened read-write
- * underneath, as the kernel may read pages it fills.  Attributes and
- * entries are cached MOUNT_TIMEOUT seconds.
+ * Kernel caching.  By default (kernel_cache=on, mount.c) opens keep the
+ * kernel's page cache (keep_cache) and the kernel's writeback cache is
+ * asked for: the kernel keeps pages across opens and gathers small
+ * writes into pages that reach clio in max_write-sized WRITEs, so a
+ * write(2) of 1 KiB is a memory copy, not a round trip to this daemon.
+ * Its price is seed 002's: a write into part of a page the kernel lacks
+ * reads that page first, one page per READ; mountahead.c turns a run of
+ * those into kernel read-ahead.  A write-only open is opened read-write
+ * underneath, as the kernel may read the pages it fills.  The kernel
+ * then owns the size and times of open files: changes made to the source
+ * behind the mount's back are not seen reliably (as with any writeback
+ * cache; use kernel_cache=off for a source that others change).  With
+ * kernel_cache=off, opens have direct_io and keep_cache off and there is
+ * no writeback cache: clean pages are dropped at each open, every
+ * write(2) reaches clio at once and reads come in the kernel's read-ahead
+ * sizes.  Attributes and entries are cached MOUNT_TIMEOUT seconds.
  *
  * cache=off (mount.c): no clio device is opened; each FUSE open gets its
  * own descriptor on the file (no O_DIRECT) and reads and writes are
  * pread(2)/pwrite(2) on it, fsync is fsync(2), flush closes a duplicate
  * (a plain pass-through, to measure what FUSE itself costs).
+ *
+ * fallocate and copy_file_range keep to the cache: fallocate changes
+ * data and size only through clio (PUNCH_HOLE and ZERO_RANGE write
+ * zeros, nothing is deallocated; the file underneath is only asked to
+ * allocate), and copy_file_range reads through the source's handle and
+ * writes through the destination's (see each).
+ *
+ * Extended attributes (set, get, list, remove) are those of the object
+ * underneath, reached through /proc/self/fd/N (a symlink's own, too).
+ * File locks (flock, POSIX) are left to the kernel, which
+ * keeps them on the mount when no lock operations are given: they do not
+ * reach the source directory.
  *
  * Durability.  fsync is clio_fsync.  flush (each close(2)) writes back
  * what the handle wrote with clio_fsync and returns its error, so a
@@ -62,6 +81,7 @@
 #include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "mount.h"
@@ -83,6 +103,7 @@ struct mnode {
 	clio_file *cf;		/* node handle: truncation and size */
 	bool cdev_ro;
 	struct mhandle *handles;
+	struct mount_ahead ahead;	/* read-ahead for writers */
 };
 
 struct mhandle {
@@ -184,6 +205,7 @@ node_free(struct mnode *n)
 {
 	close(n->fd);
 	pthread_mutex_destroy(&n->lock);
+	mount_ahead_destroy(&n->ahead);
 	free(n);
 }
 
@@ -216,6 +238,7 @@ node_get(int fd, const struct stat *st)
 	n->fd = fd;
 	n->nlookup = 1;
 	pthread_mutex_init(&n->lock, NULL);
+	mount_ahead_init(&n->ahead);
 	n->hnext = tbl[b];
 	tbl[b] = n;
 	pthread_mutex_unlock(&tbl_lock);
@@ -769,15 +792,68 @@ fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	fuse_reply_create(req, &e, fi);
 }
 
+/* The node's path relative to the source's root (mountahead.c). */
+static int
+node_relpath(void *arg, char *buf, size_t len)
+{
+	struct mnode *n = arg;
+	char *abs = fd_path(n->fd);
+	size_t rl = fs_rootpath != NULL ? strlen(fs_rootpath) : 0;
+	int r = -ENOENT;
+
+	if (abs != NULL && rl > 0 && strncmp(abs, fs_rootpath, rl) == 0) {
+		const char *rel = abs + rl;
+		while (*rel == '/')
+			rel++;
+		if (*rel != '\0' && strstr(rel, " (deleted)") == NULL)
+			r = snprintf(buf, len, "%s", rel) < (int)len ? 0 : -ENAMETOOLONG;
+	}
+	free(abs);
+	return r;
+}
+
+/* Keep n, and its clio device, while a read-ahead kick is queued. */
+static void
+node_pin(void *arg)
+{
+	struct mnode *n = arg;
+
+	pthread_mutex_lock(&n->lock);
+	n->nopen++;
+	pthread_mutex_unlock(&n->lock);
+}
+
+static void
+node_unpin(void *arg)
+{
+	struct mnode *n = arg;
+	bool free_now = false;
+
+	pthread_mutex_lock(&n->lock);
+	if (--n->nopen == 0) {
+		node_close_data(n);
+		free_now = n->unhashed;
+	}
+	pthread_mutex_unlock(&n->lock);
+	if (free_now)
+		node_free(n);
+}
+
 static void
 fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct fuse_file_info *fi)
 {
-	if (ino == mount_stats_ino())
+	struct mhandle *h = handle_of(fi);
+
+	if (ino == mount_stats_ino()) {
 		mount_stats_read(req, size, off, fi);
-	else
-		mount_reply_read(req, handle_of(fi)->cf, handle_of(fi)->fd, size,
-				 off);
+		return;
+	}
+	/* before the reply: after it, the handle may be released */
+	if (h->cf != NULL)
+		mount_ahead_read(&h->node->ahead, (uint64_t)off, size,
+				 node_relpath, node_pin, node_unpin, h->node);
+	mount_reply_read(req, h->cf, h->fd, size, off);
 }
 
 static void
@@ -875,6 +951,44 @@ fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_open(req, fi);
 }
 
+/* Go to off, a cookie of an earlier entry (d_off), unless there. */
+static void
+dir_seek(struct mdir *d, off_t off)
+{
+	if (off != d->offset) {
+		seekdir(d->dp, off);
+		d->entry = NULL;
+		d->offset = off;
+	}
+}
+
+/* The next entry to return (the control file skipped), kept in d->entry
+ * until dir_consume; NULL at the end (errno 0) or on an error (errno). */
+static struct dirent *
+dir_peek(struct mdir *d, fuse_ino_t ino)
+{
+	for (;;) {
+		if (d->entry == NULL) {
+			errno = 0;
+			d->entry = readdir(d->dp);
+			if (d->entry == NULL)
+				return NULL;
+		}
+		if (!mount_stats_name(ino, d->entry->d_name))
+			return d->entry;
+		d->offset = d->entry->d_off;
+		d->entry = NULL;
+	}
+}
+
+/* The peeked entry went into a reply. */
+static void
+dir_consume(struct mdir *d)
+{
+	d->offset = d->entry->d_off;
+	d->entry = NULL;
+}
+
 static void
 fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	   struct fuse_file_info *fi)
@@ -887,32 +1001,19 @@ fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	if (off != d->offset) {
-		seekdir(d->dp, off);
-		d->entry = NULL;
-		d->offset = off;
-	}
+	dir_seek(d, off);
 	p = buf;
 	for (;;) {
 		struct stat st;
 		size_t len;
 
-		if (d->entry == NULL) {
-			errno = 0;
-			d->entry = readdir(d->dp);
-			if (d->entry == NULL) {
-				if (errno != 0 && left == size) {
-					fuse_reply_err(req, errno);
-					free(buf);
-					return;
-				}
-				break;
+		if (dir_peek(d, ino) == NULL) {
+			if (errno != 0 && left == size) {
+				fuse_reply_err(req, errno);
+				free(buf);
+				return;
 			}
-		}
-		if (mount_stats_name(ino, d->entry->d_name)) {
-			d->offset = d->entry->d_off;
-			d->entry = NULL;
-			continue;
+			break;
 		}
 		memset(&st, 0, sizeof(st));
 		st.st_ino = d->entry->d_ino;
@@ -923,8 +1024,7 @@ fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			break;
 		p += len;
 		left -= len;
-		d->offset = d->entry->d_off;
-		d->entry = NULL;
+		dir_consume(d);
 	}
 	fuse_reply_buf(req, buf, size - left);
 	free(buf);
@@ -965,6 +1065,382 @@ fs_statfs(fuse_req_t req, fuse_ino_t ino)
 		fuse_reply_statfs(req, &sv);
 }
 
+/* --------------------------------------------------------- readdirplus */
+
+/*
+ * readdir with a lookup of each entry, which adds one to its lookup count
+ * as do_lookup does; "." and "..", and an entry whose lookup fails (gone
+ * meanwhile), go without one (node id 0: the kernel looks it up itself).
+ * An entry that does not fit is left for the next call before it is
+ * looked up; one that did not fit after all is forgotten again, and if
+ * the reply cannot be sent the kernel has seen none of the lookups, so
+ * all are forgotten.
+ */
+static void
+fs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+	       struct fuse_file_info *fi)
+{
+	struct mdir *d = (struct mdir *)(uintptr_t)fi->fh;
+	struct mnode *dir = node_of(ino), **got;
+	size_t left = size, ngot = 0, i;
+	char *buf, *p;
+
+	/* every entry takes at least the size of one with an empty name */
+	got = calloc(size / fuse_add_direntry_plus(req, NULL, 0, "", NULL, 0) + 1,
+		     sizeof(*got));
+	buf = malloc(size);
+	if (buf == NULL || got == NULL) {
+		free(buf);
+		free(got);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	dir_seek(d, off);
+	p = buf;
+	for (;;) {
+		struct fuse_entry_param e;
+		const char *name;
+		size_t len;
+		int r = -ENOENT;
+
+		if (dir_peek(d, ino) == NULL) {
+			if (errno != 0 && left == size) {
+				fuse_reply_err(req, errno);
+				free(buf);
+				free(got);
+				return;
+			}
+			break;
+		}
+		name = d->entry->d_name;
+		if (fuse_add_direntry_plus(req, NULL, 0, name, NULL, 0) > left)
+			break;
+		if (strcmp(name, ".") != 0 && strcmp(name, "..") != 0)
+			r = do_lookup(dir, name, &e);
+		if (r < 0) {
+			memset(&e, 0, sizeof(e));
+			e.attr.st_ino = d->entry->d_ino;
+			e.attr.st_mode = (mode_t)d->entry->d_type << 12;
+		}
+		len = fuse_add_direntry_plus(req, p, left, name, &e, d->entry->d_off);
+		if (len > left) {
+			if (r == 0)
+				node_forget(node_of(e.ino), 1);
+			break;
+		}
+		if (r == 0)
+			got[ngot++] = node_of(e.ino);
+		p += len;
+		left -= len;
+		dir_consume(d);
+	}
+	if (fuse_reply_buf(req, buf, size - left) != 0)
+		for (i = 0; i < ngot; i++)
+			node_forget(got[i], 1);
+	free(buf);
+	free(got);
+}
+
+/* -------------------------------------------------- extended attributes */
+
+/*
+ * The calls take /proc/self/fd/N of the node's O_PATH descriptor, and the
+ * plain (following) calls for every type: the magic link leads to the
+ * object itself and is not followed any further, so a symlink's calls
+ * reach the symlink, not its target, with no race against a rename (the
+ * l* calls would act on the magic link).
+ */
+
+/* Reply to getxattr or listxattr: r bytes in buf, or with size 0 only
+ * the size needed; a buffer too small is ERANGE from the call itself. */
+static void
+reply_xattr(fuse_req_t req, ssize_t r, size_t size, const char *buf)
+{
+	if (r < 0)
+		fuse_reply_err(req, (int)-r);
+	else if (size == 0)
+		fuse_reply_xattr(req, (size_t)r);
+	else
+		fuse_reply_buf(req, buf, (size_t)r);
+}
+
+static void
+fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	char path[64], *buf = NULL;
+	ssize_t r = 0;
+
+	if (ino == mount_stats_ino()) {
+		fuse_reply_err(req, ENODATA);
+		return;
+	}
+	proc_path(path, sizeof(path), node_of(ino)->fd);
+	if (size > 0 && (buf = malloc(size)) == NULL)
+		r = -ENOMEM;
+	else if ((r = getxattr(path, name, buf, size)) < 0)
+		r = -errno;
+	reply_xattr(req, r, size, buf);
+	free(buf);
+}
+
+static void
+fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	char path[64], *buf = NULL;
+	ssize_t r = 0;
+
+	if (ino == mount_stats_ino()) {
+		reply_xattr(req, 0, size, NULL);
+		return;
+	}
+	proc_path(path, sizeof(path), node_of(ino)->fd);
+	if (size > 0 && (buf = malloc(size)) == NULL)
+		r = -ENOMEM;
+	else if ((r = listxattr(path, buf, size)) < 0)
+		r = -errno;
+	reply_xattr(req, r, size, buf);
+	free(buf);
+}
+
+/* Put ino's /proc path in path for a change of its attributes; else
+ * reply the error and return false. */
+static bool
+xattr_may_change(fuse_req_t req, fuse_ino_t ino, char *path, size_t len)
+{
+	if (ino == mount_stats_ino() || fs_ro) {
+		fuse_reply_err(req, fs_ro ? EROFS : EPERM);
+		return false;
+	}
+	proc_path(path, len, node_of(ino)->fd);
+	return true;
+}
+
+static void
+fs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+	    const char *value, size_t size, int flags)
+{
+	char path[64];
+
+	if (xattr_may_change(req, ino, path, sizeof(path)))
+		fuse_reply_err(req, setxattr(path, name, value, size, flags) < 0 ? errno : 0);
+}
+
+static void
+fs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	char path[64];
+
+	if (xattr_may_change(req, ino, path, sizeof(path)))
+		fuse_reply_err(req, removexattr(path, name) < 0 ? errno : 0);
+}
+
+/* ------------------------------------------ fallocate, copy_file_range */
+
+#define CHUNK (1u << 20)	/* zeros written, bytes copied, per step */
+#define COPY_MAX (1u << 30)	/* per copy_file_range: the reply is 32 bits */
+
+/* Write zeros over [off, end) through cf. */
+static int
+zero_range(clio_file *cf, uint64_t off, uint64_t end)
+{
+	size_t chunk = end - off < CHUNK ? (size_t)(end - off) : CHUNK;
+	char *z;
+	int r = 0;
+
+	if (off >= end)
+		return 0;
+	z = calloc(1, chunk);
+	if (z == NULL)
+		return -ENOMEM;
+	while (off < end) {
+		size_t n = end - off < chunk ? (size_t)(end - off) : chunk;
+		ssize_t w = clio_pwrite(cf, z, n, off);
+		if (w <= 0) {
+			r = w < 0 ? (int)w : -EIO;
+			break;
+		}
+		off += (uint64_t)w;
+	}
+	free(z);
+	return r;
+}
+
+/* Grow the size readers see to size, through the node handle (as
+ * setattr truncates); never shrinks. */
+static int
+node_grow(struct mnode *n, uint64_t size)
+{
+	int64_t cur;
+	int r = 0;
+
+	pthread_mutex_lock(&n->lock);
+	if (n->cf == NULL || n->cdev_ro)
+		r = -EBADF;
+	else if ((cur = clio_fsize(n->cf)) < 0)
+		r = (int)cur;
+	else if ((uint64_t)cur < size)
+		r = clio_ftruncate(n->cf, size);
+	pthread_mutex_unlock(&n->lock);
+	return r;
+}
+
+/* Allocate [off, off+len) of the file underneath; its size and data stay. */
+static int
+node_reserve(struct mnode *n, off_t off, off_t len)
+{
+	char path[64];
+	int fd, r = 0;
+
+	proc_path(path, sizeof(path), n->fd);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fallocate(fd, FALLOC_FL_KEEP_SIZE, off, len) < 0)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+/*
+ * The file's newest data may be dirty in clio's cache, so fallocate
+ * changes data and size only through clio: PUNCH_HOLE and ZERO_RANGE
+ * write zeros with clio_pwrite (they read as zeros at once, but nothing
+ * is deallocated), and a mode without KEEP_SIZE grows the size with
+ * clio_ftruncate.  The allocation of mode 0, KEEP_SIZE and ZERO_RANGE is
+ * fallocate(KEEP_SIZE) on the file underneath, which changes no byte
+ * (a file system without it: EOPNOTSUPP).  cache=off: fallocate(2) on
+ * the handle's descriptor.  Any other mode: EOPNOTSUPP.
+ */
+static void
+fs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
+	     struct fuse_file_info *fi)
+{
+	struct mhandle *h = handle_of(fi);
+	uint64_t end;
+	int64_t sz;
+	int r = 0;
+
+	if (ino == mount_stats_ino()) {
+		fuse_reply_err(req, EBADF);
+		return;
+	}
+	if (fs_ro) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	if (off < 0 || len <= 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (off > INT64_MAX - len) {
+		fuse_reply_err(req, EFBIG);
+		return;
+	}
+	if (h->cf == NULL) {
+		r = fallocate(h->fd, mode, off, len);
+		fuse_reply_err(req, r < 0 ? errno : 0);
+		return;
+	}
+	end = (uint64_t)off + (uint64_t)len;
+	switch (mode) {
+	case 0:
+	case FALLOC_FL_KEEP_SIZE:
+		r = node_reserve(h->node, off, len);
+		if (r == 0 && mode == 0)
+			r = node_grow(h->node, end);
+		break;
+	case FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE:
+	case FALLOC_FL_ZERO_RANGE:
+	case FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE:
+		if (mode & FALLOC_FL_ZERO_RANGE)
+			r = node_reserve(h->node, off, len);
+		sz = clio_fsize(h->cf);
+		if (r == 0 && sz < 0)
+			r = (int)sz;
+		if (r == 0) {
+			r = zero_range(h->cf, (uint64_t)off,
+				       end < (uint64_t)sz ? end : (uint64_t)sz);
+			atomic_store(&h->wrote, true);
+		}
+		if (r == 0 && !(mode & FALLOC_FL_KEEP_SIZE))
+			r = node_grow(h->node, end);
+		break;
+	default:
+		r = -EOPNOTSUPP;
+	}
+	fuse_reply_err(req, -r);
+}
+
+/*
+ * Read through the source's handle and write through the destination's,
+ * a chunk at a time, so the copy sees and leaves the cache's data
+ * (cache=off: copy_file_range(2) on the descriptors).  Returns what was
+ * copied (short at the source's end; at most COPY_MAX, the caller loops).
+ * The control file: EOPNOTSUPP, and the kernel copies with read and write.
+ */
+static void
+fs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+		   struct fuse_file_info *fi_in, fuse_ino_t ino_out,
+		   off_t off_out, struct fuse_file_info *fi_out, size_t len,
+		   int flags)
+{
+	struct mhandle *in = handle_of(fi_in), *out = handle_of(fi_out);
+	size_t done = 0, chunk;
+	ssize_t r = 0;
+	char *buf;
+
+	if (ino_in == mount_stats_ino() || ino_out == mount_stats_ino()) {
+		fuse_reply_err(req, EOPNOTSUPP);
+		return;
+	}
+	if (fs_ro) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	if (flags != 0 || off_in < 0 || off_out < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (len > COPY_MAX)
+		len = COPY_MAX;
+	if (in->cf == NULL || out->cf == NULL) {
+		loff_t oi = off_in, oo = off_out;
+		r = copy_file_range(in->fd, &oi, out->fd, &oo, len, 0);
+		if (r < 0)
+			fuse_reply_err(req, errno);
+		else
+			fuse_reply_write(req, (size_t)r);
+		return;
+	}
+	chunk = len < CHUNK ? len : CHUNK;
+	buf = malloc(chunk ? chunk : 1);
+	if (buf == NULL) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	while (done < len) {
+		size_t n = len - done < chunk ? len - done : chunk;
+		ssize_t got = clio_pread(in->cf, buf, n, (uint64_t)off_in + done);
+		if (got <= 0) {
+			r = got;
+			break;
+		}
+		r = clio_pwrite(out->cf, buf, (size_t)got, (uint64_t)off_out + done);
+		if (r <= 0)
+			break;
+		done += (size_t)r;
+		if ((size_t)r < n)
+			break;
+	}
+	free(buf);
+	if (done > 0)
+		atomic_store(&out->wrote, true);
+	if (done == 0 && r < 0)
+		fuse_reply_err(req, (int)-r);
+	else
+		fuse_reply_write(req, done);
+}
+
 const struct fuse_lowlevel_ops mountfs_ops = {
 	.lookup = fs_lookup,
 	.forget = fs_forget,
@@ -991,6 +1467,13 @@ const struct fuse_lowlevel_ops mountfs_ops = {
 	.releasedir = fs_releasedir,
 	.fsyncdir = fs_fsyncdir,
 	.statfs = fs_statfs,
+	.readdirplus = fs_readdirplus,
+	.setxattr = fs_setxattr,
+	.getxattr = fs_getxattr,
+	.listxattr = fs_listxattr,
+	.removexattr = fs_removexattr,
+	.fallocate = fs_fallocate,
+	.copy_file_range = fs_copy_file_range,
 };
 
 /* ---------------------------------------------------------- life cycle */

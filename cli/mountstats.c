@@ -181,6 +181,8 @@ snapshot_build(void)
 	fprintf(fp, "read_clusters: %llu\n", (unsigned long long)cs.read_clusters);
 	fprintf(fp, "write_clusters: %llu\n", (unsigned long long)cs.write_clusters);
 	fprintf(fp, "rbw_reads: %llu\n", (unsigned long long)cs.rbw_reads);
+	fprintf(fp, "kernel_readahead_kicks: %llu\n",
+		(unsigned long long)atomic_load(&mount_ahead_kicks));
 	fprintf(fp, "evictions: %llu\n", (unsigned long long)cs.evictions);
 	fprintf(fp, "throttles: %llu\n", (unsigned long long)cs.throttles);
 	fprintf(fp, "write_errors: %llu\n", (unsigned long long)cs.write_errors);
