@@ -12,7 +12,8 @@
  * clio_conf_set() knows (bsize=64k, cache_size=256M, maxphys=1M, ...),
  * and ro, rw, allow_other, xattr (extended attributes; off by default:
  * with them the kernel asks for security.capability before every
- * write(2)), max_read=N, max_write=N, readahead=N,
+ * write(2)), max_read=N, max_write=N, max_pages=N (max_write in pages),
+ * readahead=N,
  * cache=on|off (off: a plain pass-through of a directory, no clio cache;
  * see mountfs.c) and kernel_cache=on|off (on, the default: opens keep the
  * kernel's page cache and the kernel's writeback cache is asked for).
@@ -332,7 +333,7 @@ usage_mount(FILE *fp)
 		"an image file, mem:size=N, sim:preset=NAME[,...], fault:OPTS@DEV.\n"
 		"OPTS: clio tunables (bsize=N, maxbsize=N, maxphys=N, cache_size=N,\n"
 		"cluster=on|lite|off, rbw=..., read_max=N, ...), ro, rw, allow_other,\n"
-		"xattr, max_read=N, max_write=N, readahead=N, cache=on|off (off:\n"
+		"xattr, max_read=N, max_write=N, max_pages=N, readahead=N, cache=on|off (off:\n"
 		"directory only, no clio cache), kernel_cache=on|off (keep_cache +\n"
 		"writeback cache; default on).\n"
 		"See clio(1).\n");
@@ -378,6 +379,14 @@ parse_one_opt(char *o)
 			opts.max_read = (unsigned)n;
 		else
 			opts.max_write = (unsigned)n;
+	} else if (v != NULL && strcmp(o, "max_pages") == 0) {
+		/* libfuse derives max_pages from max_write */
+		if (parse_size(v, &n) < 0 || n < 1 || n > KERNEL_MAX_IO / 4096) {
+			fprintf(stderr, "clio mount: bad max_pages '%s' (1 to %u)\n", v,
+				KERNEL_MAX_IO / 4096);
+			return -1;
+		}
+		opts.max_write = (unsigned)n * 4096;
 	} else if (v != NULL && strcmp(o, "readahead") == 0) {
 		if (parse_size(v, &n) < 0 || n > (64u << 20) || n % 4096 != 0) {
 			fprintf(stderr, "clio mount: bad readahead '%s' (0 to 64M, "

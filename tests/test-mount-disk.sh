@@ -1,7 +1,8 @@
 #!/bin/sh
 # test-mount-disk.sh - clio mount of a device (mem:size=64M): one file,
 # disk, of the device's size; dd writes at 4k and 1M with conv=notrunc
-# read back equal; bad options exit 64 and mount nothing.
+# read back equal; bad options exit 64 and mount nothing; max_pages=16
+# caps the writes that reach clio at 64 KiB.
 set -e
 . "$(dirname "$0")/mount-common.sh"
 mnt=$tmp/mnt
@@ -15,6 +16,13 @@ rc=0
 rc=0
 "$CLIO" mount -f -o bsize=3k mem:size=1M "$mnt" 2>"$tmp/err" || rc=$?
 [ "$rc" -eq 64 ] || fail "bad bsize: exit $rc, want 64"
+for bad in max_pages=0 max_pages=257 readahead=1k max_write=2k kernel_cache=maybe; do
+	rc=0
+	"$CLIO" mount -f -o $bad mem:size=1M "$mnt" 2>"$tmp/err" || rc=$?
+	[ "$rc" -eq 64 ] || fail "$bad: exit $rc, want 64"
+	[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "${bad#*=}" "$tmp/err" ||
+		fail "$bad: $(cat "$tmp/err")"
+done
 mountpoint -q "$mnt" && fail "mounted after a bad option"
 
 head -c 3000000 /dev/urandom >"$tmp/pat"
@@ -33,4 +41,15 @@ cmp -n 3000000 "$tmp/pat" "$mnt/disk" 0 60M || fail "1M writes at 60M differ"
 cmp -n 1000000 /dev/zero "$mnt/disk" 0 20M || fail "untouched area is not zero"
 mount_stop "$mnt"
 mountpoint -q "$mnt" && fail "still mounted"
+
+# max_pages=16: no FUSE write of more than 64 KiB reaches clio
+mount_start mem:size=16M "$mnt" -o max_pages=16
+dd if=/dev/zero of="$mnt/disk" bs=1M count=16 conv=notrunc,fsync 2>/dev/null
+"$CLIO" stat "$mnt" >"$tmp/s"
+w=$(sed -n 's/^disk front_writes: //p' "$tmp/s")
+b=$(sed -n 's/^disk front_write_bytes: //p' "$tmp/s")
+[ "$w" -gt 0 ] && [ "$b" -eq 16777216 ] || fail "max_pages=16: $w writes, $b bytes"
+[ $((b / w)) -le 65536 ] || fail "max_pages=16: writes of $((b / w)) bytes on average"
+[ "$w" -ge 256 ] || fail "max_pages=16: $w writes for 16 MiB, want >= 256"
+mount_stop "$mnt"
 exit 0
