@@ -406,6 +406,8 @@ handle_open(struct mnode *n, struct fuse_file_info *fi)
 {
 	int acc = fi->flags & O_ACCMODE;
 	bool want_write = acc != O_RDONLY;
+	/* libfuse asks for atomic_o_trunc: O_TRUNC comes with the open */
+	int trunc = want_write ? fi->flags & O_TRUNC : 0;
 	struct mhandle *h;
 	int r, mode;
 
@@ -423,16 +425,18 @@ handle_open(struct mnode *n, struct fuse_file_info *fi)
 	if (fs_cache_off) {
 		char path[64];
 		proc_path(path, sizeof(path), n->fd);
-		h->fd = open(path, acc | O_CLOEXEC);
+		h->fd = open(path, acc | trunc | O_CLOEXEC);
 		r = h->fd < 0 ? -errno : 0;
 		if (r == -EACCES && acc == O_RDWR && (fi->flags & O_ACCMODE) == O_WRONLY) {
-			h->fd = open(path, O_WRONLY | O_CLOEXEC);
+			h->fd = open(path, O_WRONLY | trunc | O_CLOEXEC);
 			r = h->fd < 0 ? -errno : 0;
 		}
 	} else {
 		r = node_open_data(n, want_write);
 		if (r == 0)
 			r = clio_open(fs_cache, n->cdev, mode, &h->cf);
+		if (r == 0 && trunc && (r = clio_ftruncate(n->cf, 0)) < 0)
+			clio_close(h->cf);
 	}
 	if (r < 0) {
 		if (n->nopen == 0 && n->cdev != NULL)

@@ -24,6 +24,7 @@ mount_pid=
 mounted=
 
 cleanup() {
+	set +e	# a daemon already gone must not stop the clean-up
 	# a dead mount fails `mountpoint`, so look in /proc/mounts
 	for m in $mounted; do
 		if grep -qF " $m fuse" /proc/mounts; then

@@ -3,8 +3,8 @@
 # dd rewrites at 1k, 4k, 64k and 1M (buffered and O_DIRECT) checked in the
 # source directory after unmount, a tar extraction diffed against the
 # original, name operations (mv, ln, ln -s, rm, mkdir, rmdir, chmod,
-# touch) seen on both sides, and write + fsync + read back through another
-# descriptor.
+# touch) seen on both sides, O_TRUNC on open, and write + fsync + read
+# back through another descriptor.
 set -e
 . "$(dirname "$0")/mount-common.sh"
 here=$(cd "$(dirname "$0")" && pwd)
@@ -74,6 +74,13 @@ head -c 100000 "$tmp/pat" >"$mnt/t"
 truncate -s 5000 "$mnt/t"
 [ "$(stat -c %s "$mnt/t")" -eq 5000 ] || fail "truncate: size through mount"
 cmp -n 5000 "$tmp/pat" "$mnt/t" || fail "truncate: data"
+# O_TRUNC on open (the shell's >) empties an existing file, also in the
+# cache: the old data must not come back when the file grows again
+seq 1 100000 >"$mnt/o"
+echo hi >"$mnt/o"
+[ "$(cat "$mnt/o")" = hi ] || fail "O_TRUNC: $(head -c 20 "$mnt/o")"
+truncate -s 1000 "$mnt/o"
+[ "$(tail -c +4 "$mnt/o" | tr -d '\0' | wc -c)" -eq 0 ] || fail "O_TRUNC: old data came back"
 
 # --------------------------------------- write, fsync, read back elsewhere
 if command -v python3 >/dev/null 2>&1; then
@@ -106,4 +113,6 @@ fi
 mount_stop "$mnt"
 cmp "$src/big" "$tmp/want" || fail "source file differs after unmount"
 diff -r "$here/../lib" "$src/lib" || fail "source lib differs after unmount"
+[ "$(head -c 3 "$src/o")" = hi ] && [ "$(stat -c %s "$src/o")" -eq 1000 ] &&
+	[ "$(tail -c +4 "$src/o" | tr -d '\0' | wc -c)" -eq 0 ] || fail "O_TRUNC: source after unmount"
 exit 0
