@@ -69,6 +69,7 @@ static clio_dev *disk_dev;
 static clio_file *disk_cf;
 static atomic_bool disk_wrote;
 static struct mount_ahead disk_ahead;
+static atomic_int disk_users;		/* opens of disk by programs */
 
 static void
 disk_stat(fuse_ino_t ino, struct stat *st)
@@ -204,6 +205,10 @@ disk_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	fi->direct_io = 0;
 	fi->keep_cache = opts.kernel_cache;
+	/* fh: 1 for the kick thread's own open (mountahead.c) */
+	fi->fh = mount_ahead_self(fuse_req_ctx(req)->pid);
+	if (fi->fh == 0)
+		atomic_fetch_add(&disk_users, 1);
 	fuse_reply_open(req, fi);
 }
 
@@ -294,10 +299,13 @@ disk_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *
 static void
 disk_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	if (ino == mount_stats_ino())
+	if (ino == mount_stats_ino()) {
 		mount_stats_release(req, fi);
-	else
-		fuse_reply_err(req, 0);
+		return;
+	}
+	if (ino == DISK_INO && fi->fh == 0 && atomic_fetch_sub(&disk_users, 1) == 1)
+		mount_ahead_idle(&disk_ahead, NULL, NULL, NULL);
+	fuse_reply_err(req, 0);
 }
 
 static void

@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "clio.h"
 
@@ -72,14 +73,17 @@ struct mount_ahead {
 	uint64_t next;		/* the page after the last single-page READ */
 	uint64_t end;		/* the end of the last window asked for */
 	uint64_t win;		/* its length; 0: no sequential pattern */
-	bool busy;		/* a kick is running */
+	bool busy;		/* a kick is queued or running */
+	bool kicked;		/* a kick was queued since the last close job */
 };
 /* Names the file relative to the mount point; 0 or -errno. */
 typedef int (*mount_ahead_path_fn)(void *arg, char *buf, size_t len);
-/* Start the kick thread for the mount point (absolute); the largest
- * window (the mount's read-ahead).  0 or -errno. */
+/* Start the helper process and the kick thread for the mount point
+ * (absolute), before any other thread exists; the largest window (the
+ * mount's read-ahead).  0 or -errno. */
 int mount_ahead_start(const char *mountpoint, uint64_t max_window);
-/* Drop what is queued and join the thread; after the session is gone. */
+/* Drop the queued kicks, close the helper's files, join the thread and
+ * reap the helper; after the FUSE session is gone. */
 void mount_ahead_stop(void);
 void mount_ahead_init(struct mount_ahead *a);
 void mount_ahead_destroy(struct mount_ahead *a);
@@ -90,6 +94,11 @@ void mount_ahead_destroy(struct mount_ahead *a);
 void mount_ahead_read(struct mount_ahead *a, uint64_t off, size_t size,
 		      mount_ahead_path_fn path, void (*pin)(void *),
 		      void (*unpin)(void *), void *arg);
+/* The programs closed the file: the helper closes its descriptor. */
+void mount_ahead_idle(struct mount_ahead *a, void (*pin)(void *),
+		      void (*unpin)(void *), void *arg);
+/* Is pid (a request's caller) the read-ahead helper process? */
+bool mount_ahead_self(pid_t pid);
 extern atomic_uint_fast64_t mount_ahead_kicks;
 
 #endif

@@ -9,14 +9,14 @@
  * per page, each a round trip between the writer and this daemon.
  *
  * The fix.  When READs of single pages come in file order, clio asks the
- * kernel to read ahead of the writer: the kick thread opens the file
- * through the mount, calls posix_fadvise(POSIX_FADV_WILLNEED) on the next
- * window and closes it.  The kernel then reads that window in
- * max_read-sized, asynchronous READs, answered from clio's cache, which
- * reads the disk in clusters; the writer finds its pages up to date and
- * does not wait.  The window doubles from AHEAD_MIN up to the mount's
- * read-ahead (the kernel reads no more for one posix_fadvise) while the
- * pattern holds.
+ * kernel to read ahead of the writer: a helper process opens the file
+ * through the mount (once; the descriptor is kept until the programs
+ * have closed the file) and calls posix_fadvise(POSIX_FADV_WILLNEED) on
+ * the next window.  The kernel then reads that window in max_read-sized,
+ * asynchronous READs, answered from clio's cache, which reads the disk in
+ * clusters; the writer finds its pages up to date and does not wait.
+ * The window doubles from AHEAD_MIN up to the mount's read-ahead (the
+ * kernel reads no more for one posix_fadvise) while the pattern holds.
  *
  * Why it is safe.  Kernel read-ahead only fills pages that are absent
  * from the page cache; it never replaces a page, so a page that a writer
@@ -24,25 +24,38 @@
  * FUSE_NOTIFY_STORE push, which would overwrite it).  The open is
  * read-only, so the kernel never writes back through it.
  *
- * Why a thread of its own.  close(2) of a file on the mount waits for
- * this daemon (FLUSH) and for the inode lock that a writer holds while
- * its READ is pending; a FUSE worker must not wait for either.  The kick
- * thread may: it only waits on the workers.  At shutdown it is stopped
- * after the FUSE session is destroyed (mount.c), which fails whatever it
- * still waits for on the mount.
+ * Why another process.  open(2) and close(2) of a file on the mount wait
+ * for this daemon, and close(2) also for the kernel to write the file's
+ * dirty pages back and for the inode lock a writer holds while its READ
+ * is pending.  A FUSE worker must not wait for any of these; and no
+ * thread of the daemon may hold a descriptor on its own mount: if the
+ * daemon is killed, the kernel closes that descriptor (and waits for
+ * the FLUSH and the write-back, without end) before it releases the FUSE
+ * device that would end them.  The helper (forked before any thread
+ * exists, holding nothing but its socket) may wait: when the daemon
+ * dies, its device closes and the helper's waits fail; the helper dies
+ * with it (PR_SET_PDEATHSIG) or at the socket's end.  In the daemon, the
+ * kick thread hands the helper one job at a time and waits for its
+ * answer on the socket only.
  *
  * Invariants.  At most one kick per file is queued or running (busy); a
- * queued kick holds a reference on its file (pin), dropped (unpin) once
- * the kick is done or dropped; the queue holds at most QUEUE_LEN kicks,
- * and a kick that finds it full is dropped: read-ahead is only a hint.
+ * queued job holds a reference on its file (pin), dropped (unpin) once it
+ * is done or dropped; the queue holds at most QUEUE_LEN kicks, and a kick
+ * that finds it full is dropped (read-ahead is only a hint); close jobs
+ * are never dropped, or a kept descriptor would keep the mount busy.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "mount.h"
@@ -51,13 +64,17 @@
 #define AHEAD_MIN (1u << 20)
 #define SLACK (16 * PAGE)
 #define QUEUE_LEN 64
+#define HELPER_FILES 1024	/* descriptors the helper keeps at most */
 
-static char ahead_root[PATH_MAX];	/* the mount point, under q_lock */
 static uint64_t ahead_max;		/* the largest window */
 static atomic_bool ahead_on;
 atomic_uint_fast64_t mount_ahead_kicks;
 
+enum job_kind { JOB_KICK, JOB_CLOSE };
+
 struct kick {
+	struct kick *next;
+	enum job_kind job;
 	struct mount_ahead *a;
 	char *rel;			/* the file's path in the mount */
 	uint64_t start, len;
@@ -65,12 +82,22 @@ struct kick {
 	void *arg;
 };
 
+/* One message to the helper; the answer is an int, 0 or -errno. */
+struct job_msg {
+	uint64_t id;			/* the file: its struct mount_ahead */
+	uint64_t start, len;
+	uint32_t job;
+	char rel[PATH_MAX];
+};
+
 static pthread_mutex_t q_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t q_cond = PTHREAD_COND_INITIALIZER;
-static struct kick queue[QUEUE_LEN];
-static unsigned q_head, q_count;
+static struct kick *q_first, **q_last = &q_first;
+static unsigned q_kicks;		/* kick jobs queued */
 static bool q_stop;
 static pthread_t q_thread;
+static int helper_sock = -1;
+static atomic_int helper_pid;
 
 void
 mount_ahead_init(struct mount_ahead *a)
@@ -80,6 +107,7 @@ mount_ahead_init(struct mount_ahead *a)
 	a->end = UINT64_MAX;
 	a->win = 0;
 	a->busy = false;
+	a->kicked = false;
 }
 
 void
@@ -88,71 +116,142 @@ mount_ahead_destroy(struct mount_ahead *a)
 	pthread_mutex_destroy(&a->lock);
 }
 
-/* Open root/rel and ask for [off, off + len): the descriptor, or -errno
- * (renamed, removed, not readable: no read-ahead). */
-static int
-kick(const char *root, const char *rel, uint64_t off, uint64_t len)
+bool
+mount_ahead_self(pid_t pid)
 {
-	char path[PATH_MAX * 2 + 2];
-	int fd, r;
-
-	if (snprintf(path, sizeof(path), "%s/%s", root, rel) >= (int)sizeof(path))
-		return -ENAMETOOLONG;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	r = posix_fadvise(fd, (off_t)off, (off_t)len, POSIX_FADV_WILLNEED);
-	if (r != 0) {
-		close(fd);
-		return -r;
-	}
-	return fd;
+	return pid != 0 && pid == atomic_load(&helper_pid);
 }
 
-/* A kick is done or dropped: its file may kick again. */
+/* ------------------------------------------------------- the helper */
+
+/* Runs in the forked helper: serve jobs until the socket ends. */
+static _Noreturn void
+helper_main(int sock, const char *root)
+{
+	static struct { uint64_t id; int fd; } tab[HELPER_FILES];
+	static struct job_msg m;
+	static char path[PATH_MAX * 2 + 2];
+	ssize_t n;
+	int i, r, slot;
+
+	for (;;) {
+		n = recv(sock, &m, sizeof(m), 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n != (ssize_t)sizeof(m))
+			_exit(0);
+		for (slot = -1, i = 0; i < HELPER_FILES && slot < 0; i++)
+			if (tab[i].fd > 0 && tab[i].id == m.id)
+				slot = i;
+		r = 0;
+		if (m.job == JOB_CLOSE) {
+			if (slot >= 0) {
+				close(tab[slot].fd);
+				tab[slot].fd = 0;
+			}
+		} else {
+			int fd = slot >= 0 ? tab[slot].fd : -1;
+			if (fd < 0) {
+				m.rel[sizeof(m.rel) - 1] = '\0';
+				snprintf(path, sizeof(path), "%s/%s", root, m.rel);
+				fd = open(path, O_RDONLY | O_CLOEXEC);
+			}
+			if (fd < 0) {
+				r = -errno;
+			} else {
+				r = -posix_fadvise(fd, (off_t)m.start, (off_t)m.len,
+						   POSIX_FADV_WILLNEED);
+				for (i = 0; slot < 0 && i < HELPER_FILES; i++)
+					if (tab[i].fd <= 0) {
+						tab[i].id = m.id;
+						tab[i].fd = fd;
+						slot = i;
+					}
+				if (slot < 0)
+					close(fd); /* a full table: not kept */
+			}
+		}
+		while (send(sock, &r, sizeof(r), MSG_NOSIGNAL) < 0 && errno == EINTR)
+			;
+	}
+}
+
+/* Hand one job to the helper and wait for its answer: 0 or -errno. */
+static int
+helper_job(const struct kick *k)
+{
+	static struct job_msg m;
+	ssize_t n;
+	int r;
+
+	memset(&m, 0, offsetof(struct job_msg, rel));
+	m.id = (uint64_t)(uintptr_t)k->a;
+	m.start = k->start;
+	m.len = k->len;
+	m.job = k->job;
+	snprintf(m.rel, sizeof(m.rel), "%s", k->rel != NULL ? k->rel : "");
+	while ((n = send(helper_sock, &m, sizeof(m), MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	if (n != (ssize_t)sizeof(m))
+		return -EPIPE;
+	while ((n = recv(helper_sock, &r, sizeof(r), 0)) < 0 && errno == EINTR)
+		;
+	return n == (ssize_t)sizeof(r) ? r : -EPIPE;
+}
+
+/* ------------------------------------------------- the kick thread */
+
+/* A job is done or dropped: its file may kick again. */
 static void
 kick_done(struct kick *k)
 {
-	pthread_mutex_lock(&k->a->lock);
-	k->a->busy = false;
-	pthread_mutex_unlock(&k->a->lock);
+	if (k->job == JOB_KICK) {
+		pthread_mutex_lock(&k->a->lock);
+		k->a->busy = false;
+		pthread_mutex_unlock(&k->a->lock);
+	}
 	free(k->rel);
 	if (k->unpin != NULL)
 		k->unpin(k->arg);
+	free(k);
+}
+
+/* Append k; under q_lock. */
+static void
+enqueue(struct kick *k)
+{
+	k->next = NULL;
+	*q_last = k;
+	q_last = &k->next;
+	if (k->job == JOB_KICK)
+		q_kicks++;
+	pthread_cond_signal(&q_cond);
 }
 
 static void *
 kick_thread(void *unused)
 {
-	char root[PATH_MAX];
-	struct kick k;
-	int fd;
+	struct kick *k;
 
 	(void)unused;
 	pthread_mutex_lock(&q_lock);
 	for (;;) {
-		while (q_count == 0 && !q_stop)
+		while (q_first == NULL && !q_stop)
 			pthread_cond_wait(&q_cond, &q_lock);
-		if (q_count == 0)
+		if ((k = q_first) == NULL)
 			break;
-		k = queue[q_head];
-		q_head = (q_head + 1) % QUEUE_LEN;
-		q_count--;
-		fd = -1;
-		if (!q_stop) {
-			strcpy(root, ahead_root);
+		if ((q_first = k->next) == NULL)
+			q_last = &q_first;
+		if (k->job == JOB_KICK)
+			q_kicks--;
+		if (!q_stop || k->job == JOB_CLOSE) {
 			pthread_mutex_unlock(&q_lock);
-			fd = kick(root, k.rel, k.start, k.len);
-			if (fd >= 0)
+			if (helper_job(k) == 0 && k->job == JOB_KICK)
 				atomic_fetch_add(&mount_ahead_kicks, 1);
 		} else {
 			pthread_mutex_unlock(&q_lock);
 		}
-		kick_done(&k);
-		/* the kernel writes the inode's dirty pages back before
-		 * close(2) returns: not while the file's next kick waits */
-		if (fd >= 0)
-			close(fd);
+		kick_done(k);
 		pthread_mutex_lock(&q_lock);
 	}
 	pthread_mutex_unlock(&q_lock);
@@ -162,16 +261,45 @@ kick_thread(void *unused)
 int
 mount_ahead_start(const char *mountpoint, uint64_t max_window)
 {
-	int r;
+	int sv[2], r;
+	pid_t parent = getpid(), pid;
 
-	if (strlen(mountpoint) >= sizeof(ahead_root))
+	if (strlen(mountpoint) >= PATH_MAX)
 		return -ENAMETOOLONG;
-	strcpy(ahead_root, mountpoint);
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		r = -errno;
+		close(sv[0]);
+		close(sv[1]);
+		return r;
+	}
+	if (pid == 0) {
+		/* nothing but the socket: above all not the FUSE device */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(0);
+		signal(SIGHUP, SIG_IGN);
+		signal(SIGINT, SIG_IGN);
+		signal(SIGTERM, SIG_IGN);
+		if (dup2(sv[1], 3) < 0)
+			_exit(1);
+		close_range(4, ~0u, 0);
+		helper_main(3, mountpoint);
+	}
+	close(sv[1]);
+	helper_sock = sv[0];
+	atomic_store(&helper_pid, pid);
 	ahead_max = max_window < AHEAD_MIN ? AHEAD_MIN : max_window;
 	q_stop = false;
 	r = pthread_create(&q_thread, NULL, kick_thread, NULL);
-	if (r != 0)
+	if (r != 0) {
+		close(helper_sock);
+		helper_sock = -1;
+		waitpid(pid, NULL, 0);
 		return -r;
+	}
 	atomic_store(&ahead_on, true);
 	return 0;
 }
@@ -179,6 +307,8 @@ mount_ahead_start(const char *mountpoint, uint64_t max_window)
 void
 mount_ahead_stop(void)
 {
+	pid_t pid = atomic_load(&helper_pid);
+
 	if (!atomic_exchange(&ahead_on, false))
 		return;
 	pthread_mutex_lock(&q_lock);
@@ -186,6 +316,10 @@ mount_ahead_stop(void)
 	pthread_cond_signal(&q_cond);
 	pthread_mutex_unlock(&q_lock);
 	pthread_join(q_thread, NULL);
+	close(helper_sock); /* the helper's end of the socket: it exits */
+	helper_sock = -1;
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
 }
 
 void
@@ -194,7 +328,7 @@ mount_ahead_read(struct mount_ahead *a, uint64_t off, size_t size,
 		 void (*unpin)(void *), void *arg)
 {
 	char rel[PATH_MAX];
-	struct kick k;
+	struct kick *k;
 	bool seq, queued = false;
 
 	if (!atomic_load(&ahead_on) || size != PAGE || off % PAGE != 0)
@@ -215,30 +349,63 @@ mount_ahead_read(struct mount_ahead *a, uint64_t off, size_t size,
 		pthread_mutex_unlock(&a->lock);
 		return;
 	}
+	if ((k = calloc(1, sizeof(*k))) == NULL) {
+		pthread_mutex_unlock(&a->lock);
+		return;
+	}
 	a->win = a->win == 0 ? AHEAD_MIN : a->win * 2 >= ahead_max ? ahead_max : a->win * 2;
-	k.a = a;
-	k.start = off + PAGE;
-	k.len = a->win;
-	k.rel = NULL;
-	k.unpin = NULL;
-	k.arg = arg;
-	a->end = k.start + k.len;
+	k->job = JOB_KICK;
+	k->a = a;
+	k->start = off + PAGE;
+	k->len = a->win;
+	k->arg = arg;
+	a->end = k->start + k->len;
 	a->busy = true;
+	a->kicked = true;
 	pthread_mutex_unlock(&a->lock);
 
-	if (path(arg, rel, sizeof(rel)) == 0 && (k.rel = strdup(rel)) != NULL) {
+	if (path(arg, rel, sizeof(rel)) == 0 && (k->rel = strdup(rel)) != NULL) {
 		if (pin != NULL)
 			pin(arg);
-		k.unpin = unpin;
+		k->unpin = unpin;
 		pthread_mutex_lock(&q_lock);
-		if (q_count < QUEUE_LEN && !q_stop) {
-			queue[(q_head + q_count) % QUEUE_LEN] = k;
-			q_count++;
+		if (q_kicks < QUEUE_LEN && !q_stop) {
+			enqueue(k);
 			queued = true;
-			pthread_cond_signal(&q_cond);
 		}
 		pthread_mutex_unlock(&q_lock);
 	}
 	if (!queued)
-		kick_done(&k);
+		kick_done(k);
+}
+
+void
+mount_ahead_idle(struct mount_ahead *a, void (*pin)(void *),
+		 void (*unpin)(void *), void *arg)
+{
+	struct kick *k;
+
+	bool kicked;
+
+	if (!atomic_load(&ahead_on))
+		return;
+	pthread_mutex_lock(&a->lock);
+	kicked = a->kicked;
+	a->kicked = false;
+	pthread_mutex_unlock(&a->lock);
+	if (!kicked)
+		return; /* no descriptor: none was ever asked for */
+	if ((k = calloc(1, sizeof(*k))) == NULL) {
+		fprintf(stderr, "clio mount: out of memory: a file of the mount stays open\n");
+		return;
+	}
+	k->job = JOB_CLOSE;
+	k->a = a;
+	k->arg = arg;
+	if (pin != NULL)
+		pin(arg);
+	k->unpin = unpin;
+	pthread_mutex_lock(&q_lock);
+	enqueue(k);
+	pthread_mutex_unlock(&q_lock);
 }

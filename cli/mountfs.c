@@ -98,7 +98,8 @@ struct mnode {
 	uint64_t nlookup;	/* under tbl_lock */
 	bool unhashed;		/* under lock: left the table */
 	pthread_mutex_t lock;	/* the fields below */
-	int nopen;
+	int nopen;		/* handles, internal ones and pins included */
+	int nuser;		/* handles of programs */
 	clio_dev *cdev;
 	clio_file *cf;		/* node handle: truncation and size */
 	bool cdev_ro;
@@ -109,6 +110,7 @@ struct mnode {
 struct mhandle {
 	struct mhandle *next;	/* the node's open handles, under its lock */
 	struct mnode *node;
+	bool internal;		/* opened by the kick thread (mountahead.c) */
 	clio_file *cf;		/* NULL with cache=off */
 	int fd;			/* cache=off: the file, else -1 */
 	atomic_bool wrote;
@@ -402,7 +404,7 @@ node_close_data(struct mnode *n)
 }
 
 static int
-handle_open(struct mnode *n, struct fuse_file_info *fi)
+handle_open(struct mnode *n, struct fuse_file_info *fi, bool internal)
 {
 	int acc = fi->flags & O_ACCMODE;
 	bool want_write = acc != O_RDONLY;
@@ -446,9 +448,12 @@ handle_open(struct mnode *n, struct fuse_file_info *fi)
 		return r;
 	}
 	h->node = n;
+	h->internal = internal;
 	h->next = n->handles;
 	n->handles = h;
 	n->nopen++;
+	if (!internal)
+		n->nuser++;
 	pthread_mutex_unlock(&n->lock);
 	fi->fh = (uint64_t)(uintptr_t)h;
 	fi->direct_io = 0;
@@ -467,12 +472,15 @@ handle_close_file(struct mhandle *h)
 	return 0;
 }
 
+static void node_pin(void *arg);
+static void node_unpin(void *arg);
+
 static int
 handle_close(struct mhandle *h)
 {
 	struct mnode *n = h->node;
 	struct mhandle **pp;
-	bool free_now = false;
+	bool free_now = false, idle;
 	int r, r2;
 
 	pthread_mutex_lock(&n->lock);
@@ -482,6 +490,7 @@ handle_close(struct mhandle *h)
 			*pp = h->next;
 			break;
 		}
+	idle = !h->internal && --n->nuser == 0;
 	if (--n->nopen == 0) {
 		r2 = node_close_data(n);
 		if (r == 0)
@@ -492,6 +501,8 @@ handle_close(struct mhandle *h)
 	free(h);
 	if (free_now)
 		node_free(n);
+	else if (idle)
+		mount_ahead_idle(&n->ahead, node_pin, node_unpin, n);
 	return r;
 }
 
@@ -748,7 +759,8 @@ fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		mount_stats_open(req, fi);
 		return;
 	}
-	r = handle_open(node_of(ino), fi);
+	r = handle_open(node_of(ino), fi,
+			mount_ahead_self(fuse_req_ctx(req)->pid));
 
 	if (r < 0)
 		fuse_reply_err(req, -r);
@@ -785,7 +797,7 @@ fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		return;
 	}
 	n = node_of(e.ino);
-	r = handle_open(n, fi);
+	r = handle_open(n, fi, false);
 	if (r < 0) {
 		node_forget(n, 1);
 		fuse_reply_err(req, -r);

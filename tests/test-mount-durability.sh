@@ -1,7 +1,10 @@
 #!/bin/sh
 # test-mount-durability.sh - clio mount of a directory: data written and
 # fsync'd survives kill -9 of the daemon; data written without fsync is
-# in the source directory after a clean clio umount.
+# in the source directory after a clean clio umount; SIGTERM writes back
+# too; kill -9 in the middle of a 1 KiB rewrite (the read-ahead helper at
+# work on the mount) ends the daemon and its helper at once, and SIGTERM
+# there unmounts cleanly.
 set -e
 . "$(dirname "$0")/mount-common.sh"
 src=$tmp/src mnt=$tmp/mnt
@@ -53,4 +56,32 @@ wait "$mount_pid" || fail "SIGTERM: exit $?"
 mount_pid=
 mountpoint -q "$mnt" && fail "still mounted after SIGTERM"
 cmp "$tmp/a" "$src/c" || fail "data lost at SIGTERM"
+
+# 4. kill -9 or SIGTERM in the middle of a rewrite: no process of the
+#    daemon may stay behind waiting on its own mount
+head -c 64M /dev/zero >"$src/big"
+for sig in KILL TERM; do
+	mount_start "$src" "$mnt" -o cache_size=96M
+	if [ "$(id -u)" -eq 0 ]; then
+		sync
+		echo 3 >/proc/sys/vm/drop_caches
+	fi
+	dd if=/dev/zero of="$mnt/big" bs=1k count=64k conv=notrunc 2>/dev/null &
+	dd_pid=$!
+	sleep 0.3
+	kill -$sig "$mount_pid"
+	i=0
+	while pgrep -f "clio mount -f .* $mnt\$" >/dev/null; do
+		i=$((i + 1))
+		[ $i -le 100 ] || fail "kill -$sig mid-rewrite: the daemon or its helper stays"
+		sleep 0.1
+	done
+	wait "$mount_pid" 2>/dev/null || true
+	mount_pid=
+	wait "$dd_pid" 2>/dev/null || true
+	if [ $sig = KILL ]; then
+		fusermount3 -u "$mnt" 2>/dev/null || fusermount3 -uz "$mnt"
+	fi
+	mountpoint -q "$mnt" && fail "kill -$sig mid-rewrite: still mounted"
+done
 exit 0
