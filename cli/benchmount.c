@@ -140,7 +140,10 @@ stop_daemon(const char *mnt, pid_t pid)
 	int status, i;
 	pid_t f;
 
-	if (mounted(mnt)) {
+	/* busy for a moment while clio's read-ahead helper lets go */
+	for (i = 0; i < 30 && mounted(mnt); i++) {
+		if (i > 0)
+			usleep(100000);
 		f = fork();
 		if (f == 0) {
 			int null = open("/dev/null", O_WRONLY);
