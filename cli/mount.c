@@ -250,8 +250,9 @@ disk_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (ino == mount_stats_ino()) {
 		mount_stats_read(req, size, off, fi);
 	} else {
-		mount_ahead_read(&disk_ahead, (uint64_t)off, size, disk_path,
-				 NULL, NULL, NULL);
+		if (fi->fh == 0) /* a program's open, not the helper's */
+			mount_ahead_read(&disk_ahead, (uint64_t)off, size, disk_path,
+					 NULL, NULL, NULL);
 		mount_reply_read(req, disk_cf, -1, size, off);
 	}
 }

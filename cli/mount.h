@@ -79,9 +79,9 @@ struct mount_ahead {
 /* Names the file relative to the mount point; 0 or -errno. */
 typedef int (*mount_ahead_path_fn)(void *arg, char *buf, size_t len);
 /* Start the helper process and the kick thread for the mount point
- * (absolute), before any other thread exists; the largest window (the
- * mount's read-ahead).  0 or -errno. */
-int mount_ahead_start(const char *mountpoint, uint64_t max_window);
+ * (absolute), before any other thread exists; piece: the mount's
+ * read-ahead, the most one posix_fadvise reads.  0 or -errno. */
+int mount_ahead_start(const char *mountpoint, uint64_t piece);
 /* Drop the queued kicks, close the helper's files, join the thread and
  * reap the helper; after the FUSE session is gone. */
 void mount_ahead_stop(void);

@@ -15,8 +15,10 @@
  * the next window.  The kernel then reads that window in max_read-sized,
  * asynchronous READs, answered from clio's cache, which reads the disk in
  * clusters; the writer finds its pages up to date and does not wait.
- * The window doubles from AHEAD_MIN up to the mount's read-ahead (the
- * kernel reads no more for one posix_fadvise) while the pattern holds.
+ * The window doubles from AHEAD_MIN to AHEAD_MAX while the pattern holds
+ * (asked for in pieces of the mount's read-ahead, the most the kernel
+ * reads for one posix_fadvise): the writer then waits for a READ once
+ * per window, not once per page.
  *
  * Why it is safe.  Kernel read-ahead only fills pages that are absent
  * from the page cache; it never replaces a page, so a page that a writer
@@ -62,11 +64,12 @@
 
 #define PAGE 4096u
 #define AHEAD_MIN (1u << 20)
+#define AHEAD_MAX (64u << 20)
 #define SLACK (16 * PAGE)
 #define QUEUE_LEN 64
 #define HELPER_FILES 1024	/* descriptors the helper keeps at most */
 
-static uint64_t ahead_max;		/* the largest window */
+static uint64_t ahead_piece;		/* the mount's read-ahead */
 static atomic_bool ahead_on;
 atomic_uint_fast64_t mount_ahead_kicks;
 
@@ -86,6 +89,7 @@ struct kick {
 struct job_msg {
 	uint64_t id;			/* the file: its struct mount_ahead */
 	uint64_t start, len;
+	uint64_t piece;			/* posix_fadvise at most this much */
 	uint32_t job;
 	char rel[PATH_MAX];
 };
@@ -159,8 +163,11 @@ helper_main(int sock, const char *root)
 			if (fd < 0) {
 				r = -errno;
 			} else {
-				r = -posix_fadvise(fd, (off_t)m.start, (off_t)m.len,
-						   POSIX_FADV_WILLNEED);
+				uint64_t o, piece = m.piece ? m.piece : m.len;
+				for (o = 0; o < m.len && r == 0; o += piece)
+					r = -posix_fadvise(fd, (off_t)(m.start + o),
+							   (off_t)(m.len - o < piece ? m.len - o : piece),
+							   POSIX_FADV_WILLNEED);
 				for (i = 0; slot < 0 && i < HELPER_FILES; i++)
 					if (tab[i].fd <= 0) {
 						tab[i].id = m.id;
@@ -188,6 +195,7 @@ helper_job(const struct kick *k)
 	m.id = (uint64_t)(uintptr_t)k->a;
 	m.start = k->start;
 	m.len = k->len;
+	m.piece = ahead_piece;
 	m.job = k->job;
 	snprintf(m.rel, sizeof(m.rel), "%s", k->rel != NULL ? k->rel : "");
 	while ((n = send(helper_sock, &m, sizeof(m), MSG_NOSIGNAL)) < 0 && errno == EINTR)
@@ -259,7 +267,7 @@ kick_thread(void *unused)
 }
 
 int
-mount_ahead_start(const char *mountpoint, uint64_t max_window)
+mount_ahead_start(const char *mountpoint, uint64_t piece)
 {
 	int sv[2], r;
 	pid_t parent = getpid(), pid;
@@ -291,7 +299,7 @@ mount_ahead_start(const char *mountpoint, uint64_t max_window)
 	close(sv[1]);
 	helper_sock = sv[0];
 	atomic_store(&helper_pid, pid);
-	ahead_max = max_window < AHEAD_MIN ? AHEAD_MIN : max_window;
+	ahead_piece = piece;
 	q_stop = false;
 	r = pthread_create(&q_thread, NULL, kick_thread, NULL);
 	if (r != 0) {
@@ -353,7 +361,7 @@ mount_ahead_read(struct mount_ahead *a, uint64_t off, size_t size,
 		pthread_mutex_unlock(&a->lock);
 		return;
 	}
-	a->win = a->win == 0 ? AHEAD_MIN : a->win * 2 >= ahead_max ? ahead_max : a->win * 2;
+	a->win = a->win == 0 ? AHEAD_MIN : a->win * 2 >= AHEAD_MAX ? AHEAD_MAX : a->win * 2;
 	k->job = JOB_KICK;
 	k->a = a;
 	k->start = off + PAGE;

@@ -865,8 +865,10 @@ fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		mount_stats_read(req, size, off, fi);
 		return;
 	}
-	/* before the reply: after it, the handle may be released */
-	if (h->cf != NULL)
+	/* before the reply: after it, the handle may be released; not for
+	 * the helper's own reads, which must not queue kicks after the
+	 * close job of the last program's release */
+	if (h->cf != NULL && !h->internal)
 		mount_ahead_read(&h->node->ahead, (uint64_t)off, size,
 				 node_relpath, node_pin, node_unpin, h->node);
 	mount_reply_read(req, h->cf, h->fd, size, off);
