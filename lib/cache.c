@@ -6,7 +6,12 @@
  * Locking: one mutex, c->lock, guards every field of the cache, of its
  * objects and of its buffers, and the data of every buffer that is not
  * under I/O.  It is never held across a device submission: bio_submit()
- * drops it, so completions (which take it) may run inline.  Threads wait
+ * drops it, so completions (which take it) may run inline.  One more
+ * exception: a reader that holds a valid buffer may copy out of its data
+ * without the lock between buf_read_begin() and buf_read_end(); whoever
+ * changes a buffer's data first waits for its readers
+ * (buf_wait_readers()), so data is only ever read, never written, while
+ * the lock is not held.  Threads wait
  * on c->cv, broadcast on every state change.  Lock order: c->lock before
  * a device's lock.
  *
@@ -37,6 +42,8 @@
  *  6. At most one buffer per (object, block).
  *  7. On the virtual clock, using a buffer first advances the clock to the
  *     completion of its last I/O (b_ready): the caller waited for it.
+ *  8. 0 <= b_readers <= b_hold: a reader holds its buffer, which is
+ *     therefore never reused while it copies.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -172,6 +179,35 @@ buf_release(clio_cache *c, struct buf *b)
 		b->b_flags &= ~BF_WANT;
 		pthread_cond_broadcast(&c->cv);
 	}
+}
+
+void
+buf_read_begin(clio_cache *c, struct buf *b)
+{
+	(void)c;
+	b->b_readers++;
+}
+
+void
+buf_read_end(clio_cache *c, struct buf *b)
+{
+	if (--b->b_readers == 0 && (b->b_flags & BF_RWAIT)) {
+		b->b_flags &= ~BF_RWAIT;
+		pthread_cond_broadcast(&c->cv);
+	}
+}
+
+bool
+buf_wait_readers(clio_cache *c, struct buf *b)
+{
+	bool waited = false;
+
+	while (b->b_readers > 0) {
+		b->b_flags |= BF_RWAIT;
+		pthread_cond_wait(&c->cv, &c->lock);
+		waited = true;
+	}
+	return waited;
 }
 
 /* Drop a buffer's identity; it becomes FREE (free-listed once unheld). */
@@ -616,8 +652,8 @@ cache_invariants(clio_cache *c)
 	}
 	for (i = 0; i < c->nbuf; i++) {
 		b = &c->bufs[i];
-		if (b->b_hold < 0)
-			return false;
+		if (b->b_hold < 0 || b->b_readers < 0 || b->b_readers > b->b_hold)
+			return false;				/* 8 */
 		if (b->b_state == B_FREE) {
 			if (b->b_obj != NULL)
 				return false;			/* 1 */

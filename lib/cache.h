@@ -23,6 +23,7 @@ enum buf_state {
 #define BF_RA 0x4   /* filled by read-ahead and not used yet */
 #define BF_WERR 0x8 /* its last write-back failed; still dirty */
 #define BF_WANT 0x10 /* a thread waits for its holders to let go */
+#define BF_RWAIT 0x20 /* a thread waits for its readers to finish */
 
 struct cobj;
 
@@ -33,6 +34,7 @@ struct buf {
 	enum buf_state b_state;
 	unsigned b_flags;
 	int b_hold;	    /* threads that hold it: it is not evicted */
+	int b_readers;	    /* holders copying out of b_data without c->lock */
 	double b_ready;	    /* virtual time its last I/O completed */
 	double b_dirtied;   /* real time it became dirty */
 	uint64_t b_tried;   /* fsync pass that last tried to write it */
@@ -100,6 +102,13 @@ void buf_release(clio_cache *c, struct buf *b);
 void buf_discard(clio_cache *c, struct buf *b);
 void buf_mark_dirty(clio_cache *c, struct buf *b);
 void buf_wait(clio_cache *c, struct buf *b);
+/* A holder of a valid buffer copies out of b_data without c->lock
+ * between these two (each called with the lock held). */
+void buf_read_begin(clio_cache *c, struct buf *b);
+void buf_read_end(clio_cache *c, struct buf *b);
+/* Before changing b's data: wait until no reader copies out of it.
+ * True if it waited (and so dropped the lock: re-check b's state). */
+bool buf_wait_readers(clio_cache *c, struct buf *b);
 void buf_touch(clio_cache *c, struct buf *b);
 /* Submit a read or write of bufs[0..n), contiguous blocks; drops and
  * retakes the lock.  With wait, returns the I/O's result after it

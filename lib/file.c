@@ -357,7 +357,12 @@ clio_pread(clio_file *f, void *buf, size_t len, uint64_t off)
 				break;
 			continue;
 		}
+		/* the copy needs no lock: writers wait for readers */
+		buf_read_begin(c, b);
+		pthread_mutex_unlock(&c->lock);
 		memcpy((char *)buf + done, b->b_data + boff, n);
+		pthread_mutex_lock(&c->lock);
+		buf_read_end(c, b);
 		buf_release(c, b);
 		done += n;
 	}
@@ -461,6 +466,11 @@ clio_pwrite(clio_file *f, const void *buf, size_t len, uint64_t off)
 				continue;
 			}
 		}
+		if (buf_wait_readers(c, b) && b->b_state != B_CLEAN &&
+		    b->b_state != B_DIRTY) {
+			buf_release(c, b); /* it changed while readers copied */
+			continue;
+		}
 		if (b->b_state == B_FREE) {
 			buf_release(c, b);
 			continue;
@@ -540,6 +550,13 @@ clio_ftruncate(clio_file *f, uint64_t size)
 			} else if ((b->b_lbn + 1) * bs > size &&
 				   b->b_state != B_INVAL) {
 				size_t keep = (size_t)(size - b->b_lbn * bs);
+				if (b->b_readers > 0) {
+					busy = true;
+					b->b_hold++;
+					buf_wait_readers(c, b);
+					buf_release(c, b);
+					break;
+				}
 				memset(b->b_data + keep, 0, bs - keep);
 			}
 		}
