@@ -140,22 +140,11 @@ stop_daemon(const char *mnt, pid_t pid)
 	int status, i;
 	pid_t f;
 
-	/* busy for a moment while clio's read-ahead helper lets go */
-	for (i = 0; i < 30 && mounted(mnt); i++) {
-		if (i > 0)
-			usleep(100000);
-		f = fork();
-		if (f == 0) {
-			int null = open("/dev/null", O_WRONLY);
-			if (null >= 0) {
-				dup2(null, 1);
-				dup2(null, 2);
-			}
-			execlp("fusermount3", "fusermount3", "-u", "--", mnt, (char *)NULL);
-			_exit(127);
-		}
-		if (f > 0)
-			waitpid(f, &status, 0);
+	if (mounted(mnt)) {
+		/* clio umount tries again while the mount is busy (clio's
+		 * read-ahead helper may hold a file a moment longer) */
+		char *argv[] = { "umount", (char *)mnt, NULL };
+		cmd_umount(2, argv);
 	}
 	for (i = 0; i < 200; i++) { /* 10 s, then the signal */
 		if (waitpid(pid, &status, WNOHANG) == pid)

@@ -472,6 +472,19 @@ handle_close_file(struct mhandle *h)
 	return 0;
 }
 
+/* One open (a handle or a pin) less; under n->lock.  The last closes
+ * the node's data (*err: its write-back error, else 0); true if n left
+ * the table and must be freed once the lock is dropped. */
+static bool
+node_put_locked(struct mnode *n, int *err)
+{
+	*err = 0;
+	if (--n->nopen > 0)
+		return false;
+	*err = node_close_data(n);
+	return n->unhashed;
+}
+
 static void node_pin(void *arg);
 static void node_unpin(void *arg);
 
@@ -480,7 +493,7 @@ handle_close(struct mhandle *h)
 {
 	struct mnode *n = h->node;
 	struct mhandle **pp;
-	bool free_now = false, idle;
+	bool free_now, idle;
 	int r, r2;
 
 	pthread_mutex_lock(&n->lock);
@@ -491,12 +504,9 @@ handle_close(struct mhandle *h)
 			break;
 		}
 	idle = !h->internal && --n->nuser == 0;
-	if (--n->nopen == 0) {
-		r2 = node_close_data(n);
-		if (r == 0)
-			r = r2;
-		free_now = n->unhashed;
-	}
+	free_now = node_put_locked(n, &r2);
+	if (r == 0)
+		r = r2;
 	pthread_mutex_unlock(&n->lock);
 	free(h);
 	if (free_now)
@@ -638,53 +648,57 @@ fs_readlink(fuse_req_t req, fuse_ino_t ino)
 	fuse_reply_readlink(req, buf);
 }
 
+/* After a call that made name in parent: its entry, or (r < 0) err. */
+static void
+reply_made(fuse_req_t req, fuse_ino_t parent, const char *name, int r, int err)
+{
+	if (r < 0)
+		fuse_reply_err(req, err);
+	else
+		reply_entry(req, node_of(parent), name);
+}
+
 static void
 fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	 dev_t rdev)
 {
-	int r;
+	int r, e;
 
 	if (stats_guard(req, parent, name))
 		return;
 	mount_creds_enter(req);
 	r = mknodat(node_of(parent)->fd, name, mode, rdev);
+	e = errno;
 	mount_creds_leave();
-	if (r < 0)
-		fuse_reply_err(req, errno);
-	else
-		reply_entry(req, node_of(parent), name);
+	reply_made(req, parent, name, r, e);
 }
 
 static void
 fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
-	int r;
+	int r, e;
 
 	if (stats_guard(req, parent, name))
 		return;
 	mount_creds_enter(req);
 	r = mkdirat(node_of(parent)->fd, name, mode);
+	e = errno;
 	mount_creds_leave();
-	if (r < 0)
-		fuse_reply_err(req, errno);
-	else
-		reply_entry(req, node_of(parent), name);
+	reply_made(req, parent, name, r, e);
 }
 
 static void
 fs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
 {
-	int r;
+	int r, e;
 
 	if (stats_guard(req, parent, name))
 		return;
 	mount_creds_enter(req);
 	r = symlinkat(link, node_of(parent)->fd, name);
+	e = errno;
 	mount_creds_leave();
-	if (r < 0)
-		fuse_reply_err(req, errno);
-	else
-		reply_entry(req, node_of(parent), name);
+	reply_made(req, parent, name, r, e);
 }
 
 static void
@@ -706,10 +720,7 @@ fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newnam
 		r = linkat(AT_FDCWD, path, node_of(newparent)->fd, newname,
 			   AT_SYMLINK_FOLLOW);
 	}
-	if (r < 0)
-		fuse_reply_err(req, errno);
-	else
-		reply_entry(req, node_of(newparent), newname);
+	reply_made(req, newparent, newname, r, errno);
 }
 
 static void
@@ -843,13 +854,11 @@ static void
 node_unpin(void *arg)
 {
 	struct mnode *n = arg;
-	bool free_now = false;
+	bool free_now;
+	int r;
 
 	pthread_mutex_lock(&n->lock);
-	if (--n->nopen == 0) {
-		node_close_data(n);
-		free_now = n->unhashed;
-	}
+	free_now = node_put_locked(n, &r);
 	pthread_mutex_unlock(&n->lock);
 	if (free_now)
 		node_free(n);
