@@ -304,6 +304,44 @@ buf_hit(clio_cache *c, struct buf *b, uint32_t seq)
 		b->b_flags |= BF_REF;
 }
 
+/* The buffer of the block at pos, valid and held, for a reader who wants
+ * want bytes from pos on (c->lock held; it may be dropped meanwhile).
+ * NULL with *r = 0: pos is at or past EOF (the file may have shrunk);
+ * NULL with *r < 0: the read failed. */
+static struct buf *
+read_getbuf(clio_cache *c, struct cobj *o, uint64_t pos, size_t want,
+	    uint32_t seq, int *r)
+{
+	uint64_t bs = c->conf.bsize, lbn = pos / bs;
+	struct buf *b;
+
+	*r = 0;
+	while (pos < o->o_size) {
+		b = buf_lookup(c, o, lbn);
+		if (b != NULL && (b->b_state == B_CLEAN || b->b_state == B_DIRTY ||
+				  b->b_state == B_WRITING)) {
+			buf_hit(c, b, seq);
+			if ((b->b_flags & BF_RAM) && seq > 0) {
+				b->b_flags &= ~BF_RAM;
+				readahead(c, o, lbn, seq);
+			}
+		} else if (b != NULL && !(b->b_state == B_INVAL && b->b_hold == 0)) {
+			buf_wait(c, b);
+			continue;
+		} else {
+			*r = cluster_read(c, o, lbn, want + (size_t)(pos % bs), seq,
+					  true, &b);
+			if (*r < 0)
+				return NULL;
+		}
+		/* the lock may have been dropped: the block may have shrunk */
+		if (b->b_state != B_FREE && pos < o->o_size)
+			return b;
+		buf_release(c, b);
+	}
+	return NULL;
+}
+
 ssize_t
 clio_pread(clio_file *f, void *buf, size_t len, uint64_t off)
 {
@@ -331,32 +369,12 @@ clio_pread(clio_file *f, void *buf, size_t len, uint64_t off)
 	else
 		len = MIN((uint64_t)len, o->o_size - off);
 	while (done < len) {
-		uint64_t pos = off + done, lbn = pos / bs;
+		uint64_t pos = off + done;
 		size_t boff = (size_t)(pos % bs), n = MIN(bs - boff, len - done);
-		struct buf *b = buf_lookup(c, o, lbn);
+		struct buf *b = read_getbuf(c, o, pos, len - done, seq, &r);
 
-		if (b != NULL && (b->b_state == B_CLEAN || b->b_state == B_DIRTY ||
-				  b->b_state == B_WRITING)) {
-			buf_hit(c, b, seq);
-			if ((b->b_flags & BF_RAM) && seq > 0) {
-				b->b_flags &= ~BF_RAM;
-				readahead(c, o, lbn, seq);
-			}
-		} else if (b != NULL && !(b->b_state == B_INVAL && b->b_hold == 0)) {
-			buf_wait(c, b);
-			continue;
-		} else {
-			r = cluster_read(c, o, lbn, len - done + boff, seq, true, &b);
-			if (r < 0)
-				break;
-		}
-		/* the lock may have been dropped: the block may have shrunk */
-		if (b->b_state == B_FREE || pos >= o->o_size) {
-			buf_release(c, b);
-			if (pos >= o->o_size)
-				break;
-			continue;
-		}
+		if (b == NULL)
+			break;
 		/* the copy needs no lock: writers wait for readers */
 		buf_read_begin(c, b);
 		pthread_mutex_unlock(&c->lock);
