@@ -315,12 +315,32 @@ run_case(struct mctx *m, enum mcase mc, int s)
 	return (double)bytes / 1e6 / t;
 }
 
+/* Append "(x) r1 r2 ..." to buf: a targeted case's mount/kernel ratio in
+ * each of its n runs (v as in exp_mount, runs per system), so the spread
+ * shows beside the median. */
+static void
+perrun_ratios(char *buf, size_t size, const char *label, const double *v,
+	      int runs, int n)
+{
+	size_t len = strlen(buf);
+	int run, w;
+
+	w = snprintf(buf + len, size - len, "%s%.3s", len > 0 ? "; " : "", label);
+	for (run = 0; run < n && w >= 0 && (len += (size_t)w) < size; run++) {
+		double k = v[S_KERNEL * runs + run], mo = v[S_MOUNT * runs + run];
+		if (isnan(k) || isnan(mo) || k <= 0)
+			w = snprintf(buf + len, size - len, " -");
+		else
+			w = snprintf(buf + len, size - len, " %.2f", mo / k);
+	}
+}
+
 int
 exp_mount(const struct bench_opts *bo, struct table *t)
 {
 	struct sigaction sa, old_int, old_term;
 	struct mctx *m;
-	char self[4096], err[512] = "", file[4400];
+	char self[4096], err[512] = "", file[4400], perrun[512] = "";
 	const char *tmp = getenv("TMPDIR");
 	bool root = geteuid() == 0, nbd, progress = isatty(2) && !bo->json;
 	ssize_t sl;
@@ -413,6 +433,9 @@ exp_mount(const struct bench_opts *bo, struct table *t)
 			med[s] = bench_median(v + s * bo->runs, bo->runs);
 			table_num(t, row, systems[s].key, med[s]);
 		}
+		if (mcases[mc].target > 0 && run > 0)
+			perrun_ratios(perrun, sizeof(perrun), mcases[mc].label, v,
+				      bo->runs, run);
 		if (!isnan(med[S_KERNEL]) && med[S_KERNEL] > 0) {
 			if (!isnan(med[S_MOUNT]))
 				table_num(t, row, "ratio", med[S_MOUNT] / med[S_KERNEL]);
@@ -442,7 +465,7 @@ out:
 		 "no writeback cache),\n  plain FUSE: -o cache=off (pread/pwrite on "
 		 "the file); nbdfuse: %s%s.\n"
 		 "  Warm cases hold the file open across the warming read (clio drops a "
-		 "file's buffers at its last close); (d): %llu reads.%s",
+		 "file's buffers at its last close); (d): %llu reads.%s%s%s",
 		 (unsigned long long)(m->size >> 20), tmp, bo->runs, bo->runs > 1 ? "s" : "",
 		 (unsigned long long)(m->size + (m->size >> 3) + (16u << 20)),
 		 nbd ? "nbdkit file plugin, -s; the single file only, no (e)"
@@ -452,7 +475,9 @@ out:
 		 m->size < (256ull << 20)
 			 ? "\n  A small file: start-up costs weigh on every system; the "
 			   "targets are for the default 1 GiB."
-			 : "");
+			 : "",
+		 perrun[0] ? "\n  mount/kernel in each run (the systems take turns): " : "",
+		 perrun);
 	unlink(m->wpath[S_KERNEL]);
 	unlink(file);
 	rmdir(m->src);

@@ -6,8 +6,9 @@
 # file, to prove it works; its ratios are not asserted (the machine is
 # shared and noisy).  `clio bench mount --quick` runs once too, when
 # /dev/fuse and fusermount3 exist, again with no assertion on its ratios
-# (every system has a figure; nbdfuse where nbdkit and nbdfuse exist);
-# it must leave no mount behind.  Bad invocations exit 64.
+# (every system has a figure; nbdfuse where nbdkit and nbdfuse exist;
+# the note's per-run ratio of each targeted case, with one run, is the
+# table's); it must leave no mount behind.  Bad invocations exit 64.
 set -e
 : "${CLIO:?CLIO must name the clio command}"
 command -v python3 >/dev/null 2>&1 || { echo "python3 not found"; exit 77; }
@@ -81,6 +82,18 @@ for r in rows:
     # nbdfuse shows the single file: no new file, so no (e)
     if nbd and not r["workload"].startswith("(e)"):
         assert r["nbdfuse_mbs"] and r["nbdfuse_mbs"] > 0, ("nbdfuse_mbs", r)
+# one run (--quick): the note's per-run mount/kernel ratio of each targeted
+# case is the table's ratio
+note = [e for e in doc["experiments"] if e["experiment"] == "mount"][0]["note"]
+for r in rows:
+    if r["target"] is None or r["ratio"] is None:
+        continue
+    tag = r["workload"][:3]
+    import re
+    m = re.search(re.escape(tag) + r" ([0-9.]+)(;|$)", note, re.M)
+    assert m, (tag, note)
+    assert abs(float(m.group(1)) - r["ratio"]) < 0.006, (tag, m.group(1), r["ratio"])
+    print("ok: %s per-run ratio %s in the note" % (tag, m.group(1)))
 print("ok: mount experiment ran, %d rows" % len(rows))
 PY
 	if grep -q "clio-bench-mount" /proc/mounts; then
