@@ -323,15 +323,17 @@ perrun_ratios(char *buf, size_t size, const char *label, const double *v,
 	      int runs, int n)
 {
 	size_t len = strlen(buf);
-	int run, w;
+	int run;
 
-	w = snprintf(buf + len, size - len, "%s%.3s", len > 0 ? "; " : "", label);
-	for (run = 0; run < n && w >= 0 && (len += (size_t)w) < size; run++) {
+	snprintf(buf + len, size - len, "%s%.3s", len > 0 ? "; " : "", label);
+	for (run = 0; run < n; run++) {
 		double k = v[S_KERNEL * runs + run], mo = v[S_MOUNT * runs + run];
+
+		len = strlen(buf); /* snprintf truncates: len < size */
 		if (isnan(k) || isnan(mo) || k <= 0)
-			w = snprintf(buf + len, size - len, " -");
+			snprintf(buf + len, size - len, " -");
 		else
-			w = snprintf(buf + len, size - len, " %.2f", mo / k);
+			snprintf(buf + len, size - len, " %.2f", mo / k);
 	}
 }
 

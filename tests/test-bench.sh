@@ -67,7 +67,7 @@ if [ -c /dev/fuse ] && command -v fusermount3 >/dev/null 2>&1 &&
 	nbd=0
 	command -v nbdfuse >/dev/null 2>&1 && command -v nbdkit >/dev/null 2>&1 && nbd=1
 	python3 - "$tmp/mount.json" "$nbd" <<'PY'
-import json, sys
+import json, re, sys
 doc = json.load(open(sys.argv[1]))
 nbd = sys.argv[2] == "1"
 ex = {e["experiment"]: e["rows"] for e in doc["experiments"]}
@@ -89,7 +89,6 @@ for r in rows:
     if r["target"] is None or r["ratio"] is None:
         continue
     tag = r["workload"][:3]
-    import re
     m = re.search(re.escape(tag) + r" ([0-9.]+)(;|$)", note, re.M)
     assert m, (tag, note)
     assert abs(float(m.group(1)) - r["ratio"]) < 0.006, (tag, m.group(1), r["ratio"])
