@@ -70,7 +70,7 @@ usage_dd(FILE *fp)
 		"               [--cache-size=N] [--cluster=on|lite|off] [--rbw=cluster|block]\n"
 		"               [--queue-depth=N] [--write-behind=N] [--seqmax=N]\n"
 		"               [--dirty-hi=PCT] [--dirty-lo=PCT] [--dirty-age=SECONDS]\n"
-		"               [--flusher=0|1] [--iostat=SECONDS] [--json]\n"
+		"               [--flusher=0|1] [--flush-behind=N] [--iostat=SECONDS] [--json]\n"
 		"DEV is a path, /dev/zero, or a device string: file:PATH[?direct=1],\n"
 		"mem:size=N, sim:preset=NAME[,...], fault:OPTS@DEV.  See clio(1).\n");
 }
@@ -519,6 +519,7 @@ report(struct dd *dd, double elapsed)
 		       "\"readahead_blocks\": %llu, \"readahead_used\": %llu, "
 		       "\"read_clusters\": %llu, \"write_clusters\": %llu, "
 		       "\"rbw_reads\": %llu, \"evictions\": %llu, \"throttles\": %llu, "
+		       "\"flushes_behind\": %llu, "
 		       "\"write_errors\": %llu, \"lost_bytes\": %llu}, "
 		       "\"conf\": {\"bsize\": %u, \"maxbsize\": %u, \"maxphys\": %u, "
 		       "\"read_max\": %u, \"cache_size\": %llu, \"cluster\": \"%s\", "
@@ -531,6 +532,7 @@ report(struct dd *dd, double elapsed)
 		       (unsigned long long)cs.rbw_reads,
 		       (unsigned long long)cs.evictions,
 		       (unsigned long long)cs.throttles,
+		       (unsigned long long)cs.flushes_behind,
 		       (unsigned long long)cs.write_errors,
 		       (unsigned long long)cs.lost_bytes, dd->conf.bsize,
 		       dd->conf.maxbsize, dd->conf.maxphys, dd->conf.read_max,

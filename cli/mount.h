@@ -94,6 +94,12 @@ void mount_ahead_destroy(struct mount_ahead *a);
 void mount_ahead_read(struct mount_ahead *a, uint64_t off, size_t size,
 		      mount_ahead_path_fn path, void (*pin)(void *),
 		      void (*unpin)(void *), void *arg);
+/* Before a WRITE of [off, off + size) is answered: the kernel writes
+ * back the writer's pages a little behind the writer, so a WRITE inside
+ * the last window asked for queues a kick of the next one. */
+void mount_ahead_write(struct mount_ahead *a, uint64_t off, size_t size,
+		       mount_ahead_path_fn path, void (*pin)(void *),
+		       void (*unpin)(void *), void *arg);
 /* The programs closed the file: the helper closes its descriptor. */
 void mount_ahead_idle(struct mount_ahead *a, void (*pin)(void *),
 		      void (*unpin)(void *), void *arg);

@@ -17,8 +17,12 @@
  * clusters; the writer finds its pages up to date and does not wait.
  * The window doubles from AHEAD_MIN to AHEAD_MAX while the pattern holds
  * (asked for in pieces of the mount's read-ahead, the most the kernel
- * reads for one posix_fadvise): the writer then waits for a READ once
- * per window, not once per page.
+ * reads for one posix_fadvise).  The next window is asked for before the
+ * writer reaches the end of the last one: the kernel writes the writer's
+ * pages back (WRITEs) a little behind it, so a WRITE inside the last
+ * window is the trip wire (like the read-ahead marks of BSD's
+ * cluster_read).  The writer then waits for a READ only when it starts,
+ * or outruns its write-back by more than a window.
  *
  * Why it is safe.  Kernel read-ahead only fills pages that are absent
  * from the page cache; it never replaces a page, so a page that a writer
@@ -330,14 +334,61 @@ mount_ahead_stop(void)
 		;
 }
 
+/* Queue a kick of [start, start + len) for a, whose busy flag the
+ * caller has set; a kick that cannot be queued is dropped. */
+static void
+queue_kick(struct mount_ahead *a, uint64_t start, uint64_t len,
+	   mount_ahead_path_fn path, void (*pin)(void *),
+	   void (*unpin)(void *), void *arg)
+{
+	char rel[PATH_MAX];
+	struct kick *k;
+	bool queued = false;
+
+	if ((k = calloc(1, sizeof(*k))) == NULL) {
+		pthread_mutex_lock(&a->lock);
+		a->busy = false;
+		pthread_mutex_unlock(&a->lock);
+		return;
+	}
+	k->job = JOB_KICK;
+	k->a = a;
+	k->start = start;
+	k->len = len;
+	k->arg = arg;
+	if (path(arg, rel, sizeof(rel)) == 0 && (k->rel = strdup(rel)) != NULL) {
+		if (pin != NULL)
+			pin(arg);
+		k->unpin = unpin;
+		pthread_mutex_lock(&q_lock);
+		if (q_kicks < QUEUE_LEN && !q_stop) {
+			enqueue(k);
+			queued = true;
+		}
+		pthread_mutex_unlock(&q_lock);
+	}
+	if (!queued)
+		kick_done(k);
+}
+
+/* The next window after a->end, twice as long as the last; under a->lock. */
+static uint64_t
+next_window(struct mount_ahead *a, uint64_t start)
+{
+	a->win = a->win == 0 ? AHEAD_MIN : a->win * 2 >= AHEAD_MAX ? AHEAD_MAX : a->win * 2;
+	a->end = start + a->win;
+	a->busy = true;
+	a->kicked = true;
+	return a->win;
+}
+
 void
 mount_ahead_read(struct mount_ahead *a, uint64_t off, size_t size,
 		 mount_ahead_path_fn path, void (*pin)(void *),
 		 void (*unpin)(void *), void *arg)
 {
-	char rel[PATH_MAX];
-	struct kick *k;
-	bool seq, queued = false;
+	uint64_t len;
+	bool seq;
 
 	if (!atomic_load(&ahead_on) || size != PAGE || off % PAGE != 0)
 		return;
@@ -357,34 +408,32 @@ mount_ahead_read(struct mount_ahead *a, uint64_t off, size_t size,
 		pthread_mutex_unlock(&a->lock);
 		return;
 	}
-	if ((k = calloc(1, sizeof(*k))) == NULL) {
+	len = next_window(a, off + PAGE);
+	pthread_mutex_unlock(&a->lock);
+	queue_kick(a, off + PAGE, len, path, pin, unpin, arg);
+}
+
+void
+mount_ahead_write(struct mount_ahead *a, uint64_t off, size_t size,
+		  mount_ahead_path_fn path, void (*pin)(void *),
+		  void (*unpin)(void *), void *arg)
+{
+	uint64_t start, len;
+
+	if (!atomic_load(&ahead_on))
+		return;
+	pthread_mutex_lock(&a->lock);
+	/* the trip wire: the writer's pages come back inside the last
+	 * window asked for, so the writer itself is near its end */
+	if (a->busy || a->win == 0 || a->end == UINT64_MAX ||
+	    off + size <= a->end - a->win || off >= a->end) {
 		pthread_mutex_unlock(&a->lock);
 		return;
 	}
-	a->win = a->win == 0 ? AHEAD_MIN : a->win * 2 >= AHEAD_MAX ? AHEAD_MAX : a->win * 2;
-	k->job = JOB_KICK;
-	k->a = a;
-	k->start = off + PAGE;
-	k->len = a->win;
-	k->arg = arg;
-	a->end = k->start + k->len;
-	a->busy = true;
-	a->kicked = true;
+	start = a->end;
+	len = next_window(a, start);
 	pthread_mutex_unlock(&a->lock);
-
-	if (path(arg, rel, sizeof(rel)) == 0 && (k->rel = strdup(rel)) != NULL) {
-		if (pin != NULL)
-			pin(arg);
-		k->unpin = unpin;
-		pthread_mutex_lock(&q_lock);
-		if (q_kicks < QUEUE_LEN && !q_stop) {
-			enqueue(k);
-			queued = true;
-		}
-		pthread_mutex_unlock(&q_lock);
-	}
-	if (!queued)
-		kick_done(k);
+	queue_kick(a, start, len, path, pin, unpin, arg);
 }
 
 void

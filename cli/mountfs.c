@@ -899,6 +899,8 @@ fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		if (r < 0)
 			r = -errno;
 	} else {
+		mount_ahead_write(&h->node->ahead, (uint64_t)off, size,
+				  node_relpath, node_pin, node_unpin, h->node);
 		r = clio_pwrite(h->cf, buf, size, (uint64_t)off);
 	}
 	if (r < 0) {

@@ -115,6 +115,7 @@ print_side(FILE *fp, const char *name, const char *side,
 		(unsigned long long)s->read_bytes);
 	fprintf(fp, "%s %s_write_bytes: %llu\n", name, side,
 		(unsigned long long)s->write_bytes);
+	fprintf(fp, "%s %s_flushes: %llu\n", name, side, (unsigned long long)s->flushes);
 	fprintf(fp, "%s %s_kbt: %.2f\n", name, side,
 		ratio((double)bytes / 1024.0, (double)xfers));
 	fprintf(fp, "%s %s_mbs: %.2f\n", name, side,
@@ -185,6 +186,7 @@ snapshot_build(void)
 		(unsigned long long)atomic_load(&mount_ahead_kicks));
 	fprintf(fp, "evictions: %llu\n", (unsigned long long)cs.evictions);
 	fprintf(fp, "throttles: %llu\n", (unsigned long long)cs.throttles);
+	fprintf(fp, "flushes_behind: %llu\n", (unsigned long long)cs.flushes_behind);
 	fprintf(fp, "write_errors: %llu\n", (unsigned long long)cs.write_errors);
 	fprintf(fp, "lost_bytes: %llu\n", (unsigned long long)cs.lost_bytes);
 	fprintf(fp, "dirty_bytes: %llu\n", (unsigned long long)cs.dirty_bytes);

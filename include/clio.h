@@ -129,6 +129,8 @@ struct clio_conf {
 	uint32_t write_behind;	/* 0 off, 1 push full clusters, 2 push the one before */
 	uint32_t queue_depth;	/* default for devices opened by the command */
 	uint32_t flusher;	/* 1: run the background flusher thread */
+	uint64_t flush_behind;	/* bytes written back between background
+				   device flushes; 0: only fsync flushes */
 };
 
 #define CLIO_CONF_DEFAULTS                                                  \
@@ -162,6 +164,7 @@ struct clio_cache_stats {
 	uint64_t rbw_reads;		/* partial writes that had to read */
 	uint64_t evictions;
 	uint64_t throttles;		/* times a writer had to flush */
+	uint64_t flushes_behind;	/* background device flushes */
 	uint64_t write_errors;		/* failed write-backs */
 	uint64_t lost_bytes;		/* dirty bytes dropped after a failure */
 	uint64_t dirty_bytes;		/* now */

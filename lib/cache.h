@@ -55,6 +55,8 @@ struct cobj {
 	int o_rerr;		/* last read error (positive errno) */
 	uint64_t o_errseq;	/* bumped on each write-back failure */
 	double o_wdone;		/* virtual: latest write completion */
+	uint64_t o_wbehind;	/* bytes written back since its last flush */
+	bool o_flushing;	/* a background flush is in flight */
 	struct cobj *o_next;
 };
 

@@ -34,6 +34,7 @@ static const struct size_key size_keys[] = {
 	{ "write_behind", F32(write_behind), 0, 2, false },
 	{ "queue_depth", F32(queue_depth), 1, 256, false },
 	{ "flusher", F32(flusher), 0, 1, false },
+	{ "flush_behind", F64(flush_behind), 0, 1ull << 40, false },
 };
 
 static void

@@ -521,6 +521,9 @@ clio_fsync(clio_file *f)
 
 	pthread_mutex_lock(&c->lock);
 	r = obj_writeback(c, o);
+	while (o->o_flushing) /* its error is this fsync's to report */
+		pthread_cond_wait(&c->cv, &c->lock);
+	o->o_wbehind = 0;
 	pthread_mutex_unlock(&c->lock);
 	e = clio_dev_flush(o->o_dev);
 	pthread_mutex_lock(&c->lock);

@@ -1,9 +1,10 @@
 #!/bin/sh
 # test-mount-stats.sh - the control file .clio-stats and `clio stat`:
 # clustering through a device mount (sim:preset=ssd,size=64M, a 16M
-# cache): dd writes the whole disk at 1M, then reads it at 4k with the
-# kernel's caches dropped, and the back end's reads must average at least
-# 256 KiB per transfer; write_clusters and the hit counters move; the
+# cache): dd writes the whole disk at 1M (64 MiB: at least one background
+# flush, flush_behind), then reads it at 4k with the kernel's caches
+# dropped, and the back end's reads must average at least 256 KiB per
+# transfer; write_clusters and the hit counters move; the
 # file is hidden from readdir, mode 0444 and refuses writes; `clio stat`
 # of a directory that is no clio mount exits 66; in pass-through mode the
 # file hides a real one of that name, which survives.
@@ -40,6 +41,11 @@ wc=$(val write_clusters "$tmp/s1")
 [ "$wc" -gt 0 ] || fail "write_clusters $wc after writing the disk"
 [ "$(val 'disk back_write_bytes' "$tmp/s1")" -ge 67108864 ] ||
 	fail "back_write_bytes $(val 'disk back_write_bytes' "$tmp/s1")"
+# flush_behind (64M in a mount): one background flush once 64 MiB were
+# written back, beside the fsync's own
+fb=$(val flushes_behind "$tmp/s1") fl=$(val 'disk back_flushes' "$tmp/s1")
+[ "$fb" -ge 1 ] || fail "flushes_behind $fb after writing 64 MiB"
+[ "$fl" -ge $((fb + 1)) ] || fail "back_flushes $fl, flushes_behind $fb"
 
 if [ "$(id -u)" -eq 0 ]; then
 	sync

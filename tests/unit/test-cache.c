@@ -118,6 +118,7 @@ conf_same(const struct clio_conf *a, const struct clio_conf *b)
 	assert_int_equal(a->write_behind, b->write_behind);
 	assert_int_equal(a->queue_depth, b->queue_depth);
 	assert_int_equal(a->flusher, b->flusher);
+	assert_true(a->flush_behind == b->flush_behind);
 }
 
 static void
@@ -196,6 +197,10 @@ test_conf(void **state)
 	assert_int_equal(conf.queue_depth, 8);
 	conf_ok(&conf, "flusher", "0");
 	assert_int_equal(conf.flusher, 0);
+	conf_ok(&conf, "flush-behind", "64M");
+	assert_true(conf.flush_behind == 64ull << 20);
+	conf_ok(&conf, "flush_behind", "0");
+	assert_true(conf.flush_behind == 0);
 	assert_int_equal(clio_conf_check(&conf, err, sizeof(err)), 0);
 
 	conf_bad("bsize", "3000", "3000");
@@ -213,6 +218,7 @@ test_conf(void **state)
 	conf_bad("queue_depth", "0", "'0'");
 	conf_bad("seqmax", "0", "'0'");
 	conf_bad("flusher", "yes", "yes");
+	conf_bad("flush_behind", "soon", "soon");
 	conf_bad("frobnicate", "1", "frobnicate");
 
 	/* relations */
@@ -948,6 +954,98 @@ test_flusher(void **state)
 	clio_dev_close(d);
 }
 
+/* ------------------------------------------------------------ flush_behind */
+
+/* 1 MiB in 8 KiB writes, 64 KiB write-behind clusters, no fsync: the
+ * flushes the device saw. */
+static uint64_t
+flushes_after_writes(uint64_t flush_behind, struct clio_cache_stats *cs)
+{
+	struct clio_conf conf = seq_conf(CLIO_CLUSTER_ON, 64 * KiB);
+	struct clio_dev_stats st;
+	clio_cache *c;
+	clio_dev *d;
+	clio_file *f;
+
+	conf.flush_behind = flush_behind;
+	c = cache_new(&conf);
+	d = tu_dev_open("mem:size=0", 0);
+	f = file_open(c, d, CLIO_RDWR);
+	write_seq(f, MiB, 8 * KiB, 83);
+	clio_dev_stats(d, &st);
+	clio_cache_stats(c, cs);
+	assert_true(st.back.write_bytes == MiB); /* all pushed behind */
+	assert_int_equal(clio_fsync(f), 0);
+	dev_has(d, 0, MiB, 83);
+	assert_int_equal(clio_close(f), 0);
+	assert_int_equal(clio_cache_free(c), 0);
+	clio_dev_close(d);
+	return st.back.flushes;
+}
+
+static void
+test_flush_behind(void **state)
+{
+	struct clio_conf conf = seq_conf(CLIO_CLUSTER_ON, 64 * KiB);
+	struct clio_cache_stats cs;
+	bool seen = false;
+	int seed;
+
+	(void)state;
+	/* off, the library's default: only fsync flushes */
+	assert_int_equal(flushes_after_writes(0, &cs), 0);
+	assert_int_equal(cs.flushes_behind, 0);
+	/* one flush after each 256 KiB written back: 4 before the fsync */
+	assert_int_equal(flushes_after_writes(256 * KiB, &cs), 4);
+	assert_int_equal(cs.flushes_behind, 4);
+	assert_int_equal(flushes_after_writes(MiB + 1, &cs), 0);
+
+	/*
+	 * A background flush that fails is a write-back failure: the next
+	 * fsync of every handle reports it, even when the fsync's own flush
+	 * succeeds.  Each flush fails with probability 1/2; the seeds give
+	 * both orders, and the case that matters (the background flush
+	 * failed, the fsync's flush did not) must come up.
+	 */
+	conf.flush_behind = 256 * KiB;
+	for (seed = 1; seed <= 32; seed++) {
+		struct clio_dev_stats st;
+		char spec[80];
+		clio_cache *c = cache_new(&conf);
+		clio_dev *d;
+		clio_file *f, *g;
+		int rf, rg;
+
+		snprintf(spec, sizeof(spec),
+			 "fault:flush=EIO,prob=0.5,seed=%d@mem:size=0", seed);
+		d = tu_dev_open(spec, 0);
+		f = file_open(c, d, CLIO_RDWR);
+		g = file_open(c, d, CLIO_RDWR);
+		write_seq(f, 256 * KiB, 8 * KiB, 84);
+		clio_cache_stats(c, &cs);
+		assert_int_equal(cs.flushes_behind, 1);
+		rf = clio_fsync(f);
+		clio_dev_stats(d, &st);
+		assert_int_equal(st.back.flushes, 2);
+		if (cs.write_errors == 1) {
+			/* the background flush failed */
+			assert_int_equal(rf, -EIO);
+			rg = clio_fsync(g);
+			assert_int_equal(rg, -EIO);
+			if (st.back.errors == 1)
+				seen = true; /* and only it */
+		} else {
+			assert_int_equal(cs.write_errors, 0);
+			assert_int_equal(st.back.errors == 0 ? 0 : -EIO, rf);
+		}
+		clio_close(f); /* its own flush may fail too */
+		clio_close(g);
+		clio_cache_free(c);
+		clio_dev_close(d);
+	}
+	assert_true(seen);
+}
+
 /* ------------------------------------------------------------ threads */
 
 /*
@@ -1188,6 +1286,7 @@ main(void)
 		cmocka_unit_test(test_read_fault),
 		cmocka_unit_test(test_throttle),
 		cmocka_unit_test(test_flusher),
+		cmocka_unit_test(test_flush_behind),
 		cmocka_unit_test(test_threads_file),
 		cmocka_unit_test(test_threads_mem),
 	};
