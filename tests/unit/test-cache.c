@@ -1198,6 +1198,7 @@ mt_run(bool on_file)
 	struct clio_conf conf = CLIO_CONF_DEFAULTS;
 	uint64_t total = (uint64_t)NWRITERS * REGION, off;
 	pthread_t th[NWRITERS + NREADERS];
+	struct clio_cache_stats cs;
 	struct mt_arg args[NWRITERS + NREADERS];
 	struct mt mt;
 	char path[256], spec[320];
@@ -1222,6 +1223,7 @@ mt_run(bool on_file)
 	conf.maxphys = 64 * KiB;
 	conf.cache_size = 512 * KiB;	/* 128 buffers: eviction */
 	conf.dirty_age = 0.05;
+	conf.flush_behind = 256 * KiB;	/* flushes beside the writes */
 	mt.c = cache_new(&conf);
 	mt.d = tu_dev_open(spec, 0);
 	unlink(path); /* the device keeps it open; nothing is left behind */
@@ -1249,6 +1251,8 @@ mt_run(bool on_file)
 	memset(rd, 0, total);
 	assert_int_equal(clio_dev_pread(mt.d, rd, total, 0), (ssize_t)total);
 	assert_memory_equal(rd, mt.shadow, total);
+	clio_cache_stats(mt.c, &cs);
+	assert_true(cs.flushes_behind > 0);
 	assert_int_equal(clio_cache_free(mt.c), 0);
 	clio_dev_close(mt.d);
 	pthread_mutex_destroy(&mt.m);
