@@ -371,7 +371,8 @@ queue_kick(struct mount_ahead *a, uint64_t start, uint64_t len,
 		kick_done(k);
 }
 
-/* The next window after a->end, twice as long as the last; under a->lock. */
+/* Ask for the window from start, twice as long as the last (AHEAD_MIN
+ * first, AHEAD_MAX at most); returns its length.  Under a->lock. */
 static uint64_t
 next_window(struct mount_ahead *a, uint64_t start)
 {
