@@ -467,7 +467,7 @@ out:
 		 "no writeback cache),\n  plain FUSE: -o cache=off (pread/pwrite on "
 		 "the file); nbdfuse: %s%s.\n"
 		 "  Warm cases hold the file open across the warming read (clio drops a "
-		 "file's buffers at its last close); (d): %llu reads.%s%s%s",
+		 "file's buffers at its last close); (d): %llu reads.%s%s%s%s",
 		 (unsigned long long)(m->size >> 20), tmp, bo->runs, bo->runs > 1 ? "s" : "",
 		 (unsigned long long)(m->size + (m->size >> 3) + (16u << 20)),
 		 nbd ? "nbdkit file plugin, -s; the single file only, no (e)"
@@ -479,7 +479,7 @@ out:
 			   "targets are for the default 1 GiB."
 			 : "",
 		 perrun[0] ? "\n  mount/kernel in each run (the systems take turns): " : "",
-		 perrun);
+		 perrun, root ? bench_page_reporting_note() : "");
 	unlink(m->wpath[S_KERNEL]);
 	unlink(file);
 	rmdir(m->src);

@@ -66,6 +66,26 @@ bench_drop_caches(void)
 	}
 }
 
+const char *
+bench_page_reporting_note(void)
+{
+	FILE *fp = fopen("/sys/module/page_reporting/parameters/page_reporting_order", "r");
+	long order = -1;
+
+	if (fp != NULL) {
+		if (fscanf(fp, "%ld", &order) != 1)
+			order = -1;
+		fclose(fp);
+	}
+	/* no reporting device registered: -1, read back as UINT_MAX */
+	if (order < 0 || order > 10)
+		return "";
+	return "\n  This machine gives its free memory back to a host (free page "
+	       "reporting): a page the cache drop freed may cost a host fault at "
+	       "its next first touch,\n  in whichever system gets it, so cold "
+	       "figures swing from run to run; see clio(1), CLIO BENCH, mount.";
+}
+
 /* Run dd with the given operands; returns its wall time or NaN. */
 double
 bench_run_dd(char *const args[])
@@ -371,7 +391,7 @@ exp_kernel(const struct bench_opts *bo, struct table *t)
 	snprintf(t->note, sizeof(t->note),
 		 "  file %s, %llu MiB (O_DIRECT dd: the first 128 MiB), %d run%s per case%s; clio: file backend with "
 		 "O_DIRECT, default tunables (bsize %u) except: warm reads use a cache "
-		 "larger than the file, random reads a cache of half the file.%s",
+		 "larger than the file, random reads a cache of half the file.%s%s",
 		 bo->file ? bo->file : "(temporary)", (unsigned long long)(k.size >> 20),
 		 bo->runs, bo->runs > 1 ? "s" : "",
 		 k.root ? "" : "; not root: cold cases skipped (they need drop_caches)",
@@ -379,7 +399,8 @@ exp_kernel(const struct bench_opts *bo, struct table *t)
 		 k.size < (256ull << 20)
 			 ? "\n  A small file: start-up costs weigh on every system; the "
 			   "targets are for the default 1 GiB."
-			 : "");
+			 : "",
+		 k.root ? bench_page_reporting_note() : "");
 	unlink(k.wpath);
 	if (made)
 		unlink(k.path);

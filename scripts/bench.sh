@@ -24,6 +24,13 @@ dir=${TMPDIR:-/var/tmp}
 dev=$(df -P "$dir" | awk 'NR == 2 { print $1 }')
 fstype=$(df -PT "$dir" | awk 'NR == 2 { print $2 }')
 model=$(lsblk -dno MODEL "$dev" 2>/dev/null | head -n 1)
+# free memory given back to a host makes cold cases noisy: see clio(1)
+order=$(cat /sys/module/page_reporting/parameters/page_reporting_order 2>/dev/null || echo -1)
+if [ "$order" -ge 0 ] 2>/dev/null && [ "$order" -le 10 ]; then
+	reporting="on (page_reporting_order $order)"
+else
+	reporting="off"
+fi
 {
 	echo "# clio bench results"
 	echo
@@ -41,6 +48,7 @@ model=$(lsblk -dno MODEL "$dev" 2>/dev/null | head -n 1)
 	echo "| memory | $(free -h | awk '/^Mem:/ { print $2 }') |"
 	echo "| disk | $dev ($fstype${model:+, $model}) under $dir |"
 	echo "| kernel | $(uname -sr) |"
+	echo "| free page reporting to a host | $reporting |"
 	echo "| clio | $("$CLIO" version) |"
 	echo
 	echo '```'
