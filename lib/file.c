@@ -287,6 +287,8 @@ direct_io(clio_file *f, enum clio_op op, void *buf, size_t len, uint64_t off)
 
 /* ------------------------------------------------------------ buffered */
 
+#define READ_RUN 64	/* buffers a reader holds at once to copy out */
+
 /* A lookup found b valid: count it, hold it, and wait for its last I/O
  * (virtual clock).  Only a random access earns the CLOCK reference bit:
  * a stream's buffers are used once. */
@@ -307,10 +309,11 @@ buf_hit(clio_cache *c, struct buf *b, uint32_t seq)
 /* The buffer of the block at pos, valid and held, for a reader who wants
  * want bytes from pos on (c->lock held; it may be dropped meanwhile).
  * NULL with *r = 0: pos is at or past EOF (the file may have shrunk);
- * NULL with *r < 0: the read failed. */
+ * NULL with *r < 0: the read failed; with nowait, NULL and -EAGAIN
+ * rather than wait for the buffer or read it. */
 static struct buf *
 read_getbuf(clio_cache *c, struct cobj *o, uint64_t pos, size_t want,
-	    uint32_t seq, int *r)
+	    uint32_t seq, bool nowait, int *r)
 {
 	uint64_t bs = c->conf.bsize, lbn = pos / bs;
 	struct buf *b;
@@ -325,6 +328,9 @@ read_getbuf(clio_cache *c, struct cobj *o, uint64_t pos, size_t want,
 				b->b_flags &= ~BF_RAM;
 				readahead(c, o, lbn, seq);
 			}
+		} else if (nowait) {
+			*r = -EAGAIN;
+			return NULL;
 		} else if (b != NULL && !(b->b_state == B_INVAL && b->b_hold == 0)) {
 			buf_wait(c, b);
 			continue;
@@ -369,20 +375,45 @@ clio_pread(clio_file *f, void *buf, size_t len, uint64_t off)
 	else
 		len = MIN((uint64_t)len, o->o_size - off);
 	while (done < len) {
-		uint64_t pos = off + done;
-		size_t boff = (size_t)(pos % bs), n = MIN(bs - boff, len - done);
-		struct buf *b = read_getbuf(c, o, pos, len - done, seq, &r);
+		struct buf *run[READ_RUN];
+		size_t start = done;
+		bool last = false;
+		int i, nrun = 0;
 
-		if (b == NULL)
-			break;
+		/* Hold a run of buffers: the first may be waited for or read,
+		 * the others only taken if valid now, as nothing may be
+		 * waited for while buffers are held for reading. */
+		while (done < len && nrun < READ_RUN) {
+			uint64_t pos = off + done;
+			struct buf *b = read_getbuf(c, o, pos, len - done, seq,
+						    nrun > 0, &r);
+
+			if (b == NULL) {
+				last = r != -EAGAIN; /* EOF (0) or an error */
+				if (!last)
+					r = 0;
+				break;
+			}
+			buf_read_begin(c, b);
+			run[nrun++] = b;
+			done += MIN(bs - (size_t)(pos % bs), len - done);
+		}
 		/* the copy needs no lock: writers wait for readers */
-		buf_read_begin(c, b);
 		pthread_mutex_unlock(&c->lock);
-		memcpy((char *)buf + done, b->b_data + boff, n);
+		for (i = 0, done = start; i < nrun; i++) {
+			uint64_t pos = off + done;
+			size_t boff = (size_t)(pos % bs), n = MIN(bs - boff, len - done);
+
+			memcpy((char *)buf + done, run[i]->b_data + boff, n);
+			done += n;
+		}
 		pthread_mutex_lock(&c->lock);
-		buf_read_end(c, b);
-		buf_release(c, b);
-		done += n;
+		for (i = 0; i < nrun; i++) {
+			buf_read_end(c, run[i]);
+			buf_release(c, run[i]);
+		}
+		if (last)
+			break;
 	}
 	cache_check(c);
 	pthread_mutex_unlock(&c->lock);

@@ -434,6 +434,56 @@ test_cluster_lite(void **state)
 
 /* ------------------------------------------------------------ direct */
 
+/* A read over cached and uncached blocks, which clio_pread copies out in
+ * runs of buffers held at once: the cached ones are taken as they are,
+ * each uncached one starts a new run; the bytes are the device's, the
+ * device reads only what was missing, and the end of the file cuts the
+ * read short. */
+static void
+test_read_runs(void **state)
+{
+	struct clio_conf conf = CLIO_CONF_DEFAULTS;
+	const uint64_t bs = 16 * KiB, len = 64 * bs;
+	static const uint64_t cached[] = { 0, 2, 3, 7, 8, 9, 40, 63 };
+	unsigned char *buf = malloc(len);
+	struct clio_dev_stats st;
+	clio_cache *c;
+	clio_dev *d;
+	clio_file *f;
+	size_t i;
+
+	(void)state;
+	conf.cluster = CLIO_CLUSTER_OFF;	/* a miss reads its block only */
+	c = cache_new(&conf);
+	d = tu_dev_open("mem:size=1024K", 0);
+	prefill(d, len, 29);
+	f = file_open(c, d, CLIO_RDWR);
+	/* backwards, so that no read looks sequential */
+	for (i = sizeof(cached) / sizeof(cached[0]); i-- > 0;)
+		assert_int_equal(clio_pread(f, buf, 100, cached[i] * bs + 5), 100);
+	clio_dev_stats(d, &st);
+	assert_int_equal(st.back.reads, 8);
+
+	/* from inside block 0 to inside block 63 */
+	memset(buf, 0, len);
+	assert_int_equal(clio_pread(f, buf, len - 1000, 500), (ssize_t)(len - 1000));
+	assert_int_equal(tu_check(buf, len - 1000, 500, 29), -1);
+	clio_dev_stats(d, &st);
+	assert_int_equal(st.back.reads, 8 + 64 - 8);
+
+	/* a run that ends at the end of the file, inside a block */
+	assert_int_equal(clio_ftruncate(f, 41 * bs + 123), 0);
+	memset(buf, 0, len);
+	assert_int_equal(clio_pread(f, buf, len, 30 * bs + 7), (ssize_t)(11 * bs + 116));
+	assert_int_equal(tu_check(buf, 11 * bs + 116, 30 * bs + 7, 29), -1);
+	assert_int_equal(clio_pread(f, buf, 10, 41 * bs + 123), 0);
+
+	assert_int_equal(clio_close(f), 0);
+	assert_int_equal(clio_cache_free(c), 0);
+	clio_dev_close(d);
+	free(buf);
+}
+
 static void
 test_direct(void **state)
 {
@@ -1283,6 +1333,7 @@ main(void)
 		cmocka_unit_test(test_cluster_write),
 		cmocka_unit_test(test_cluster_off),
 		cmocka_unit_test(test_cluster_lite),
+		cmocka_unit_test(test_read_runs),
 		cmocka_unit_test(test_direct),
 		cmocka_unit_test(test_rbw),
 		cmocka_unit_test(test_write_fault),
