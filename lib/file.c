@@ -287,7 +287,11 @@ direct_io(clio_file *f, enum clio_op op, void *buf, size_t len, uint64_t off)
 
 /* ------------------------------------------------------------ buffered */
 
-#define READ_RUN 64	/* buffers a reader holds at once to copy out */
+/* Buffers a reader holds at once to copy out: at most 64, and at most a
+ * 16th of the cache, so that readers never hold what others need to
+ * allocate (a held buffer cannot be evicted). */
+#define READ_RUN 64
+#define READ_RUN_SHARE 16
 
 /* A lookup found b valid: count it, hold it, and wait for its last I/O
  * (virtual clock).  Only a random access earns the CLOCK reference bit:
@@ -357,7 +361,7 @@ clio_pread(clio_file *f, void *buf, size_t len, uint64_t off)
 	double t0 = dev_now(o->o_dev);
 	size_t done = 0;
 	uint32_t seq;
-	int r = 0;
+	int r = 0, maxrun;
 
 	if ((f->f_flags & CLIO_ACCMODE) == CLIO_WRONLY)
 		return -EBADF;
@@ -374,6 +378,7 @@ clio_pread(clio_file *f, void *buf, size_t len, uint64_t off)
 		len = 0;
 	else
 		len = MIN((uint64_t)len, o->o_size - off);
+	maxrun = (int)MAX(1u, MIN((uint32_t)READ_RUN, c->nbuf / READ_RUN_SHARE));
 	while (done < len) {
 		struct buf *run[READ_RUN];
 		size_t start = done;
@@ -383,7 +388,7 @@ clio_pread(clio_file *f, void *buf, size_t len, uint64_t off)
 		/* Hold a run of buffers: the first may be waited for or read,
 		 * the others only taken if valid now, as nothing may be
 		 * waited for while buffers are held for reading. */
-		while (done < len && nrun < READ_RUN) {
+		while (done < len && nrun < maxrun) {
 			uint64_t pos = off + done;
 			struct buf *b = read_getbuf(c, o, pos, len - done, seq,
 						    nrun > 0, &r);
