@@ -432,8 +432,6 @@ test_cluster_lite(void **state)
 			 SHORT_LEN / (16 * KiB));
 }
 
-/* ------------------------------------------------------------ direct */
-
 /* A read over cached and uncached blocks, which clio_pread copies out in
  * runs of buffers held at once: the cached ones are taken as they are,
  * each uncached one starts a new run; the bytes are the device's, the
@@ -483,6 +481,8 @@ test_read_runs(void **state)
 	clio_dev_close(d);
 	free(buf);
 }
+
+/* ------------------------------------------------------------ direct */
 
 static void
 test_direct(void **state)
