@@ -218,28 +218,64 @@ disk_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_open(req, fi);
 }
 
+/* A READ reply from the cache: one run that covers the whole request goes
+ * to the kernel straight from the cache's buffers; otherwise the runs are
+ * gathered in a reply buffer. */
+struct read_reply {
+	fuse_req_t req;
+	size_t size;
+	char *buf;
+	size_t have;
+	bool replied;
+};
+
+static int
+read_reply_view(void *arg, const struct iovec *iov, int iovcnt, int last)
+{
+	struct read_reply *rr = arg;
+	int i;
+
+	if (last && rr->buf == NULL) {
+		fuse_reply_iov(rr->req, iov, iovcnt);
+		rr->replied = true;
+		return 0;
+	}
+	if (rr->buf == NULL && (rr->buf = malloc(rr->size)) == NULL)
+		return -ENOMEM;
+	for (i = 0; i < iovcnt; i++) {
+		memcpy(rr->buf + rr->have, iov[i].iov_base, iov[i].iov_len);
+		rr->have += iov[i].iov_len;
+	}
+	if (last) {
+		fuse_reply_buf(rr->req, rr->buf, rr->have);
+		rr->replied = true;
+	}
+	return 0;
+}
+
 void
 mount_reply_read(fuse_req_t req, clio_file *cf, int fd, size_t size, off_t off)
 {
-	char *buf = malloc(size ? size : 1);
+	struct read_reply rr = { .req = req, .size = size };
 	ssize_t r;
 
-	if (buf == NULL) {
+	if (cf != NULL) {
+		r = clio_pread_view(cf, size, (uint64_t)off, read_reply_view, &rr);
+		if (!rr.replied)
+			fuse_reply_err(req, r < 0 ? (int)-r : EIO);
+		free(rr.buf);
+		return;
+	}
+	if ((rr.buf = malloc(size ? size : 1)) == NULL) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	if (cf != NULL) {
-		r = clio_pread(cf, buf, size, (uint64_t)off);
-	} else {
-		r = pread(fd, buf, size, off);
-		if (r < 0)
-			r = -errno;
-	}
+	r = pread(fd, rr.buf, size, off);
 	if (r < 0)
-		fuse_reply_err(req, (int)-r);
+		fuse_reply_err(req, errno);
 	else
-		fuse_reply_buf(req, buf, (size_t)r);
-	free(buf);
+		fuse_reply_buf(req, rr.buf, (size_t)r);
+	free(rr.buf);
 }
 
 static int

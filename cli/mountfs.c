@@ -114,6 +114,8 @@ struct mhandle {
 	clio_file *cf;		/* NULL with cache=off */
 	int fd;			/* cache=off: the file, else -1 */
 	atomic_bool wrote;
+	int reads;		/* READs still using cf, under the node's lock */
+	pthread_cond_t reads_done;
 };
 
 struct mdir {
@@ -422,6 +424,7 @@ handle_open(struct mnode *n, struct fuse_file_info *fi, bool internal)
 	if (h == NULL)
 		return -ENOMEM;
 	h->fd = -1;
+	pthread_cond_init(&h->reads_done, NULL);
 	mode = acc == O_WRONLY ? CLIO_WRONLY : acc == O_RDWR ? CLIO_RDWR : CLIO_RDONLY;
 	pthread_mutex_lock(&n->lock);
 	if (fs_cache_off) {
@@ -444,6 +447,7 @@ handle_open(struct mnode *n, struct fuse_file_info *fi, bool internal)
 		if (n->nopen == 0 && n->cdev != NULL)
 			node_close_data(n);
 		pthread_mutex_unlock(&n->lock);
+		pthread_cond_destroy(&h->reads_done);
 		free(h);
 		return r;
 	}
@@ -497,6 +501,10 @@ handle_close(struct mhandle *h)
 	int r, r2;
 
 	pthread_mutex_lock(&n->lock);
+	/* a READ replies from the cache and only then lets go of cf: the
+	 * reader may close its file before that */
+	while (h->reads > 0)
+		pthread_cond_wait(&h->reads_done, &n->lock);
 	r = handle_close_file(h);
 	for (pp = &n->handles; *pp != NULL; pp = &(*pp)->next)
 		if (*pp == h) {
@@ -508,6 +516,7 @@ handle_close(struct mhandle *h)
 	if (r == 0)
 		r = r2;
 	pthread_mutex_unlock(&n->lock);
+	pthread_cond_destroy(&h->reads_done);
 	free(h);
 	if (free_now)
 		node_free(n);
@@ -869,18 +878,28 @@ fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct fuse_file_info *fi)
 {
 	struct mhandle *h = handle_of(fi);
+	struct mnode *n;
 
 	if (ino == mount_stats_ino()) {
 		mount_stats_read(req, size, off, fi);
 		return;
 	}
+	n = h->node;
 	/* before the reply: after it, the handle may be released; not for
 	 * the helper's own reads, which must not queue kicks after the
 	 * close job of the last program's release */
 	if (h->cf != NULL && !h->internal)
-		mount_ahead_read(&h->node->ahead, (uint64_t)off, size,
-				 node_relpath, node_pin, node_unpin, h->node);
+		mount_ahead_read(&n->ahead, (uint64_t)off, size,
+				 node_relpath, node_pin, node_unpin, n);
+	/* the reply may come before the read lets go of h->cf */
+	pthread_mutex_lock(&n->lock);
+	h->reads++;
+	pthread_mutex_unlock(&n->lock);
 	mount_reply_read(req, h->cf, h->fd, size, off);
+	pthread_mutex_lock(&n->lock);
+	if (--h->reads == 0)
+		pthread_cond_broadcast(&h->reads_done);
+	pthread_mutex_unlock(&n->lock);
 }
 
 static void

@@ -190,6 +190,16 @@ int clio_close(clio_file *f);
 
 ssize_t clio_pread(clio_file *f, void *buf, size_t len, uint64_t off);
 ssize_t clio_pwrite(clio_file *f, const void *buf, size_t len, uint64_t off);
+/* clio_pread without the copy: view is called with iovecs that point into
+ * the cache's buffers, once per run of buffers held at a time, last set on
+ * the final call (made at EOF too, with no bytes).  The buffers stay
+ * valid, and writers to them wait, until view returns; view must not call
+ * libclio.  Returns the bytes viewed, a read error, or view's nonzero
+ * return, which stops the read. */
+typedef int clio_view_fn(void *arg, const struct iovec *iov, int iovcnt,
+			 int last);
+ssize_t clio_pread_view(clio_file *f, size_t len, uint64_t off,
+			clio_view_fn *view, void *arg);
 /* Every byte written before the call is on storage and the device flushed. */
 int clio_fsync(clio_file *f);
 int clio_ftruncate(clio_file *f, uint64_t size);

@@ -12,9 +12,9 @@
  * changes a buffer's data first waits for its readers
  * (buf_wait_readers()), so data is only ever read, never written, while
  * the lock is not held.  A reader may hold several buffers this way
- * (clio_pread copies out a run of them per lock hold), but it waits for
- * nothing while it does: whoever waits for its readers may hold what it
- * would wait for.  Threads wait on c->cv, broadcast on every state change.
+ * (clio_pread copies out a run of them per lock hold, clio_pread_view
+ * lends the run to its caller), but it waits for nothing while it does:
+ * whoever waits for its readers may hold what it would wait for.  Threads wait on c->cv, broadcast on every state change.
  * Lock order: c->lock before a device's lock.
  *
  * Buffer states and the functions behind each transition:

@@ -352,8 +352,13 @@ read_getbuf(clio_cache *c, struct cobj *o, uint64_t pos, size_t want,
 	return NULL;
 }
 
-ssize_t
-clio_pread(clio_file *f, void *buf, size_t len, uint64_t off)
+/* Hands the bytes [off, off + len) to view run by run: each call gets the
+ * held buffers of one lock hold as iovecs (last set on the final call,
+ * which comes at EOF too, even with no bytes).  A view's nonzero return
+ * stops the read and is returned. */
+static ssize_t
+read_runs(clio_file *f, size_t len, uint64_t off, clio_view_fn *view,
+	  void *arg)
 {
 	clio_cache *c = f->f_cache;
 	struct cobj *o = f->f_obj;
@@ -362,15 +367,8 @@ clio_pread(clio_file *f, void *buf, size_t len, uint64_t off)
 	size_t done = 0;
 	uint32_t seq;
 	int r = 0, maxrun;
+	bool last = false;
 
-	if ((f->f_flags & CLIO_ACCMODE) == CLIO_WRONLY)
-		return -EBADF;
-	if (f->f_flags & CLIO_DIRECT) {
-		ssize_t n = direct_io(f, CLIO_OP_READ, buf, len, off);
-		dev_account_front(o->o_dev, CLIO_OP_READ, n > 0 ? (size_t)n : 0,
-				  dev_now(o->o_dev) - t0);
-		return n;
-	}
 	pthread_mutex_lock(&c->lock);
 	cache_check(c);
 	seq = seq_update(f, 0, off, len);
@@ -379,45 +377,49 @@ clio_pread(clio_file *f, void *buf, size_t len, uint64_t off)
 	else
 		len = MIN((uint64_t)len, o->o_size - off);
 	maxrun = (int)MAX(1u, MIN((uint32_t)READ_RUN, c->nbuf / READ_RUN_SHARE));
-	while (done < len) {
+	while (!last) {
 		struct buf *run[READ_RUN];
-		size_t start = done;
-		bool last = false;
-		int i, nrun = 0;
+		struct iovec iov[READ_RUN];
+		int i, nrun = 0, vr;
 
 		/* Hold a run of buffers: the first may be waited for or read,
 		 * the others only taken if valid now, as nothing may be
 		 * waited for while buffers are held for reading. */
 		while (done < len && nrun < maxrun) {
 			uint64_t pos = off + done;
+			size_t boff = (size_t)(pos % bs);
 			struct buf *b = read_getbuf(c, o, pos, len - done, seq,
 						    nrun > 0, &r);
 
 			if (b == NULL) {
-				last = r != -EAGAIN; /* EOF (0) or an error */
-				if (!last)
+				if (r == -EAGAIN)
 					r = 0;
+				else
+					len = done; /* EOF, or an error */
 				break;
 			}
 			buf_read_begin(c, b);
-			run[nrun++] = b;
-			done += MIN(bs - (size_t)(pos % bs), len - done);
+			run[nrun] = b;
+			iov[nrun].iov_base = b->b_data + boff;
+			iov[nrun].iov_len = MIN(bs - boff, len - done);
+			done += iov[nrun++].iov_len;
 		}
-		/* the copy needs no lock: writers wait for readers */
+		last = done == len && r == 0;
+		if (nrun == 0 && !last)
+			break;
+		/* no lock while the view reads: writers wait for readers */
 		pthread_mutex_unlock(&c->lock);
-		for (i = 0, done = start; i < nrun; i++) {
-			uint64_t pos = off + done;
-			size_t boff = (size_t)(pos % bs), n = MIN(bs - boff, len - done);
-
-			memcpy((char *)buf + done, run[i]->b_data + boff, n);
-			done += n;
-		}
+		vr = view(arg, iov, nrun, last);
 		pthread_mutex_lock(&c->lock);
 		for (i = 0; i < nrun; i++) {
 			buf_read_end(c, run[i]);
 			buf_release(c, run[i]);
 		}
-		if (last)
+		if (vr != 0) {
+			r = vr;
+			break;
+		}
+		if (r < 0)
 			break;
 	}
 	cache_check(c);
@@ -426,6 +428,70 @@ clio_pread(clio_file *f, void *buf, size_t len, uint64_t off)
 	if (r < 0)
 		return r;
 	return (ssize_t)done;
+}
+
+struct copy_out {
+	char *p;
+};
+
+static int
+copy_view(void *arg, const struct iovec *iov, int iovcnt, int last)
+{
+	struct copy_out *co = arg;
+	int i;
+
+	(void)last;
+	for (i = 0; i < iovcnt; i++) {
+		memcpy(co->p, iov[i].iov_base, iov[i].iov_len);
+		co->p += iov[i].iov_len;
+	}
+	return 0;
+}
+
+ssize_t
+clio_pread(clio_file *f, void *buf, size_t len, uint64_t off)
+{
+	struct copy_out co = { buf };
+
+	if ((f->f_flags & CLIO_ACCMODE) == CLIO_WRONLY)
+		return -EBADF;
+	if (f->f_flags & CLIO_DIRECT) {
+		clio_dev *d = f->f_obj->o_dev;
+		double t0 = dev_now(d);
+		ssize_t n = direct_io(f, CLIO_OP_READ, buf, len, off);
+
+		dev_account_front(d, CLIO_OP_READ, n > 0 ? (size_t)n : 0,
+				  dev_now(d) - t0);
+		return n;
+	}
+	return read_runs(f, len, off, copy_view, &co);
+}
+
+ssize_t
+clio_pread_view(clio_file *f, size_t len, uint64_t off, clio_view_fn *view,
+		void *arg)
+{
+	struct iovec iov;
+	ssize_t n;
+	int vr;
+
+	if ((f->f_flags & CLIO_ACCMODE) == CLIO_WRONLY)
+		return -EBADF;
+	if (!(f->f_flags & CLIO_DIRECT))
+		return read_runs(f, len, off, view, arg);
+	/* the raw path has no buffers to lend: read into one of ours */
+	iov.iov_base = malloc(len ? len : 1);
+	if (iov.iov_base == NULL)
+		return -ENOMEM;
+	n = clio_pread(f, iov.iov_base, len, off);
+	if (n >= 0) {
+		iov.iov_len = (size_t)n;
+		vr = view(arg, &iov, 1, 1);
+		if (vr != 0)
+			n = vr;
+	}
+	free(iov.iov_base);
+	return n;
 }
 
 ssize_t

@@ -482,6 +482,133 @@ test_read_runs(void **state)
 	free(buf);
 }
 
+/* What clio_pread_view lent, call by call. */
+struct view_log {
+	int calls;
+	int iovcnt[8];
+	int last[8];
+	const void *base[8][8];	/* the iovecs' addresses */
+	unsigned char *out;	/* the bytes, gathered */
+	size_t got;
+	int stop_at;		/* return -ECANCELED from this call on (1-based) */
+};
+
+static int
+log_view(void *arg, const struct iovec *iov, int iovcnt, int last)
+{
+	struct view_log *vl = arg;
+	int i, k = vl->calls++;
+
+	assert_true(k < 8 && iovcnt <= 8);
+	vl->iovcnt[k] = iovcnt;
+	vl->last[k] = last;
+	for (i = 0; i < iovcnt; i++) {
+		vl->base[k][i] = iov[i].iov_base;
+		memcpy(vl->out + vl->got, iov[i].iov_base, iov[i].iov_len);
+		vl->got += iov[i].iov_len;
+	}
+	return vl->stop_at != 0 && vl->calls >= vl->stop_at ? -ECANCELED : 0;
+}
+
+static void
+test_pread_view(void **state)
+{
+	struct clio_conf conf = CLIO_CONF_DEFAULTS;
+	const uint64_t bs = 16 * KiB;
+	unsigned char *out = malloc(8 * bs);
+	struct view_log vl;
+	struct clio_dev_stats st;
+	clio_cache *c;
+	clio_dev *d;
+	clio_file *f, *g;
+
+	(void)state;
+	conf.cluster = CLIO_CLUSTER_OFF;	/* a miss reads its block only */
+	c = cache_new(&conf);
+	d = tu_dev_open("mem:size=1024K", 0);
+	prefill(d, 8 * bs, 31);
+	f = file_open(c, d, CLIO_RDWR);
+	assert_int_equal(clio_pread(f, out, 1, 3 * bs), 1);
+	assert_int_equal(clio_pread(f, out, 1, 2 * bs), 1);
+	assert_int_equal(clio_pread(f, out, 1, 0), 1);
+
+	/* blocks 0, 2, 3 cached: runs [0], [1 2 3], [4], one view call each,
+	 * only the last one marked last; 1 and 4 read from the device */
+	memset(&vl, 0, sizeof(vl));
+	vl.out = out;
+	assert_int_equal(clio_pread_view(f, 5 * bs - 100, 50, log_view, &vl),
+			 (ssize_t)(5 * bs - 100));
+	assert_int_equal(vl.calls, 3);
+	assert_int_equal(vl.iovcnt[0], 1);
+	assert_int_equal(vl.iovcnt[1], 3);
+	assert_int_equal(vl.iovcnt[2], 1);
+	assert_int_equal(vl.last[0] + vl.last[1], 0);
+	assert_int_equal(vl.last[2], 1);
+	assert_int_equal(vl.got, 5 * bs - 100);
+	assert_int_equal(tu_check(out, vl.got, 50, 31), -1);
+	clio_dev_stats(d, &st);
+	assert_int_equal(st.back.reads, 5);
+
+	/* all cached now: one call, and the same memory as before: the
+	 * cache's buffers, not copies */
+	{
+		const void *block2 = vl.base[1][1];
+
+		memset(&vl, 0, sizeof(vl));
+		vl.out = out;
+		assert_int_equal(clio_pread_view(f, 5 * bs, 0, log_view, &vl),
+				 (ssize_t)(5 * bs));
+		assert_int_equal(vl.calls, 1);
+		assert_int_equal(vl.iovcnt[0], 5);
+		assert_int_equal(vl.last[0], 1);
+		assert_ptr_equal(vl.base[0][2], block2);
+		assert_int_equal(tu_check(out, vl.got, 0, 31), -1);
+	}
+
+	/* a view's error stops the read and is returned */
+	memset(&vl, 0, sizeof(vl));
+	vl.out = out;
+	vl.stop_at = 1;
+	assert_int_equal(clio_pread_view(f, 8 * bs, 4 * bs, log_view, &vl), -ECANCELED);
+	assert_int_equal(vl.calls, 1);
+
+	/* at EOF: one call with nothing, marked last; past it too */
+	assert_int_equal(clio_ftruncate(f, 5 * bs + 10), 0);
+	memset(&vl, 0, sizeof(vl));
+	vl.out = out;
+	assert_int_equal(clio_pread_view(f, bs, 5 * bs, log_view, &vl), 10);
+	assert_int_equal(vl.calls, 1);
+	assert_int_equal(vl.last[0], 1);
+	memset(&vl, 0, sizeof(vl));
+	vl.out = out;
+	assert_int_equal(clio_pread_view(f, bs, 6 * bs, log_view, &vl), 0);
+	assert_int_equal(vl.calls, 1);
+	assert_int_equal(vl.iovcnt[0], 0);
+	assert_int_equal(vl.last[0], 1);
+
+	/* the raw path lends a copy, in one call */
+	g = file_open(c, d, CLIO_RDONLY | CLIO_DIRECT);
+	memset(&vl, 0, sizeof(vl));
+	vl.out = out;
+	assert_int_equal(clio_pread_view(g, 2 * bs, bs, log_view, &vl), (ssize_t)(2 * bs));
+	assert_int_equal(vl.calls, 1);
+	assert_int_equal(vl.last[0], 1);
+	assert_int_equal(tu_check(out, vl.got, bs, 31), -1);
+	assert_int_equal(clio_close(g), 0);
+
+	/* a write-only handle reads nothing */
+	g = file_open(c, d, CLIO_WRONLY);
+	memset(&vl, 0, sizeof(vl));
+	assert_int_equal(clio_pread_view(g, bs, 0, log_view, &vl), -EBADF);
+	assert_int_equal(vl.calls, 0);
+	assert_int_equal(clio_close(g), 0);
+
+	assert_int_equal(clio_close(f), 0);
+	assert_int_equal(clio_cache_free(c), 0);
+	clio_dev_close(d);
+	free(out);
+}
+
 /* ------------------------------------------------------------ direct */
 
 static void
@@ -1334,6 +1461,7 @@ main(void)
 		cmocka_unit_test(test_cluster_off),
 		cmocka_unit_test(test_cluster_lite),
 		cmocka_unit_test(test_read_runs),
+		cmocka_unit_test(test_pread_view),
 		cmocka_unit_test(test_direct),
 		cmocka_unit_test(test_rbw),
 		cmocka_unit_test(test_write_fault),
