@@ -135,6 +135,7 @@ obj_nblocks(const clio_cache *c, const struct cobj *o)
 int cluster_read(clio_cache *c, struct cobj *o, uint64_t lbn, size_t totread,
 		 uint32_t seq, bool readahead, struct buf **bp);
 void readahead(clio_cache *c, struct cobj *o, uint64_t lbn, uint32_t seq);
+uint64_t read_start(clio_cache *c, struct cobj *o, uint64_t lbn, uint64_t end);
 void cluster_write(clio_cache *c, clio_file *f, uint64_t lbn, uint32_t seq);
 void push_range(clio_cache *c, struct cobj *o, uint64_t first, uint64_t last);
 

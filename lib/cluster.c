@@ -111,6 +111,33 @@ readahead(clio_cache *c, struct cobj *o, uint64_t lbn, uint32_t seq)
 }
 
 /*
+ * Start reading the missing blocks [lbn, end) without waiting, in
+ * clusters of at most the cluster size, as read-ahead (a reader needs
+ * them next).  Stops at the first block that is cached or that gets no
+ * buffer without waiting; returns the blocks submitted.
+ */
+uint64_t
+read_start(clio_cache *c, struct cobj *o, uint64_t lbn, uint64_t end)
+{
+	uint64_t done = 0;
+
+	end = MIN(end, obj_nblocks(c, o));
+	while (lbn + done < end) {
+		uint64_t from = lbn + done;
+		int n;
+
+		if (buf_lookup(c, o, from) != NULL)
+			break;
+		n = build_read(c, o, from, MIN(end, from + c->rcluster), NULL,
+			       true, false, NULL);
+		if (n == 0)
+			break;
+		done += (uint64_t)n;
+	}
+	return done;
+}
+
+/*
  * A miss on lbn: read one synchronous cluster covering up to totread
  * bytes (at least the block), then start read-ahead, then wait for the
  * cluster.  On success *bp is lbn's buffer, valid and held.

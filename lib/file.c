@@ -18,6 +18,10 @@
  *     once their holders let go: none keeps what the write replaced.
  *  4. A write-back error is reported once to each handle, by its next
  *     fsync or close.
+ *  5. A buffered read holds a run of buffers at a time (READ_RUN, and a
+ *     16th of the cache at most) and waits for nothing while it holds
+ *     them; before taking a run it waits for the run's blocks in flight
+ *     and starts reading its missing ones, holding nothing.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -352,6 +356,37 @@ read_getbuf(clio_cache *c, struct cobj *o, uint64_t pos, size_t want,
 	return NULL;
 }
 
+/* Before a run is taken, holding no buffer: wait for the blocks of
+ * [pos, end) that are being read, and start reading the missing ones
+ * after the first (a miss on the first is the run's own synchronous
+ * cluster), so that the run is not cut short at one of them. */
+static void
+read_prepare_run(clio_cache *c, struct cobj *o, uint64_t pos, uint64_t end)
+{
+	uint64_t bs = c->conf.bsize, first = pos / bs, lbn = first;
+	uint64_t elbn = DIV_ROUND_UP(end, bs), started = first + 1;
+	struct buf *b = buf_lookup(c, o, first);
+
+	if (b == NULL || (b->b_state == B_INVAL && b->b_hold == 0))
+		return;
+	while (lbn < elbn) {
+		b = buf_lookup(c, o, lbn);
+		if (b == NULL && lbn >= started) {
+			/* once per block: a failed read leaves it missing */
+			uint64_t n = read_start(c, o, lbn, elbn);
+
+			if (n == 0)
+				break;
+			started = lbn + n;
+		} else if (b != NULL && (b->b_state == B_READING ||
+					 (b->b_state == B_INVAL && b->b_hold > 0))) {
+			buf_wait(c, b);	/* then look again */
+		} else {
+			lbn++;
+		}
+	}
+}
+
 /* Hands the bytes [off, off + len) to view run by run: each call gets the
  * held buffers of one lock hold as iovecs (last set on the final call,
  * which comes at EOF too, even with no bytes).  A view's nonzero return
@@ -382,6 +417,9 @@ read_runs(clio_file *f, size_t len, uint64_t off, clio_view_fn *view,
 		struct iovec iov[READ_RUN];
 		int i, nrun = 0, vr;
 
+		if (done < len)
+			read_prepare_run(c, o, off + done,
+				      MIN(off + len, ((off + done) / bs + (uint64_t)maxrun) * bs));
 		/* Hold a run of buffers: the first may be waited for or read,
 		 * the others only taken if valid now, as nothing may be
 		 * waited for while buffers are held for reading. */
