@@ -14,7 +14,8 @@
  * the lock is not held.  A reader may hold several buffers this way
  * (clio_pread copies out a run of them per lock hold, clio_pread_view
  * lends the run to its caller), but it waits for nothing while it does:
- * whoever waits for its readers may hold what it would wait for.  Threads wait on c->cv, broadcast on every state change.
+ * whoever waits for its readers may hold what it would wait for.
+ * Threads wait on c->cv, broadcast on every state change.
  * Lock order: c->lock before a device's lock.
  *
  * Buffer states and the functions behind each transition:

@@ -417,9 +417,11 @@ read_runs(clio_file *f, size_t len, uint64_t off, clio_view_fn *view,
 		struct iovec iov[READ_RUN];
 		int i, nrun = 0, vr;
 
-		if (done < len)
-			read_prepare_run(c, o, off + done,
-				      MIN(off + len, ((off + done) / bs + (uint64_t)maxrun) * bs));
+		if (done < len) {
+			uint64_t run_end = ((off + done) / bs + (uint64_t)maxrun) * bs;
+
+			read_prepare_run(c, o, off + done, MIN(off + len, run_end));
+		}
 		/* Hold a run of buffers: the first may be waited for or read,
 		 * the others only taken if valid now, as nothing may be
 		 * waited for while buffers are held for reading. */
