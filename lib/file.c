@@ -363,8 +363,8 @@ read_getbuf(clio_cache *c, struct cobj *o, uint64_t pos, size_t want,
 static void
 read_prepare_run(clio_cache *c, struct cobj *o, uint64_t pos, uint64_t end)
 {
-	uint64_t bs = c->conf.bsize, first = pos / bs, lbn = first;
-	uint64_t elbn = DIV_ROUND_UP(end, bs), started = first + 1;
+	uint64_t bs = c->conf.bsize, first = pos / bs, lbn = first + 1;
+	uint64_t elbn = DIV_ROUND_UP(end, bs), started = lbn;
 	struct buf *b = buf_lookup(c, o, first);
 
 	if (b == NULL || (b->b_state == B_INVAL && b->b_hold == 0))
@@ -417,7 +417,7 @@ read_runs(clio_file *f, size_t len, uint64_t off, clio_view_fn *view,
 		struct iovec iov[READ_RUN];
 		int i, nrun = 0, vr;
 
-		if (done < len) {
+		if (done < len && (off + done) / bs != (off + len - 1) / bs) {
 			uint64_t run_end = ((off + done) / bs + (uint64_t)maxrun) * bs;
 
 			read_prepare_run(c, o, off + done, MIN(off + len, run_end));
