@@ -515,6 +515,8 @@ clio_pread_view(clio_file *f, size_t len, uint64_t off, clio_view_fn *view,
 	ssize_t n;
 	int vr;
 
+	if (view == NULL)
+		return -EINVAL;
 	if ((f->f_flags & CLIO_ACCMODE) == CLIO_WRONLY)
 		return -EBADF;
 	if (!(f->f_flags & CLIO_DIRECT))

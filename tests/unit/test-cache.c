@@ -603,6 +603,7 @@ test_pread_view(void **state)
 	memset(&vl, 0, sizeof(vl));
 	assert_int_equal(clio_pread_view(g, bs, 0, log_view, &vl), -EBADF);
 	assert_int_equal(vl.calls, 0);
+	assert_int_equal(clio_pread_view(f, bs, 0, NULL, NULL), -EINVAL);
 	assert_int_equal(clio_close(g), 0);
 
 	assert_int_equal(clio_close(f), 0);
