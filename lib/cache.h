@@ -125,6 +125,14 @@ int obj_writeback(clio_cache *c, struct cobj *o);
 void obj_wait_io(clio_cache *c, struct cobj *o);
 bool cache_invariants(clio_cache *c);
 void cache_check(clio_cache *c);
+/* No buffer for the block, or one that nobody is filling: a reader must
+ * read the block itself. */
+static inline bool
+buf_absent(const struct buf *b)
+{
+	return b == NULL || (b->b_state == B_INVAL && b->b_hold == 0);
+}
+
 static inline uint64_t
 obj_nblocks(const clio_cache *c, const struct cobj *o)
 {

@@ -339,7 +339,7 @@ read_getbuf(clio_cache *c, struct cobj *o, uint64_t pos, size_t want,
 		} else if (nowait) {
 			*r = -EAGAIN;
 			return NULL;
-		} else if (b != NULL && !(b->b_state == B_INVAL && b->b_hold == 0)) {
+		} else if (!buf_absent(b)) {
 			buf_wait(c, b);
 			continue;
 		} else {
@@ -365,12 +365,12 @@ read_prepare_run(clio_cache *c, struct cobj *o, uint64_t pos, uint64_t end)
 {
 	uint64_t bs = c->conf.bsize, first = pos / bs, lbn = first + 1;
 	uint64_t elbn = DIV_ROUND_UP(end, bs), started = lbn;
-	struct buf *b = buf_lookup(c, o, first);
 
-	if (b == NULL || (b->b_state == B_INVAL && b->b_hold == 0))
+	if (lbn >= elbn || buf_absent(buf_lookup(c, o, first)))
 		return;
 	while (lbn < elbn) {
-		b = buf_lookup(c, o, lbn);
+		struct buf *b = buf_lookup(c, o, lbn);
+
 		if (b == NULL && lbn >= started) {
 			/* once per block: a failed read leaves it missing */
 			uint64_t n = read_start(c, o, lbn, elbn);
@@ -417,7 +417,7 @@ read_runs(clio_file *f, size_t len, uint64_t off, clio_view_fn *view,
 		struct iovec iov[READ_RUN];
 		int i, nrun = 0, vr;
 
-		if (done < len && (off + done) / bs != (off + len - 1) / bs) {
+		if (done < len) {
 			uint64_t run_end = ((off + done) / bs + (uint64_t)maxrun) * bs;
 
 			read_prepare_run(c, o, off + done, MIN(off + len, run_end));
@@ -590,7 +590,7 @@ clio_pwrite(clio_file *f, const void *buf, size_t len, uint64_t off)
 					continue;
 				}
 			}
-		} else if (b != NULL && !(b->b_state == B_INVAL && b->b_hold == 0)) {
+		} else if (!buf_absent(b)) {
 			buf_wait(c, b);
 			continue;
 		} else if (covers || beyond) {
