@@ -455,8 +455,8 @@ clio_dev_submit(clio_dev *d, struct clio_req *req)
 			else
 				d->q_head = ws[i];
 			d->q_tail = ws[i];
+			pthread_cond_signal(&d->q_cv); /* one worker per piece */
 		}
-		pthread_cond_broadcast(&d->q_cv);
 		pthread_mutex_unlock(&d->lock);
 	}
 	free(ws);
