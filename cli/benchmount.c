@@ -190,15 +190,16 @@ have(const char *cmd)
 static int
 start_all(struct mctx *m, const char *self, bool nbd, char *err, size_t errlen)
 {
-	char opts[256], file[4400];
+	char opts[256], file[4400], mnt[sizeof(m->mnt[0])];
 	int s;
 
 	snprintf(file, sizeof(file), "%s/file", m->src);
 	for (s = S_MOUNT; s < S_N && !stop; s++) {
 		if (s == S_NBD && !nbd)
 			continue;
-		snprintf(m->mnt[s], sizeof(m->mnt[s]), "%s/mnt-%s", m->dir,
-			 systems[s].progress);
+		/* built in mnt: gcc cannot tell m's arrays apart (-Wrestrict) */
+		snprintf(mnt, sizeof(mnt), "%s/mnt-%s", m->dir, systems[s].progress);
+		memcpy(m->mnt[s], mnt, sizeof(mnt));
 		if (mkdir(m->mnt[s], 0700) < 0) {
 			snprintf(err, errlen, "mkdir %s: %s", m->mnt[s], strerror(errno));
 			m->mnt[s][0] = '\0';
@@ -218,8 +219,8 @@ start_all(struct mctx *m, const char *self, bool nbd, char *err, size_t errlen)
 			char *argv[] = { (char *)self, "mount", "-f", "-o", opts,
 					 m->src, m->mnt[s], NULL };
 			m->pid[s] = start_daemon(argv, m->mnt[s]);
-			snprintf(m->path[s], sizeof(m->path[s]), "%s/file", m->mnt[s]);
-			snprintf(m->wpath[s], sizeof(m->wpath[s]), "%s/write-%d", m->mnt[s], s);
+			snprintf(m->path[s], sizeof(m->path[s]), "%s/file", mnt);
+			snprintf(m->wpath[s], sizeof(m->wpath[s]), "%s/write-%d", mnt, s);
 		}
 		if (m->pid[s] < 0) {
 			snprintf(err, errlen, "%s on %s did not come up",
