@@ -9,8 +9,6 @@
 
 #include "clio.h"
 
-#define CLIO_VERSION "0.1"
-
 int cmd_dd(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_bench_one(int argc, char **argv);
