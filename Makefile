@@ -195,5 +195,11 @@ uninstall:
 		$(DESTDIR)$(MANDIR)/man3/libclio.3
 	@for f in $(PUBLIC_CALLS); do rm -f $(DESTDIR)$(MANDIR)/man3/$$f.3; done
 
+# The Debian packages, built from a copy of the tree into $(BUILD)/deb/
+# (DEB_BUILD_OPTIONS=nocheck skips the unit tests at build time).
+deb:
+	@sh scripts/deps.sh build test deb
+	@sh scripts/deb.sh $(BUILD)/deb
+
 clean:
 	rm -rf build build-debug build-asan build-tsan
