@@ -38,7 +38,7 @@ nm "$libdir/libclio.a" | grep -q ' t parse_size$' || fail "libclio.a: parse_size
 
 for kind in shared static; do
 	build_program "$tmp/own-$kind" "$src/tests/lib/own-symbols.c" $kind cc \
-		-std=c11 -Wall -Wextra -Werror || { echo "skip: static programs under a sanitizer"; continue; }
+		-std=c11 -Wall -Wextra -Werror || { echo "skip: no static programs under a sanitizer"; continue; }
 	LD_LIBRARY_PATH=$libdir "$tmp/own-$kind" > "$tmp/own.out" || fail "own-symbols ($kind) failed"
 	[ "$(cat "$tmp/own.out")" = "libclio read 'hello'; own: 4 42 7 mine 42 99" ] ||
 		fail "own-symbols ($kind): $(cat "$tmp/own.out")"
