@@ -26,6 +26,7 @@ INCLUDEDIR ?= $(PREFIX)/include
 MANDIR     ?= $(PREFIX)/share/man
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 INSTALL    ?= install
+OBJCOPY    ?= objcopy
 
 # The library's version, from include/clio.h; the soname changes with the
 # major number only.
@@ -100,8 +101,8 @@ $(BUILD)/libclio.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(call say,AR,$@)
 	$(Q)rm -f $@ $(BUILD)/obj/libclio-all.o $(BUILD)/obj/libclio.o
-	$(Q)ld -r -o $(BUILD)/obj/libclio-all.o $^
-	$(Q)objcopy -w --keep-global-symbol='clio_*' $(BUILD)/obj/libclio-all.o $(BUILD)/obj/libclio.o
+	$(Q)$(LD) -r -o $(BUILD)/obj/libclio-all.o $^
+	$(Q)$(OBJCOPY) -w --keep-global-symbol='clio_*' $(BUILD)/obj/libclio-all.o $(BUILD)/obj/libclio.o
 	$(Q)ar rcs $@ $(BUILD)/obj/libclio.o
 
 $(BUILD)/$(SOFILE): $(LIB_OBJ) lib/libclio.map
