@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # clio - build, demo, tests, install and the Debian packages.  `make`
 # builds build/clio and the library (build/libclio.so.*, build/libclio.a);
 # `make demo` runs the seed experiments; `make check` runs every test

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * copy.c - copy a file through libclio's cache in small reads and writes,
  * then print what the cache and the two devices did: the application's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * readers.c - several threads read one file through a shared libclio
  * cache and check every byte they get.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * clio.h - the public API of libclio, a user-space buffer cache with
  * BSD-style I/O clustering.

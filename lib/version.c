@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * version.c - what the header gives as macros, as calls: the version of
  * the library linked in (which may differ from the header a program was

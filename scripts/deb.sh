@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # deb.sh - build the Debian packages (libclio0, libclio-dev, clio) from a
 # copy of the source tree, so that the tree itself stays clean, and check
 # them with lintian (errors fail).

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Install the Debian packages that clio needs, only those that are
 # missing.  Runs as root (or through sudo when available).
 #   scripts/deps.sh                 the build, the tests and the benchmarks'

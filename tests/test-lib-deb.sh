@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # test-lib-deb.sh - make deb (with DEB_BUILD_OPTIONS=nocheck: the unit
 # tests run elsewhere in make check) builds libclio0, libclio-dev and clio,
 # lintian-clean of errors; unpacked into a throwaway root with dpkg -x they

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # test-lib-examples.sh - make install into a throwaway root (PREFIX=/usr),
 # then build examples/ against it with nothing but pkg-config and run them
 # against the shared library (LD_LIBRARY_PATH) and the static one

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # test-lib-header.sh - the installed clio.h compiles without a warning
 # (-Werror) as C99 and C11 (-pedantic -Wall -Wextra) and as C++11, C++17 and
 # C++20 (g++ -pedantic -Wall -Wextra); in each, CLIO_CONF_DEFAULTS gives

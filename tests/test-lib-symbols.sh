@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # test-lib-symbols.sh - the installed libclio.so and libclio.a define
 # exactly the public calls of clio.h as globals (clio_*, nothing else), the
 # shared library has the soname libclio.so.0, and a program with its own

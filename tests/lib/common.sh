@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # common.sh - what the tests of the installed library share.  Source it
 # after tests/functions.sh:
 #   . "$(dirname "$0")/lib/common.sh"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * header-check.c - a program that includes clio.h and is valid C99, C11
  * and C++11 to C++20: it prints CLIO_CONF_DEFAULTS as compiled and what

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * own-symbols.c - a program that defines functions named like libclio's
  * internal ones (parse_size, getblk, bio_submit, errno_name,
