@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * bench.c - `clio bench NAME [--quick] [--json] [--plot DIR]`: the seeds'
  * experiments on the calibrated simulated disks, each row beside the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * bench.h - what the parts of `clio bench` share.
  */

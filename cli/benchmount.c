@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * benchmount.c - `clio bench mount`: GNU dd on a real file, used directly
  * through the kernel and through FUSE, measured in the same run.

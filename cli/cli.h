@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cli.h - what the clio command's source files share.
  */
@@ -8,8 +9,6 @@
 #include <stdio.h>
 
 #include "clio.h"
-
-#define CLIO_VERSION "0.1"
 
 int cmd_dd(int argc, char **argv);
 int cmd_bench(int argc, char **argv);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * mount.c - `clio mount [-f] [-d] [-o OPTS] SOURCE MOUNTPOINT` and
  * `clio umount MOUNTPOINT`: a FUSE file system (libfuse 3, low-level API,

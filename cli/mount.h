@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * mount.h - what cli/mount.c (options, session, device mode) and
  * cli/mountfs.c (the pass-through file system) share.

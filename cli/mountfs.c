@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * mountfs.c - the pass-through file system of `clio mount DIR MNT`: every
  * object of DIR appears under MNT, and the data of every regular file

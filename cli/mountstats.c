@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * mountstats.c - the control file `.clio-stats` in the root of every
  * `clio mount` (device mode and pass-through mode).

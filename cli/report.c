@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * report.c - renderings of statistics shared by the subcommands: human
  * sizes as GNU dd prints them, iostat-style summary lines, JSON strings.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * stat.c - `clio stat MOUNTPOINT`: print the live statistics of a clio
  * mount, the control file MOUNTPOINT/.clio-stats (cli/mountstats.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * clio.h - the public API of libclio, a user-space buffer cache with
  * BSD-style I/O clustering.
@@ -23,6 +24,18 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* ---------------------------------------------------------------- version */
+
+/* The version of this header; clio_version() gives the library's.  The
+ * shared library's soname changes with the major number. */
+#define CLIO_VERSION_MAJOR 0
+#define CLIO_VERSION_MINOR 1
+#define CLIO_VERSION_PATCH 0
+#define CLIO_VERSION "0.1.0"
+
+/* "MAJOR.MINOR.PATCH" of the library linked in. */
+const char *clio_version(void);
 
 typedef struct clio_dev clio_dev;
 typedef struct clio_cache clio_cache;
@@ -133,14 +146,31 @@ struct clio_conf {
 				   device flushes; 0: only fsync flushes */
 };
 
+/*
+ * The defaults: `struct clio_conf conf = CLIO_CONF_DEFAULTS;`.  C uses
+ * designated initializers; C++ (which has them only from C++20, in order and
+ * complete) gets every field in declaration order.  clio_conf_init() sets
+ * the same values at run time.
+ */
+#ifndef __cplusplus
 #define CLIO_CONF_DEFAULTS                                                  \
 	{                                                                   \
 		.bsize = 16384, .maxbsize = 65536, .maxphys = 1048576,      \
 		.read_max = 64, .seqmax = 127, .cache_size = 64ull << 20,   \
 		.dirty_hi = 50, .dirty_lo = 25, .dirty_age = 30.0,          \
 		.cluster = CLIO_CLUSTER_ON, .rbw = CLIO_RBW_CLUSTER,        \
-		.write_behind = 1, .queue_depth = 4, .flusher = 1           \
+		.write_behind = 1, .queue_depth = 4, .flusher = 1,          \
+		.flush_behind = 0                                           \
 	}
+#else
+#define CLIO_CONF_DEFAULTS                                                  \
+	{                                                                   \
+		16384, 65536, 1048576, 64, 127, 64ull << 20, 50, 25, 30.0,  \
+		CLIO_CLUSTER_ON, CLIO_RBW_CLUSTER, 1, 4, 1, 0               \
+	}
+#endif
+/* Fill conf with CLIO_CONF_DEFAULTS; -EINVAL if conf is NULL. */
+int clio_conf_init(struct clio_conf *conf);
 
 /* Set one tunable by name ("bsize", "maxphys", "cluster", ...) from a
  * string; -EINVAL with a message naming the value in errbuf if bad. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cache.c - the buffer cache: buffers of bsize bytes found by (object,
  * logical block), their states, replacement, dirty accounting, write-back

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cache.h - the buffer cache's structures, shared by cache.c (buffers,
  * replacement, dirty accounting, the flusher), cluster.c (read clusters,

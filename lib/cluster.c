@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cluster.c - BSD-style clustering: a read miss becomes one synchronous
  * cluster plus asynchronous read-ahead; full blocks written in sequence

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * dev.c - the device layer: opening a backend from a string, asynchronous
  * requests with iovec lists, splitting at the device's maxio, worker

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * file.c - handles and the byte-offset API: pread, pwrite, fsync,
  * ftruncate, close; the per-handle sequential heuristic; the direct (raw)

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # make bench: run every experiment of `clio bench`, draw the plots, and
 # write bench/RESULTS.md with the tables and the machine they ran on.
 # `clio bench mount` runs too where FUSE can be used (/dev/fuse and

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # make demo: the seeds' experiments on the calibrated simulated disks,
 # each beside the figures the seed published, then clio against the Linux
 # kernel on a small temporary file.  Plots go to build/plots.

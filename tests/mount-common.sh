@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # mount-common.sh - sourced by tests/test-mount-*.sh: skip without FUSE,
 # mount in the background with -f, wait for it, always unmount.
 #   mount_start SOURCE MNT [OPTS...]   sets $mount_pid

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # test-bench.sh - `clio bench all --quick --json`: every experiment runs,
 # and the figures of seeds 000 and 002 hold as in the core tests (within
 # 15% of 105 s and 52 s, ratio 1.8-2.25; 63.6 KB/t +-15% and at least 2x

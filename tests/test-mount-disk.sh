@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # test-mount-disk.sh - clio mount of a device (mem:size=64M): one file,
 # disk, of the device's size; dd writes at 4k and 1M with conv=notrunc
 # read back equal; bad options exit 64 and mount nothing; max_pages=16

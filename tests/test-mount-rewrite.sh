@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # test-mount-rewrite.sh - a 1 KiB rewrite through the mount (seed 002's
 # dd bs=1k conv=notrunc) on an image file of 32 MiB, with each kernel
 # cache setting:

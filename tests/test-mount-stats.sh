@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # test-mount-stats.sh - the control file .clio-stats and `clio stat`:
 # clustering through a device mount (sim:preset=ssd,size=64M, a 16M
 # cache): dd writes the whole disk at 1M (64 MiB: at least one background

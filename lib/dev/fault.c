@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fault.c - fault injection around any device: `fault:OPTS@INNER`.
  *
