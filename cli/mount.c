@@ -671,7 +671,9 @@ cmd_mount(int argc, char **argv)
 			      : 128 * 1024) < 0)
 		fprintf(stderr, "clio mount: no read-ahead for writers\n");
 
-	r = clio_cache_new(&opts.conf, &cache);
+	r = mount_creds_init();
+	if (r == 0)
+		r = clio_cache_new(&opts.conf, &cache);
 	if (r == 0 && is_dir)
 		r = mountfs_init(cache, rootfd, opts.ro, opts.cache_off,
 				 opts.kernel_cache);

@@ -39,9 +39,11 @@ int mountfs_init(clio_cache *cache, int rootfd, int ro, int cache_off,
  * returns the first write-back error. */
 int mountfs_fini(void);
 
-/* Credentials of the caller of a request, for the file system calls that
- * create objects; no-ops unless the daemon runs as root. */
-void mount_creds_enter(fuse_req_t req);
+/* The caller's identity for the calls that create objects (mountcreds.c):
+ * init before the loop; enter (0 or -errno: then leave is not needed and
+ * the request fails) and leave around each such call. */
+int mount_creds_init(void);
+int mount_creds_enter(fuse_req_t req);
 void mount_creds_leave(void);
 
 /* The control file `.clio-stats` in the root (mountstats.c). */

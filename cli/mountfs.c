@@ -67,7 +67,8 @@
  * path under the source (as opened; a later rename is not seen).
  *
  * Permissions are checked by the kernel (default_permissions); objects
- * are created with the caller's fsuid/fsgid when the daemon runs as root.
+ * are created with the caller's identity and groups, with the mode the
+ * kernel sends and no umask of the daemon's (mountcreds.c).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -78,7 +79,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/xattr.h>
@@ -132,35 +132,6 @@ static char *fs_rootpath;	/* the source's path, to name devices */
 static struct mnode fs_root;
 static struct mnode *tbl[NBUCKETS];
 static pthread_mutex_t tbl_lock = PTHREAD_MUTEX_INITIALIZER;
-
-/* --------------------------------------------------------- credentials */
-
-static _Thread_local int cred_saved;
-static _Thread_local uid_t cred_uid;
-static _Thread_local gid_t cred_gid;
-
-void
-mount_creds_enter(fuse_req_t req)
-{
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-
-	cred_saved = 0;
-	if (geteuid() != 0 || ctx == NULL)
-		return;
-	cred_gid = (gid_t)setfsgid(ctx->gid);
-	cred_uid = (uid_t)setfsuid(ctx->uid);
-	cred_saved = 1;
-}
-
-void
-mount_creds_leave(void)
-{
-	if (!cred_saved)
-		return;
-	setfsuid(cred_uid);
-	setfsgid(cred_gid);
-	cred_saved = 0;
-}
 
 /* -------------------------------------------------------------- inodes */
 
@@ -675,7 +646,10 @@ fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 
 	if (stats_guard(req, parent, name))
 		return;
-	mount_creds_enter(req);
+	if ((r = mount_creds_enter(req)) < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
 	r = mknodat(node_of(parent)->fd, name, mode, rdev);
 	e = errno;
 	mount_creds_leave();
@@ -689,7 +663,10 @@ fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 
 	if (stats_guard(req, parent, name))
 		return;
-	mount_creds_enter(req);
+	if ((r = mount_creds_enter(req)) < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
 	r = mkdirat(node_of(parent)->fd, name, mode);
 	e = errno;
 	mount_creds_leave();
@@ -703,7 +680,10 @@ fs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name
 
 	if (stats_guard(req, parent, name))
 		return;
-	mount_creds_enter(req);
+	if ((r = mount_creds_enter(req)) < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
 	r = symlinkat(link, node_of(parent)->fd, name);
 	e = errno;
 	mount_creds_leave();
@@ -794,7 +774,7 @@ fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 {
 	struct fuse_entry_param e;
 	struct mnode *n;
-	int fd, r;
+	int fd, r, err;
 
 	if (stats_guard(req, parent, name))
 		return;
@@ -802,12 +782,16 @@ fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		fuse_reply_err(req, EROFS);
 		return;
 	}
-	mount_creds_enter(req);
+	if ((r = mount_creds_enter(req)) < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
 	fd = openat(node_of(parent)->fd, name,
 		    (fi->flags & ~(O_DIRECT | O_APPEND)) | O_CREAT | O_CLOEXEC, mode);
+	err = errno;
 	mount_creds_leave();
 	if (fd < 0) {
-		fuse_reply_err(req, errno);
+		fuse_reply_err(req, err);
 		return;
 	}
 	close(fd);
