@@ -48,4 +48,19 @@ void print_iostat_line(FILE *fp, const char *name, const struct clio_iostat *b,
 		       const struct clio_iostat *front, double elapsed);
 void json_string(FILE *fp, const char *s);
 
+/* mounttab.c: what is mounted on a directory (/proc/self/mountinfo) */
+struct mounttab_entry {
+	char majmin[32];	/* the mount's st_dev, "MAJ:MIN" */
+	char dir[4096];		/* the mount point */
+	char fstype[64];	/* "fuse.clio" for clio mount */
+	char source[4096];	/* what clio mount was given (its fsname) */
+};
+/* The mount on top of abs (absolute, canonical): 0, or -ENOENT if abs
+ * is no mount point. */
+int mounttab_find(const char *abs, struct mounttab_entry *e);
+bool mounttab_is_clio(const struct mounttab_entry *e);
+/* realpath(path), or for a dead FUSE mount (ENOTCONN) its parent's
+ * realpath and its name; 0 or -errno. */
+int mounttab_abspath(const char *path, char *abs, size_t len);
+
 #endif

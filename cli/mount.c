@@ -495,35 +495,16 @@ opt_escape(char *out, size_t len, const char *s)
  * mount).  Done from init: the kernel applies min(bdi, max_readahead)
  * when it reads the reply.  Best effort: only root may write there.
  */
-/* The MAJ:MIN of what is mounted on abs (the last mount), or -1. */
-static int
-mounted_dev(const char *abs, char *dev, size_t len)
-{
-	char line[8192], majmin[32], mp[4096];
-	FILE *fp = fopen("/proc/self/mountinfo", "re");
-	int found = -1;
-
-	if (fp == NULL)
-		return -1;
-	while (fgets(line, sizeof(line), fp) != NULL)
-		if (sscanf(line, "%*s %*s %31s %*s %4095s", majmin, mp) == 2 &&
-		    strcmp(mp, abs) == 0) {
-			snprintf(dev, len, "%s", majmin);
-			found = 0;
-		}
-	fclose(fp);
-	return found;
-}
-
 static void
 set_bdi_readahead(unsigned bytes)
 {
-	char dev[32], path[96];
+	struct mounttab_entry e;
+	char path[96];
 	FILE *fp;
 
-	if (mounted_dev(mnt_abs, dev, sizeof(dev)) < 0)
+	if (mounttab_find(mnt_abs, &e) < 0)
 		return;
-	snprintf(path, sizeof(path), "/sys/class/bdi/%s/read_ahead_kb", dev);
+	snprintf(path, sizeof(path), "/sys/class/bdi/%s/read_ahead_kb", e.majmin);
 	fp = fopen(path, "we");
 	if (fp == NULL)
 		return;
@@ -557,12 +538,17 @@ cmd_mount(int argc, char **argv)
 	const char *source, *mnt;
 	bool foreground = false, debug = false, is_dir;
 	struct stat st;
+	struct mounttab_entry mte;
 	clio_cache *cache = NULL;
 	int c, r, rootfd = -1, status = 0;
 
 	opts.conf = (struct clio_conf)CLIO_CONF_DEFAULTS;
 	opts.conf.flush_behind = MOUNT_FLUSH_BEHIND;
 	opts.kernel_cache = 1;
+	if (argc >= 2 && strcmp(argv[1], "--help") == 0) {
+		usage_mount(stdout);
+		return 0;
+	}
 	optind = 1;
 	while ((c = getopt(argc, argv, "+fdho:")) != -1) {
 		switch (c) {
@@ -598,6 +584,11 @@ cmd_mount(int argc, char **argv)
 	if (realpath(mnt, mnt_abs) == NULL) {
 		fprintf(stderr, "clio mount: %s: %s\n", mnt, strerror(errno));
 		return EX_NOINPUT;
+	}
+	if (mounttab_find(mnt_abs, &mte) == 0 && mounttab_is_clio(&mte)) {
+		fprintf(stderr, "clio mount: %s: already a clio mount (of %s)\n",
+			mnt_abs, mte.source);
+		return EX_CANTCREAT;
 	}
 
 	is_dir = stat(source, &st) == 0 && S_ISDIR(st.st_mode);
@@ -654,7 +645,7 @@ cmd_mount(int argc, char **argv)
 			close(rootfd);
 		return EX_SOFTWARE;
 	}
-	if (fuse_set_signal_handlers(se) < 0 || fuse_session_mount(se, mnt) < 0) {
+	if (fuse_set_signal_handlers(se) < 0 || fuse_session_mount(se, mnt_abs) < 0) {
 		fprintf(stderr, "clio mount: cannot mount on %s\n", mnt);
 		fuse_remove_signal_handlers(se);
 		fuse_session_destroy(se);
@@ -664,13 +655,16 @@ cmd_mount(int argc, char **argv)
 		return EX_UNAVAILABLE;
 	}
 	free(rootpath);
-	fuse_daemonize(foreground);
+	if (!foreground)
+		mount_daemon_start();
 	mount_ahead_init(&disk_ahead);
 	if (opts.kernel_cache && !opts.cache_off &&
 	    mount_ahead_start(mnt_abs, opts.readahead > 1 ? opts.readahead
 			      : 128 * 1024) < 0)
 		fprintf(stderr, "clio mount: no read-ahead for writers\n");
 
+	status = EX_OSERR;
+	err[0] = '\0';
 	r = mount_creds_init();
 	if (r == 0)
 		r = clio_cache_new(&opts.conf, &cache);
@@ -678,18 +672,22 @@ cmd_mount(int argc, char **argv)
 		r = mountfs_init(cache, rootfd, opts.ro, opts.cache_off,
 				 opts.kernel_cache);
 	if (r == 0 && !is_dir) {
+		/* the caller's working directory: relative paths as given */
 		r = clio_dev_open_err(source, opts.ro ? CLIO_DEV_RDONLY : 0,
 				      &disk_dev, err, sizeof(err));
-		if (r == 0)
+		if (r < 0)
+			status = r == -EINVAL ? EX_USAGE : EX_NOINPUT;
+		else
 			r = clio_open(cache, disk_dev, opts.ro ? CLIO_RDONLY : CLIO_RDWR,
 				      &disk_cf);
 	}
 	if (r == 0)
 		mount_stats_init(cache, is_dir ? mountfs_foreach_dev : disk_foreach);
 	if (r < 0) {
-		fprintf(stderr, "clio mount: %s\n", strerror(-r));
-		status = EX_OSERR;
+		fprintf(stderr, "clio mount: %s\n", err[0] ? err : strerror(-r));
 	} else {
+		status = 0;
+		mount_daemon_ready();
 		memset(&lcfg, 0, sizeof(lcfg));
 		lcfg.clone_fd = 0;
 		lcfg.max_idle_threads = 10;
@@ -756,29 +754,53 @@ run_fusermount(const char *mnt, bool quiet)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+static void
+usage_umount(FILE *fp)
+{
+	fprintf(fp, "usage: clio umount MOUNTPOINT\n"
+		"Write back what is dirty and remove the clio mount on MOUNTPOINT.\n"
+		"See clio(1).\n");
+}
+
 /*
- * fusermount3 -u; a mount that is busy is tried again for up to 3 s, as
- * the daemon's own read-ahead (mountahead.c) may hold the file open for
- * a moment after the last program closed it.
+ * Only a clio mount is unmounted (exit 64 otherwise, 66 for a path that
+ * is not there); fusermount3 -u on its absolute path, and a mount that
+ * is busy is tried again for up to 3 s, as the daemon's own read-ahead
+ * (mountahead.c) may hold the file open for a moment after the last
+ * program closed it; still busy: fusermount3's message, exit 75.
  */
 int
 cmd_umount(int argc, char **argv)
 {
-	char abs[4096], dev[32];
+	struct mounttab_entry e;
+	char abs[4096];
 	int i, r;
 
+	if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+		usage_umount(stdout);
+		return 0;
+	}
 	if (argc != 2 || argv[1][0] == '-') {
-		fprintf(stderr, "usage: clio umount MOUNTPOINT\n");
+		usage_umount(stderr);
 		return EX_USAGE;
 	}
-	for (i = 0; i < 30 && realpath(argv[1], abs) != NULL &&
-		    mounted_dev(abs, dev, sizeof(dev)) == 0; i++) {
-		if ((r = run_fusermount(argv[1], true)) == 0)
+	if ((r = mounttab_abspath(argv[1], abs, sizeof(abs))) < 0) {
+		fprintf(stderr, "clio umount: %s: %s\n", argv[1], strerror(-r));
+		return EX_NOINPUT;
+	}
+	if (mounttab_find(abs, &e) < 0 || !mounttab_is_clio(&e)) {
+		fprintf(stderr, "clio umount: %s: not a clio mount\n", argv[1]);
+		return EX_USAGE;
+	}
+	for (i = 0; i < 30; i++) {
+		if ((r = run_fusermount(abs, true)) == 0)
 			return 0;
 		if (r == EX_UNAVAILABLE)
 			return r;
+		if (mounttab_find(abs, &e) < 0 || !mounttab_is_clio(&e))
+			return 0; /* the daemon ended meanwhile */
 		usleep(100 * 1000);
 	}
-	r = run_fusermount(argv[1], false);
-	return r == 0 ? 0 : r == EX_UNAVAILABLE ? r : EX_SOFTWARE;
+	r = run_fusermount(abs, false);
+	return r == 0 ? 0 : r == EX_UNAVAILABLE ? r : EX_TEMPFAIL;
 }

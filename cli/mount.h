@@ -46,6 +46,11 @@ int mount_creds_init(void);
 int mount_creds_enter(fuse_req_t req);
 void mount_creds_leave(void);
 
+/* Without -f (mountdaemon.c): fork; the caller goes on in the child, and
+ * the command exits 0 at mount_daemon_ready, or with the child's status. */
+void mount_daemon_start(void);
+void mount_daemon_ready(void);
+
 /* The control file `.clio-stats` in the root (mountstats.c). */
 #define MOUNT_STATS_NAME ".clio-stats"
 /* Calls fn(arg, name, dev) for every open device. */
