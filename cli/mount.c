@@ -68,6 +68,7 @@
 
 static struct mount_opts opts;
 static char mnt_abs[4096];	/* the mount point, absolute */
+static char src_shown[4096];	/* the source: a directory's absolute path, or as given */
 
 /* ---------------------------------------------------- device mode: disk */
 
@@ -76,6 +77,7 @@ static clio_file *disk_cf;
 static atomic_bool disk_wrote;
 static struct mount_ahead disk_ahead;
 static atomic_int disk_users;		/* opens of disk by programs */
+static const char *disk_source;		/* the device string as given */
 
 static void
 disk_stat(fuse_ino_t ino, struct stat *st)
@@ -253,7 +255,7 @@ read_reply_view(void *arg, const struct iovec *iov, int iovcnt, int last)
 	return 0;
 }
 
-void
+size_t
 mount_reply_read(fuse_req_t req, clio_file *cf, int fd, size_t size, off_t off)
 {
 	struct read_reply rr = { .req = req, .size = size };
@@ -261,14 +263,16 @@ mount_reply_read(fuse_req_t req, clio_file *cf, int fd, size_t size, off_t off)
 
 	if (cf != NULL) {
 		r = clio_pread_view(cf, size, (uint64_t)off, read_reply_view, &rr);
-		if (!rr.replied)
-			fuse_reply_err(req, r < 0 ? (int)-r : EIO);
 		free(rr.buf);
-		return;
+		if (!rr.replied) {
+			fuse_reply_err(req, r < 0 ? (int)-r : EIO);
+			return 0;
+		}
+		return r > 0 ? (size_t)r : 0;
 	}
 	if ((rr.buf = malloc(size ? size : 1)) == NULL) {
 		fuse_reply_err(req, ENOMEM);
-		return;
+		return 0;
 	}
 	r = pread(fd, rr.buf, size, off);
 	if (r < 0)
@@ -276,6 +280,7 @@ mount_reply_read(fuse_req_t req, clio_file *cf, int fd, size_t size, off_t off)
 	else
 		fuse_reply_buf(req, rr.buf, (size_t)r);
 	free(rr.buf);
+	return r > 0 ? (size_t)r : 0;
 }
 
 static int
@@ -292,10 +297,11 @@ disk_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (ino == mount_stats_ino()) {
 		mount_stats_read(req, size, off, fi);
 	} else {
+		double t0 = mount_io_begin();
 		if (fi->fh == 0) /* a program's open, not the helper's */
 			mount_ahead_read(&disk_ahead, (uint64_t)off, size, disk_path,
 					 NULL, NULL, NULL);
-		mount_reply_read(req, disk_cf, -1, size, off);
+		mount_io_end(false, mount_reply_read(req, disk_cf, -1, size, off), t0);
 	}
 }
 
@@ -304,21 +310,25 @@ disk_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	   off_t off, struct fuse_file_info *fi)
 {
 	ssize_t r;
+	double t0;
 
 	(void)fi;
 	if (ino != DISK_INO) {
 		fuse_reply_err(req, EBADF);
 		return;
 	}
+	t0 = mount_io_begin();
 	mount_ahead_write(&disk_ahead, (uint64_t)off, size, disk_path, NULL,
 			  NULL, NULL);
 	r = clio_pwrite(disk_cf, buf, size, (uint64_t)off);
 	if (r < 0) {
 		fuse_reply_err(req, (int)-r);
+		mount_io_end(true, 0, t0);
 		return;
 	}
 	atomic_store(&disk_wrote, true);
 	fuse_reply_write(req, (size_t)r);
+	mount_io_end(true, (size_t)r, t0);
 }
 
 /* Each close(2) after writes writes back, so close reports errors. */
@@ -357,7 +367,7 @@ static void
 disk_foreach(mount_stats_visit_fn fn, void *arg)
 {
 	if (disk_dev != NULL)
-		fn(arg, DISK_NAME, disk_dev);
+		fn(arg, DISK_NAME, disk_source, disk_dev);
 }
 
 static const struct fuse_lowlevel_ops disk_ops = {
@@ -619,7 +629,9 @@ cmd_mount(int argc, char **argv)
 
 	snprintf(fopts, sizeof(fopts), "default_permissions,subtype=clio,max_read=%u%s%s,fsname=",
 		 opts.max_read, opts.ro ? ",ro" : "", opts.allow_other ? ",allow_other" : "");
-	opt_escape(fopts, sizeof(fopts), rootpath ? rootpath : source);
+	snprintf(src_shown, sizeof(src_shown), "%s", rootpath ? rootpath : source);
+	disk_source = source;
+	opt_escape(fopts, sizeof(fopts), src_shown);
 	if (fuse_opt_add_arg(&args, "clio") < 0 || fuse_opt_add_arg(&args, "-o") < 0 ||
 	    fuse_opt_add_arg(&args, fopts) < 0 ||
 	    (debug && fuse_opt_add_arg(&args, "-d") < 0)) {
@@ -682,7 +694,8 @@ cmd_mount(int argc, char **argv)
 				      &disk_cf);
 	}
 	if (r == 0)
-		mount_stats_init(cache, is_dir ? mountfs_foreach_dev : disk_foreach);
+		mount_stats_init(cache, is_dir ? mountfs_foreach_dev : disk_foreach,
+				 mnt_abs, src_shown);
 	if (r < 0) {
 		fprintf(stderr, "clio mount: %s\n", err[0] ? err : strerror(-r));
 	} else {

@@ -367,6 +367,7 @@ node_close_data(struct mnode *n)
 	if (n->cf != NULL)
 		r = clio_close(n->cf);
 	if (n->cdev != NULL) {
+		mount_stats_retire(n->cdev);
 		r2 = clio_dev_close(n->cdev);
 		if (r == 0)
 			r = r2;
@@ -863,12 +864,15 @@ fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	struct mhandle *h = handle_of(fi);
 	struct mnode *n;
+	double t0;
+	size_t got;
 
 	if (ino == mount_stats_ino()) {
 		mount_stats_read(req, size, off, fi);
 		return;
 	}
 	n = h->node;
+	t0 = mount_io_begin();
 	/* before the reply: after it, the handle may be released; not for
 	 * the helper's own reads, which must not queue kicks after the
 	 * close job of the last program's release */
@@ -879,11 +883,12 @@ fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	pthread_mutex_lock(&n->lock);
 	h->reads++;
 	pthread_mutex_unlock(&n->lock);
-	mount_reply_read(req, h->cf, h->fd, size, off);
+	got = mount_reply_read(req, h->cf, h->fd, size, off);
 	pthread_mutex_lock(&n->lock);
 	if (--h->reads == 0)
 		pthread_cond_broadcast(&h->reads_done);
 	pthread_mutex_unlock(&n->lock);
+	mount_io_end(false, got, t0);
 }
 
 static void
@@ -892,11 +897,13 @@ fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 {
 	struct mhandle *h = handle_of(fi);
 	ssize_t r;
+	double t0;
 
 	if (ino == mount_stats_ino()) {
 		fuse_reply_err(req, EBADF);
 		return;
 	}
+	t0 = mount_io_begin();
 	if (h->cf == NULL) {
 		r = pwrite(h->fd, buf, size, off);
 		if (r < 0)
@@ -908,10 +915,12 @@ fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	}
 	if (r < 0) {
 		fuse_reply_err(req, (int)-r);
+		mount_io_end(true, 0, t0);
 		return;
 	}
 	atomic_store(&h->wrote, true);
 	fuse_reply_write(req, (size_t)r);
+	mount_io_end(true, (size_t)r, t0);
 }
 
 static void
@@ -1558,7 +1567,7 @@ mountfs_foreach_dev(mount_stats_visit_fn fn, void *arg)
 			if (rl > 0 && strncmp(name, fs_rootpath, rl) == 0 &&
 			    name[rl] == '/')
 				name += rl + 1;
-			fn(arg, name, n->cdev);
+			fn(arg, name, path != NULL ? path : "?", n->cdev);
 			pthread_mutex_unlock(&n->lock);
 			free(path);
 		}
