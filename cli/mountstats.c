@@ -287,11 +287,13 @@ snapshot_build(void)
 	size_t len = 0, devlen = 0;
 	uint64_t lookups, seq, ngone = 0;
 	FILE *fp;
+	bool stable;
 	int tries;
 
 	v.elapsed = now_s() - st_start;
-	/* the open devices, then the closed ones, unless one closed between */
-	for (tries = 0; tries < 8; tries++) {
+	/* the open devices, then the closed ones, unless one closed between
+	 * (after a few tries, a device may show in both) */
+	for (tries = 0, stable = false; tries < 8 && !stable; tries++) {
 		pthread_mutex_lock(&retire_lock);
 		seq = retire_seq;
 		pthread_mutex_unlock(&retire_lock);
@@ -301,8 +303,7 @@ snapshot_build(void)
 		pthread_mutex_lock(&retire_lock);
 		gone = retired;
 		ngone = retired_devs;
-		if (retire_seq == seq)
-			tries = 8;
+		stable = retire_seq == seq;
 		pthread_mutex_unlock(&retire_lock);
 	}
 	fp = open_memstream(&buf, &len);

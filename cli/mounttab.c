@@ -127,3 +127,25 @@ mounttab_abspath(const char *path, char *abs, size_t len)
 	free(dir);
 	return 0;
 }
+
+int
+mounttab_clio_dirs(char **out, int max)
+{
+	FILE *fp = fopen("/proc/self/mountinfo", "re");
+	struct mounttab_entry e, top;
+	char *line = NULL;
+	size_t cap = 0;
+	int n = 0;
+
+	if (fp == NULL)
+		return 0;
+	while (n < max && getline(&line, &cap, fp) > 0)
+		if (parse_line(line, &e) == 0 && mounttab_is_clio(&e) &&
+		    mounttab_find(e.dir, &top) == 0 && mounttab_is_clio(&top) &&
+		    strcmp(top.majmin, e.majmin) == 0 &&
+		    (out[n] = strdup(e.dir)) != NULL)
+			n++;
+	free(line);
+	fclose(fp);
+	return n;
+}
