@@ -17,6 +17,9 @@ int cmd_bench_one(int argc, char **argv);
 int cmd_mount(int argc, char **argv);
 int cmd_umount(int argc, char **argv);
 int cmd_stat(int argc, char **argv);
+/* fusermount3 -u of the FUSE mount on abs (absolute), tried again for up
+ * to 3 s while it is busy: 0, or a sysexits code (mount.c). */
+int fuse_unmount_retrying(const char *abs);
 
 /* workload.c: dd-like workloads run in-process (for clio bench) */
 enum wl_kind { WL_WRITE, WL_READ, WL_REWRITE, WL_RANDREAD };

@@ -787,7 +787,7 @@ cmd_umount(int argc, char **argv)
 {
 	struct mounttab_entry e;
 	char abs[4096];
-	int i, r;
+	int r;
 
 	if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
 		usage_umount(stdout);
@@ -805,12 +805,21 @@ cmd_umount(int argc, char **argv)
 		fprintf(stderr, "clio umount: %s: not a clio mount\n", argv[1]);
 		return EX_USAGE;
 	}
+	return fuse_unmount_retrying(abs);
+}
+
+int
+fuse_unmount_retrying(const char *abs)
+{
+	struct mounttab_entry e;
+	int i, r;
+
 	for (i = 0; i < 30; i++) {
 		if ((r = run_fusermount(abs, true)) == 0)
 			return 0;
 		if (r == EX_UNAVAILABLE)
 			return r;
-		if (mounttab_find(abs, &e) < 0 || !mounttab_is_clio(&e))
+		if (mounttab_find(abs, &e) < 0)
 			return 0; /* the daemon ended meanwhile */
 		usleep(100 * 1000);
 	}

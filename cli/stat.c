@@ -1,6 +1,7 @@
 /*
  * stat.c - `clio stat [--json] [MOUNTPOINT...]` and
- * `clio stat -i SECONDS [-c COUNT] [-x] [MOUNTPOINT...]`: the live
+ * `clio stat -i SECONDS [-c COUNT] [-x] [MOUNTPOINT...]` (and --raw: the
+ * control file's lines as they are, for scripts): the live
  * statistics of clio mounts, read from each one's control file
  * MOUNTPOINT/.clio-stats (cli/mountstats.c, parsed by cli/statsnap.c).
  * Without a MOUNTPOINT: every clio mount in /proc/self/mountinfo.
@@ -34,11 +35,12 @@ static void
 usage(FILE *fp)
 {
 	fprintf(fp,
-		"usage: clio stat [--json] [MOUNTPOINT...]\n"
+		"usage: clio stat [--json | --raw] [MOUNTPOINT...]\n"
 		"       clio stat -i SECONDS [-c COUNT] [-x] [MOUNTPOINT...]\n"
 		"The statistics of clio mounts (all of them without MOUNTPOINT): a\n"
 		"summary per mount (totals since the mount) and a line per open file;\n"
-		"--json: the same as JSON; -i: a report every SECONDS, COUNT times,\n"
+		"--json: the same as JSON; --raw: the control file's key: value lines;\n"
+		"-i: a report every SECONDS, COUNT times,\n"
 		"KB/t tps MB/s as BSD's iostat, or with -x r/s w/s rkB/s wkB/s\n"
 		"rareq-sz wareq-sz r_await w_await aqu-sz %%util as sysstat's iostat -x.\n"
 		"See clio(1).\n");
@@ -433,13 +435,14 @@ cmd_stat(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, 'j' },
+		{ "raw", no_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "interval", required_argument, NULL, 'i' },
 		{ "count", required_argument, NULL, 'c' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char *mnts[MAX_MOUNTS], *end;
-	bool json = false, xview = false, owned = false;
+	bool json = false, raw = false, xview = false, owned = false;
 	double secs = 0;
 	long count = 0;
 	int c, i, n, status = 0, r;
@@ -448,6 +451,7 @@ cmd_stat(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "+hxi:c:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'j': json = true; break;
+		case 'r': raw = true; break;
 		case 'x': xview = true; break;
 		case 'h': usage(stdout); return 0;
 		case 'i':
@@ -467,9 +471,11 @@ cmd_stat(int argc, char **argv)
 		default: usage(stderr); return EX_USAGE;
 		}
 	}
-	if ((json && secs > 0) || ((count > 0 || xview) && secs == 0)) {
-		fprintf(stderr, "clio stat: %s\n", json ? "--json has no interval mode"
-			: "-c and -x go with -i SECONDS");
+	if (((json || raw) && secs > 0) || (json && raw) ||
+	    ((count > 0 || xview) && secs == 0)) {
+		fprintf(stderr, "clio stat: %s\n", json && raw ? "--json or --raw, not both" :
+			json || raw ? "--json and --raw have no interval mode" :
+			"-c and -x go with -i SECONDS");
 		return EX_USAGE;
 	}
 	n = argc - optind;
@@ -502,6 +508,8 @@ cmd_stat(int argc, char **argv)
 			if (json) {
 				fputs(c++ ? ", " : "", stdout);
 				print_json(stdout, mnts[i], &s);
+			} else if (raw) {
+				fputs(s.raw, stdout);
 			} else {
 				if (c++)
 					fputc('\n', stdout);

@@ -25,6 +25,7 @@ struct snap {
 	struct snap_file *files;
 	size_t nfiles;
 	char *text;		/* the buffer the strings point into */
+	char *raw;		/* the file as it was read */
 };
 
 /* Read MOUNTPOINT/.clio-stats of the clio mount on mnt: 0, or a sysexits

@@ -137,7 +137,7 @@ snap_read(const char *mnt, struct snap *s)
 	close(fd);
 	if (s->text == NULL)
 		return status;
-	if (parse(s) < 0) {
+	if ((s->raw = strdup(s->text)) == NULL || parse(s) < 0) {
 		snap_free(s);
 		fprintf(stderr, "clio stat: %s: out of memory\n", path);
 		return EX_OSERR;
@@ -160,6 +160,7 @@ snap_free(struct snap *s)
 	free(s->files);
 	free(s->kv);
 	free(s->text);
+	free(s->raw);
 	memset(s, 0, sizeof(*s));
 }
 

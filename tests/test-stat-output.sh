@@ -8,7 +8,8 @@
 # source file (never /proc/self/fd); a relative image is shown as given;
 # -i -c COUNT prints COUNT reports whose first (since the mount) agrees
 # with the totals, in the BSD view and with -x; two mount points that
-# differ only far from their end stay distinct when shortened; clio dd's
+# differ only far from their end stay distinct when shortened; --raw
+# prints the control file's lines; clio dd's
 # summary adds the -x figures of the run; --help exits 0, bad arguments 64.
 set -e
 . "$(dirname "$0")/mount-common.sh"
@@ -53,6 +54,10 @@ head -n 1 "$tmp/sum" | grep -qF "$mnt: clio mount of $src" || fail "summary head
 grep -q '^  requests  reads [0-9]* (2\.9 MiB), writes [0-9]* (2\.9 MiB)' "$tmp/sum" ||
 	fail "summary requests: $(grep requests "$tmp/sum")"
 grep -q '^  open files: 0$' "$tmp/sum" || fail "summary: open files"
+
+# --raw: the control file's lines
+"$CLIO" stat --raw "$mnt" >"$tmp/raw" || fail "clio stat --raw exits $?"
+grep -q "^total_front_write_bytes: $N\$" "$tmp/raw" || fail "--raw: $(head -n 40 "$tmp/raw")"
 
 # an open file: one line, its path and its source file
 exec 3<"$mnt/w"
@@ -135,7 +140,7 @@ echo "ok: clio dd's summary"
 # --help, bad arguments
 "$CLIO" stat --help >"$tmp/help" || fail "clio stat --help exits $?"
 grep -q '^usage: clio stat' "$tmp/help" || fail "clio stat --help: $(cat "$tmp/help")"
-for bad in "-i 0" "-i x" "-c 2" "-x" "--json -i 1" "-q"; do
+for bad in "-i 0" "-i x" "-c 2" "-x" "--json -i 1" "--raw -i 1" "--json --raw" "-q"; do
 	rc=0
 	"$CLIO" stat $bad "$tmp" >/dev/null 2>"$tmp/err" || rc=$?
 	[ "$rc" -eq 64 ] || fail "clio stat $bad: exit $rc, want 64"
