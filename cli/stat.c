@@ -304,8 +304,8 @@ row_name(char *out, size_t len, const char *mnt, const char *what)
 static int
 interval_report(struct watched *w, int nw, bool xview, bool header, int *namew)
 {
+	static char names[MAX_MOUNTS * 2][4200];	/* one report at a time */
 	struct snap now[MAX_MOUNTS];
-	char names[MAX_MOUNTS * 2][4200];
 	const char *np[MAX_MOUNTS * 2];
 	int i, r, nn = 0, status = 0;
 
