@@ -30,9 +30,14 @@
  * on.  Anything else is a one-line error and exit 64 (EX_USAGE), before
  * anything is mounted.
  *
- * Order of work: parse and check everything; mount; without -f, become a
- * daemon (before any thread exists: the cache and the devices start
- * threads); create the cache and open the source; run the loop.  When the
+ * Order of work: parse and check everything (a mount point that holds a
+ * clio mount already is refused, exit 73); mount on the absolute mount
+ * point (the daemon's own unmount must not depend on its directory);
+ * without -f, fork (mountdaemon.c, before any thread exists: the cache
+ * and the devices start threads; the command exits once the daemon
+ * serves, or with its status); create the cache and open the source (a
+ * relative device path from the caller's directory); run the loop, each
+ * object made with the caller's identity (mountcreds.c).  When the
  * loop ends (SIGTERM, SIGINT, SIGHUP, or an unmount), everything dirty is
  * written back (clio_sync, then every handle and device is closed) and the
  * mount is removed; a write-back error makes the exit status 74.

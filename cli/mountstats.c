@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,10 +42,21 @@
 
 #include "mount.h"
 
+/* Freed by whoever drops the last reference: the open holds one until
+ * release, each READ one until its reply has been sent (the program may
+ * close the file, and release come, while the reply is being written). */
 struct snapshot {
+	atomic_int refs;
 	size_t len;
 	char text[];
 };
+
+static void
+snapshot_put(struct snapshot *s)
+{
+	if (atomic_fetch_sub(&s->refs, 1) == 1)
+		free(s);
+}
 
 static char stats_anchor; /* its address is the node id */
 static clio_cache *st_cache;
@@ -351,6 +363,7 @@ snapshot_build(void)
 	}
 	s = malloc(sizeof(*s) + len + 1);
 	if (s != NULL) {
+		atomic_init(&s->refs, 1);
 		s->len = len;
 		memcpy(s->text, buf, len + 1);
 	}
@@ -385,16 +398,18 @@ mount_stats_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *
 {
 	struct snapshot *s = (struct snapshot *)(uintptr_t)fi->fh;
 
+	atomic_fetch_add(&s->refs, 1);
 	if (off < 0 || (size_t)off >= s->len)
 		fuse_reply_buf(req, NULL, 0);
 	else
 		fuse_reply_buf(req, s->text + off,
 			       size < s->len - (size_t)off ? size : s->len - (size_t)off);
+	snapshot_put(s);
 }
 
 void
 mount_stats_release(fuse_req_t req, struct fuse_file_info *fi)
 {
-	free((struct snapshot *)(uintptr_t)fi->fh);
+	snapshot_put((struct snapshot *)(uintptr_t)fi->fh);
 	fuse_reply_err(req, 0);
 }
