@@ -84,8 +84,7 @@ $(BUILD)/obj/%.o: %.c include/clio.h lib/internal.h $(wildcard lib/*.h) $(wildca
 	$(call say,CC,$<)
 	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
-MOUNT_OBJ = $(BUILD)/obj/cli/mount.o $(BUILD)/obj/cli/mountfs.o $(BUILD)/obj/cli/mountstats.o \
-	$(BUILD)/obj/cli/mountahead.o
+MOUNT_OBJ = $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard cli/mount*.c))
 $(MOUNT_OBJ): CFLAGS += $(FUSE_CFLAGS)
 $(MOUNT_OBJ): cli/mount.h cli/cli.h
 

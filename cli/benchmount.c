@@ -142,10 +142,9 @@ stop_daemon(const char *mnt, pid_t pid)
 	pid_t f;
 
 	if (mounted(mnt)) {
-		/* clio umount tries again while the mount is busy (clio's
-		 * read-ahead helper may hold a file a moment longer) */
-		char *argv[] = { "umount", (char *)mnt, NULL };
-		cmd_umount(2, argv);
+		/* tried again while the mount is busy (clio's read-ahead
+		 * helper may hold a file a moment longer) */
+		fuse_unmount_retrying(mnt);
 	}
 	for (i = 0; i < 200; i++) { /* 10 s, then the signal */
 		if (waitpid(pid, &status, WNOHANG) == pid)

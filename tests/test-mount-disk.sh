@@ -46,7 +46,7 @@ mountpoint -q "$mnt" && fail "still mounted"
 # max_pages=16: no FUSE write of more than 64 KiB reaches clio
 mount_start mem:size=16M "$mnt" -o max_pages=16
 dd if=/dev/zero of="$mnt/disk" bs=1M count=16 conv=notrunc,fsync 2>/dev/null
-"$CLIO" stat "$mnt" >"$tmp/s"
+"$CLIO" stat --raw "$mnt" >"$tmp/s"
 w=$(sed -n 's/^disk front_writes: //p' "$tmp/s")
 b=$(sed -n 's/^disk front_write_bytes: //p' "$tmp/s")
 [ "$w" -gt 0 ] && [ "$b" -eq 16777216 ] || fail "max_pages=16: $w writes, $b bytes"
