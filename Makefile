@@ -58,7 +58,7 @@ $(BUILD)/libclio.a: $(LIB_OBJ)
 
 $(BUILD)/clio: $(CLI_OBJ) $(BUILD)/libclio.a
 	$(call say,LD,$@)
-	$(Q)$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libclio.a $(FUSE_LIBS) $(LDLIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libclio.a $(FUSE_LIBS) $(shell pkg-config --libs liburing) $(LDLIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libclio.a tests/unit/testutil.h
 	@mkdir -p $(dir $@)

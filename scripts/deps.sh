@@ -1,11 +1,13 @@
 #!/bin/sh
 # Install the Debian packages the build, the tests and the benchmarks'
-# peers (nbdkit, nbdfuse in libnbd-bin) need, only those
-# that are missing.  Runs as root (or through sudo when available).
+# peers (nbdkit, nbdfuse in libnbd-bin; liburing-dev for clio bench core's
+# io_uring reads) need, only those that are missing.  Runs as root (or
+# through sudo when available).
 set -e
 need=""
 have() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"; }
 for p in gcc make libc6-dev libcmocka-dev gnuplot-nox libfuse3-dev fuse3 pkg-config attr \
+	liburing-dev \
 	nbdkit libnbd-bin; do
 	have "$p" || need="$need $p"
 done
