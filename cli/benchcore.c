@@ -672,11 +672,11 @@ make_files(struct core_ctx *k)
 	}
 	snprintf(k->cached_path, sizeof(k->cached_path), "%s.cached", k->path);
 	r = bench_make_file(k->path, k->size);
-	if (r == 0 && !stop)
-		r = bench_make_file(k->cached_path, CACHED_FILE_SIZE);
 	if (r < 0)
-		fprintf(stderr, "clio bench: core: cannot write %s: %s\n",
-			k->path, strerror(-r));
+		fprintf(stderr, "clio bench: core: cannot write %s: %s\n", k->path, strerror(-r));
+	else if (!stop && (r = bench_make_file(k->cached_path, CACHED_FILE_SIZE)) < 0)
+		fprintf(stderr, "clio bench: core: cannot write %s: %s\n", k->cached_path,
+			strerror(-r));
 	return r < 0 || stop ? -1 : 0;
 }
 
@@ -710,7 +710,7 @@ exp_core(const struct bench_opts *bo, struct table *t)
 		   "core: clio's cache against its peers, each case in the same run "
 		   "(median of the runs; MB/s = 10^6 B/s)");
 	table_col(t, "case", "case", -1);
-	table_col(t, "against", "peer", -1);
+	table_col(t, "against", "against", -1);
 	table_col(t, "unit", "unit", -1);
 	table_col(t, "clio", "clio", 2);
 	table_col(t, "peer", "peer", 2);

@@ -4,7 +4,8 @@
 # the quotient of the two figures printed beside it; "met" follows the
 # target ((d) at most, the others at least).  The figures themselves are
 # not asserted: the machine is shared and noisy.  The temporary files are
-# gone afterwards, also after an interrupt (exit 70).
+# gone afterwards, also after an interrupt (exit 70).  It runs under TSan
+# too (tests/tsan.list): 1 to 32 threads on one cache through the API.
 set -e
 . "$(dirname "$0")/functions.sh"
 command -v python3 >/dev/null 2>&1 || { echo "python3 not found"; exit 77; }
