@@ -57,6 +57,7 @@
 #define RAND_THREADS 32
 #define COLD_CACHE_MAX (64ull << 20)
 #define META_CACHE_SIZE (1ull << 30)
+#define PERRUN_MAX 10	/* runs whose ratios the note lists */
 
 static const int cached_threads[] = { 1, 2, 4 };
 #define N_CACHED (int)(sizeof(cached_threads) / sizeof(cached_threads[0]))
@@ -647,6 +648,27 @@ set_ratio(struct table *t, int row, double clio, double peer, double target, boo
 		  (at_most ? clio / peer <= target : clio / peer >= target) ? "yes" : "NO");
 }
 
+/* Append clio/peer in each run of each timed case (v as in exp_core), so
+ * that the spread shows beside the medians: "(a) 1 thread 2.01 1.96; ..." */
+static void
+perrun_ratios(char *buf, size_t size, const double *v, int runs)
+{
+	int i, run;
+
+	snprintf(buf + strlen(buf), size - strlen(buf), "\n  clio/peer in each run:");
+	for (i = 0; i < N_CACHED + 2; i++) {
+		snprintf(buf + strlen(buf), size - strlen(buf), "%s %s", i ? ";" : "",
+			 case_names[i]);
+		for (run = 0; run < MIN(runs, PERRUN_MAX); run++) {
+			const double *x = &v[((size_t)i * runs + run) * 2];
+
+			snprintf(buf + strlen(buf), size - strlen(buf), " %.2f", x[0] / x[1]);
+		}
+		if (runs > PERRUN_MAX)
+			snprintf(buf + strlen(buf), size - strlen(buf), " ...");
+	}
+}
+
 static int
 make_files(struct core_ctx *k)
 {
@@ -811,6 +833,7 @@ exp_core(const struct bench_opts *bo, struct table *t)
 		 k->rand_s, (unsigned long long)(k->cold_cache >> 20),
 		 k->rand_lookups ? 100.0 * (double)k->rand_hits / (double)k->rand_lookups : 0.0,
 		 (unsigned long long)(META_CACHE_SIZE >> 20), bsize);
+	perrun_ratios(t->note, sizeof(t->note), v, bo->runs);
 	rc = 0;
 out:
 	if (isatty(2) && !bo->json)
