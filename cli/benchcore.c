@@ -385,7 +385,8 @@ seq_clio(struct core_ctx *k)
 
 		if (got <= 0) {
 			fprintf(stderr, "clio bench: core: (b) clio_pread at %llu: %s\n",
-				(unsigned long long)off, got < 0 ? strerror((int)-got) : "end of file");
+				(unsigned long long)off,
+				got < 0 ? strerror((int)-got) : "end of file");
 			goto out;
 		}
 		off += (uint64_t)got;
@@ -636,16 +637,32 @@ measure_metadata(double *per_buf, uint32_t *bsize)
 
 /* ------------------------------------------------ the experiment */
 
-static void
-set_ratio(struct table *t, int row, double clio, double peer, double target, bool at_most)
+/* One run of timed case i (the thread counts of (a), then (b), (c)) on
+ * one system (0 clio, 1 its peer), in the row's unit, or NaN. */
+static double
+run_timed(struct core_ctx *k, int i, int sys, int run)
 {
+	if (i < N_CACHED)
+		return (sys ? cached_kernel : cached_clio)(k, cached_threads[i], run) / 1e6;
+	if (i == N_CACHED)
+		return sys ? seq_limit(k) : seq_clio(k);
+	return sys ? rand_limit(k, run) : rand_clio(k, run);
+}
+
+/* Fill row's figures, ratio and met: (d) is met at most at its target,
+ * the others at least. */
+static void
+set_figures(struct table *t, enum core_row row, double clio, double peer)
+{
+	double target = rows[row].target;
+
 	table_num(t, row, "clio", clio);
 	table_num(t, row, "peer", peer);
 	if (isnan(clio) || isnan(peer) || peer <= 0)
 		return;
 	table_num(t, row, "ratio", clio / peer);
 	table_str(t, row, "met",
-		  (at_most ? clio / peer <= target : clio / peer >= target) ? "yes" : "NO");
+		  (row == R_META ? clio / peer <= target : clio / peer >= target) ? "yes" : "NO");
 }
 
 /* Append clio/peer in each run of each timed case (v as in exp_core), so
@@ -762,19 +779,15 @@ exp_core(const struct bench_opts *bo, struct table *t)
 	/* first, while no other thread allocates */
 	if (measure_metadata(&meta, &bsize) < 0 || make_files(k) < 0)
 		goto out;
-	/* v[(c * runs + run) * 2 + sys]: c the case (thread counts of (a),
-	 * then (b), (c)), sys 0 clio, 1 its peer */
+	/* v[(i * runs + run) * 2 + sys]: timed case i, sys 0 clio, 1 its
+	 * peer; they take turns, so that a slow spell falls on both alike */
 	for (i = 0; i < N_CACHED + 2 && !stop; i++) {
 		for (run = 0; run < bo->runs && !stop; run++) {
 			for (sys = 0; sys < 2 && !stop; sys++) {
 				double *x = &v[((size_t)i * bo->runs + run) * 2 + sys];
+
 				progress(k, case_names[i], run, sys ? "peer" : "clio");
-				if (i < N_CACHED)
-					*x = (sys ? cached_kernel : cached_clio)(k, cached_threads[i], run) / 1e6;
-				else if (i == N_CACHED)
-					*x = sys ? seq_limit(k) : seq_clio(k);
-				else
-					*x = sys ? rand_limit(k, run) : rand_clio(k, run);
+				*x = run_timed(k, i, sys, run);
 				if (isnan(*x))
 					goto out;
 			}
@@ -799,11 +812,11 @@ exp_core(const struct bench_opts *bo, struct table *t)
 		table_num(t, row, "target", rows[i].target);
 	}
 	for (i = 0; i < N_CACHED; i++)
-		set_ratio(t, R_CACHED1 + i, med[i][0], med[i][1], rows[R_CACHED1 + i].target, false);
-	set_ratio(t, R_SCALING, med[1][0], med[0][0], rows[R_SCALING].target, false);
-	set_ratio(t, R_SEQ, med[N_CACHED][0], med[N_CACHED][1], rows[R_SEQ].target, false);
-	set_ratio(t, R_RAND, med[N_CACHED + 1][0], med[N_CACHED + 1][1], rows[R_RAND].target, false);
-	set_ratio(t, R_META, meta, bsize, rows[R_META].target, true);
+		set_figures(t, R_CACHED1 + i, med[i][0], med[i][1]);
+	set_figures(t, R_SCALING, med[1][0], med[0][0]);
+	set_figures(t, R_SEQ, med[N_CACHED][0], med[N_CACHED][1]);
+	set_figures(t, R_RAND, med[N_CACHED + 1][0], med[N_CACHED + 1][1]);
+	set_figures(t, R_META, meta, bsize);
 	table_num(t, R_META, "pct_of_cache", 100 * meta / bsize);
 	snprintf(t->note, sizeof(t->note),
 		 "  %d run%s per case, clio and its peer taking turns; big file %s, %llu MiB.\n"

@@ -68,3 +68,14 @@ set -e
 grep -q "interrupted" "$tmp/err" || fail "no word of the interrupt: $(cat "$tmp/err")"
 [ -z "$(ls -A "$tmp/dir")" ] || fail "files left behind after SIGINT: $(ls "$tmp/dir")"
 echo "ok: SIGINT: exit 70, no file left behind"
+
+for bad in "core --size 12Q" "core --runs 0" "core --size 512K"; do
+	set +e
+	# shellcheck disable=SC2086
+	"$CLIO" bench $bad >/dev/null 2>"$tmp/bad.err"
+	rc=$?
+	set -e
+	[ $rc -eq 64 ] || fail "'clio bench $bad' exited $rc, not 64"
+	[ "$(wc -l <"$tmp/bad.err")" -eq 1 ] || fail "'clio bench $bad' said: $(cat "$tmp/bad.err")"
+done
+echo "ok: bad invocations exit 64 with one line"
