@@ -18,6 +18,8 @@ LDFLAGS += $(SAN)
 # libfuse 3 for `clio mount` (cli/mount*.c only)
 FUSE_CFLAGS = $(shell pkg-config --cflags fuse3 2>/dev/null)
 FUSE_LIBS   = $(shell pkg-config --libs fuse3 2>/dev/null || echo -lfuse3)
+# liburing for clio bench core's peer (its io_uring reads)
+URING_LIBS  = $(shell pkg-config --libs liburing 2>/dev/null || echo -luring)
 
 # where `make install` puts things (DESTDIR is prepended to each)
 PREFIX     ?= /usr/local
@@ -115,7 +117,7 @@ $(BUILD)/$(SOFILE): $(LIB_OBJ) lib/libclio.map
 
 $(BUILD)/clio: $(CLI_OBJ) $(BUILD)/libclio-internal.a
 	$(call say,LD,$@)
-	$(Q)$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libclio-internal.a $(FUSE_LIBS) $(LDLIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libclio-internal.a $(FUSE_LIBS) $(URING_LIBS) $(LDLIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libclio-internal.a tests/unit/testutil.h
 	@mkdir -p $(dir $@)
