@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * benchcore.c - `clio bench core`: the library's core against its peers on
  * this machine, each case beside its peer in the same run.

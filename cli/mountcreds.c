@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * mountcreds.c - the caller's identity for the requests of `clio mount`
  * that create objects (create, mknod, mkdir, symlink), so that what they

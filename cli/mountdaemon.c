@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * mountdaemon.c - `clio mount` without -f: the command returns only once
  * the daemon serves the mount, with the daemon's own exit status if it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * mountio.c - the mount seen as a device by its programs: every READ and
  * WRITE request of the kernel, counted and timed by the daemon from the

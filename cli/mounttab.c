@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * mounttab.c - what is mounted on a directory, from /proc/self/mountinfo,
  * for clio mount (refuse a second mount on one directory; the bdi of the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * stat.h - a snapshot of a clio mount's control file, parsed
  * (cli/statsnap.c), for clio stat (cli/stat.c).

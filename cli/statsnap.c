@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * statsnap.c - read and parse the control file `.clio-stats` of a clio
  * mount (its format: cli/mountstats.c).

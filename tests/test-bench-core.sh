@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # test-bench-core.sh - `clio bench core --quick --json`: every case runs,
 # each with a positive figure for clio and for its peer, and each ratio is
 # the quotient of the two figures printed beside it (and, with one run,

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # test-mount-paths.sh - clio mount and clio umount with the paths users
 # type: a relative image path and a relative mount point, as a daemon
 # (no -f): the mount serves the image, and the daemon's own unmount at

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # test-mount-perms.sh - clio mount of a directory as seen by other users:
 # a user made for the test (and removed again, with its groups; nothing
 # the system had is touched), with a supplementary group that owns a

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # test-stat-output.sh - clio stat's figures against what was done: a
 # directory mounted with kernel_cache=off (each write(2) and read(2)
 # reaches clio as it is) gets N bytes written, closed, then read: the

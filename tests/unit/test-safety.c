@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test-safety.c - data safety under concurrency and failure, through the
  * public API only: each test is a race or a failure that once lost data,
