@@ -210,6 +210,9 @@ void clio_cache_stats(clio_cache *c, struct clio_cache_stats *st);
 #define CLIO_RDWR 0x2
 #define CLIO_ACCMODE 0x3
 #define CLIO_DIRECT 0x10 /* bypass the cache: the raw path */
+#define CLIO_KEEP 0x20	 /* keep the object's clean buffers after its last
+			    close; call clio_cache_forget() before closing
+			    the device */
 
 /* Open a handle on a device's data through the cache.  Handles on the same
  * device share its buffers. */
@@ -235,6 +238,34 @@ int clio_fsync(clio_file *f);
 int clio_ftruncate(clio_file *f, uint64_t size);
 /* The size readers see, including dirty data not yet written. */
 int64_t clio_fsize(clio_file *f);
+/* Write back the object's dirty data and wait for it, without flushing
+ * the device (what a close(2) owes; fsync makes it durable).  Returns any
+ * write-back error not yet reported to this handle. */
+int clio_writeback(clio_file *f);
+
+/*
+ * Consistency with a source that others change (close-to-open): a
+ * validator is what the front end knows of the source's version.  Equal
+ * validators mean unchanged data; fields a source lacks stay 0.
+ */
+struct clio_validator {
+	uint64_t size;
+	int64_t mtime_ns, ctime_ns;
+	uint64_t id;	 /* inode number, file handle hash ... */
+	uint64_t change; /* a change attribute (NFSv4's), 0 if none */
+};
+/* Compare v with what the object last recorded: if they differ, drop
+ * the object's clean buffers and take v's size (dirty data is kept, and
+ * the size covers it).  Records v.  Returns 1 if cached data was dropped,
+ * 0 if it was still valid (or nothing was recorded yet), or -errno. */
+int clio_revalidate(clio_file *f, const struct clio_validator *v);
+/* Record v as the object's version without dropping anything: after this
+ * handle's own writes changed the source. */
+int clio_validator_set(clio_file *f, const struct clio_validator *v);
+/* Drop everything the cache holds of device d (an object kept with
+ * CLIO_KEEP), writing back what is dirty first; -EBUSY while d has open
+ * handles.  Returns the write-back error, if any. */
+int clio_cache_forget(clio_cache *c, clio_dev *d);
 
 #ifdef __cplusplus
 }

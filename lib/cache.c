@@ -1200,7 +1200,7 @@ clio_cache_new(const struct clio_conf *conf, clio_cache **cp)
 	return 0;
 }
 
-/* Free o if nothing uses it any more: no handle and no pin.  Its buffers
+/* Free o if nothing uses it any more: no handle, no pin, not kept.  Its buffers
  * go; a dirty one left is a write-back that failed for good, a recorded
  * loss. */
 void
@@ -1209,10 +1209,10 @@ obj_free_if_unused(clio_cache *c, struct cobj *o)
 	struct cobj **pp;
 	struct buf *b, *next;
 
-	if (o->o_nhandles > 0 || o->o_pins > 0)
+	if (o->o_nhandles > 0 || o->o_pins > 0 || o->o_keep)
 		return;
 	obj_wait_io(c, o);
-	if (o->o_nhandles > 0 || o->o_pins > 0)
+	if (o->o_nhandles > 0 || o->o_pins > 0 || o->o_keep)
 		return; /* reopened while we waited */
 	for (b = o->o_bufs; b != NULL; b = next) {
 		next = b->b_onext;
@@ -1249,6 +1249,7 @@ clio_sync(clio_cache *c)
 		if (next != NULL)
 			next->o_pins++;
 		o->o_pins--;
+		pthread_cond_broadcast(&c->cv); /* clio_cache_forget waits */
 		obj_free_if_unused(c, o);
 		o = next;
 	}

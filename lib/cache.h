@@ -73,6 +73,9 @@ struct cobj {
 	uint64_t o_wbehind;	/* bytes written back since its last flush */
 	bool o_flushing;	/* a background flush is in flight */
 	bool o_truncating;	/* a truncate is resizing the device */
+	bool o_keep;		/* kept after its last close (CLIO_KEEP) */
+	bool o_have_v;		/* o_v holds the source's version */
+	struct clio_validator o_v;
 	struct buf *o_bufs;	/* its buffers (b_onext) */
 	struct buf *o_dhead, *o_dtail; /* its dirty buffers, oldest first */
 	struct cobj *o_next;

@@ -100,7 +100,7 @@ clio_open(clio_cache *c, clio_dev *d, int flags, clio_file **fp)
 	clio_file *f;
 
 	if ((flags & CLIO_ACCMODE) == CLIO_ACCMODE ||
-	    (flags & ~(CLIO_ACCMODE | CLIO_DIRECT)) != 0)
+	    (flags & ~(CLIO_ACCMODE | CLIO_DIRECT | CLIO_KEEP)) != 0)
 		return -EINVAL;
 	if ((flags & CLIO_ACCMODE) != CLIO_RDONLY && d->readonly)
 		return -EROFS;
@@ -115,6 +115,8 @@ clio_open(clio_cache *c, clio_dev *d, int flags, clio_file **fp)
 		return -ENOMEM;
 	}
 	f->f_obj->o_nhandles++;
+	if (flags & CLIO_KEEP)
+		f->f_obj->o_keep = true;
 	f->f_cache = c;
 	f->f_flags = flags;
 	atomic_init(&f->f_seq[0], 1);
@@ -776,6 +778,23 @@ clio_pwrite(clio_file *f, const void *buf, size_t len, uint64_t off)
 	if (done == 0 && r < 0)
 		return r;
 	return (ssize_t)done;
+}
+
+int
+clio_writeback(clio_file *f)
+{
+	clio_cache *c = f->f_cache;
+	struct cobj *o = f->f_obj;
+	int r;
+
+	pthread_mutex_lock(&c->lock);
+	r = obj_writeback(c, o);
+	if (r < 0)
+		f->f_errseen = o->o_errseq;
+	else
+		r = pending_error(f);
+	pthread_mutex_unlock(&c->lock);
+	return r;
 }
 
 int
