@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * test-consist.c - consistency with a source that changes behind the
+ * cache (clio_revalidate, clio_validator_set), objects kept across closes
+ * (CLIO_KEEP, clio_cache_forget), and clio_writeback (a close's write-back
+ * without a device flush), seen from the device's counters and the bytes
+ * read back.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <string.h>
+
+#include "clio.h"
+#include "testutil.h"
+
+#define KiB TU_KiB
+
+static clio_cache *
+small_cache(void)
+{
+	struct clio_conf conf = CLIO_CONF_DEFAULTS;
+	clio_cache *c = NULL;
+
+	conf.bsize = 4096;
+	conf.cache_size = 1 << 20;
+	conf.flusher = 0;
+	assert_int_equal(clio_cache_new(&conf, &c), 0);
+	return c;
+}
+
+static clio_file *
+open_file(clio_cache *c, clio_dev *d, int flags)
+{
+	clio_file *f = NULL;
+
+	assert_int_equal(clio_open(c, d, flags, &f), 0);
+	return f;
+}
+
+static uint64_t
+back_reads(clio_dev *d)
+{
+	struct clio_dev_stats st;
+
+	clio_dev_stats(d, &st);
+	return st.back.reads;
+}
+
+static uint64_t
+back_flushes(clio_dev *d)
+{
+	struct clio_dev_stats st;
+
+	clio_dev_stats(d, &st);
+	return st.back.flushes;
+}
+
+/* Write pattern seed over [0, len) of d behind the cache's back. */
+static void
+change_behind(clio_dev *d, size_t len, uint64_t seed)
+{
+	unsigned char buf[64 * 1024];
+
+	tu_fill(buf, len, 0, seed);
+	assert_int_equal(clio_dev_pwrite(d, buf, len, 0), (ssize_t)len);
+}
+
+static void
+test_revalidate(void **state)
+{
+	struct clio_validator v1 = { 32 * KiB, 1000, 1000, 7, 0 }, v2 = v1, v3;
+	unsigned char buf[64 * 1024];
+	clio_cache *c = small_cache();
+	clio_dev *d = tu_dev_open("mem:size=0", 0);
+	clio_file *f;
+	uint64_t reads;
+
+	(void)state;
+	change_behind(d, 32 * KiB, 1);
+	f = open_file(c, d, CLIO_RDWR);
+	/* the first word: nothing to drop, the size is the source's */
+	assert_int_equal(clio_revalidate(f, &v1), 0);
+	assert_int_equal(clio_fsize(f), 32 * KiB);
+	assert_int_equal(clio_pread(f, buf, 32 * KiB, 0), 32 * KiB);
+	assert_int_equal(tu_check(buf, 32 * KiB, 0, 1), -1);
+	reads = back_reads(d);
+
+	/* changed behind the cache, same version said: the cache is used */
+	change_behind(d, 48 * KiB, 2);
+	assert_int_equal(clio_revalidate(f, &v1), 0);
+	assert_int_equal(clio_pread(f, buf, 32 * KiB, 0), 32 * KiB);
+	assert_int_equal(tu_check(buf, 32 * KiB, 0, 1), -1);
+	assert_true(back_reads(d) == reads);
+
+	/* a new version: stale buffers go, the new size and bytes come */
+	v2.size = 48 * KiB;
+	v2.mtime_ns = 2000;
+	assert_int_equal(clio_revalidate(f, &v2), 1);
+	assert_int_equal(clio_fsize(f), 48 * KiB);
+	assert_int_equal(clio_pread(f, buf, 48 * KiB, 0), 48 * KiB);
+	assert_int_equal(tu_check(buf, 48 * KiB, 0, 2), -1);
+	assert_true(back_reads(d) > reads);
+
+	/* dirty data is newer than any version: it stays, and the size
+	 * covers it even if the source says it is shorter */
+	tu_fill(buf, 8 * KiB, 40 * KiB, 3);
+	assert_int_equal(clio_pwrite(f, buf, 8 * KiB, 40 * KiB), 8 * KiB);
+	v3 = v2;
+	v3.size = 16 * KiB;
+	v3.ctime_ns = 3000;
+	assert_int_equal(clio_revalidate(f, &v3), 1);
+	assert_int_equal(clio_fsize(f), 48 * KiB);
+	assert_int_equal(clio_pread(f, buf, 8 * KiB, 40 * KiB), 8 * KiB);
+	assert_int_equal(tu_check(buf, 8 * KiB, 40 * KiB, 3), -1);
+
+	/* after our own write-back, recording the version keeps the cache */
+	assert_int_equal(clio_fsync(f), 0);
+	v3.size = 48 * KiB;
+	v3.mtime_ns = 4000;
+	assert_int_equal(clio_validator_set(f, &v3), 0);
+	reads = back_reads(d);
+	assert_int_equal(clio_revalidate(f, &v3), 0);
+	assert_int_equal(clio_pread(f, buf, 8 * KiB, 40 * KiB), 8 * KiB);
+	assert_true(back_reads(d) == reads);
+
+	assert_int_equal(clio_revalidate(f, NULL), -EINVAL);
+	v3.size = UINT64_MAX;
+	assert_int_equal(clio_revalidate(f, &v3), -EINVAL);
+	assert_int_equal(clio_close(f), 0);
+	assert_int_equal(clio_cache_free(c), 0);
+	clio_dev_close(d);
+}
+
+static void
+test_keep(void **state)
+{
+	unsigned char buf[16 * 1024];
+	clio_cache *c = small_cache();
+	clio_dev *d = tu_dev_open("mem:size=0", 0);
+	clio_file *f, *g;
+	uint64_t reads;
+
+	(void)state;
+	change_behind(d, 16 * KiB, 4);
+	f = open_file(c, d, CLIO_RDONLY | CLIO_KEEP);
+	assert_int_equal(clio_pread(f, buf, 16 * KiB, 0), 16 * KiB);
+	assert_int_equal(clio_close(f), 0);
+	reads = back_reads(d);
+
+	/* the last close kept the buffers: a reopen reads nothing */
+	f = open_file(c, d, CLIO_RDONLY);
+	assert_int_equal(clio_pread(f, buf, 16 * KiB, 0), 16 * KiB);
+	assert_int_equal(tu_check(buf, 16 * KiB, 0, 4), -1);
+	assert_true(back_reads(d) == reads);
+	/* forgetting needs the handles closed */
+	assert_int_equal(clio_cache_forget(c, d), -EBUSY);
+	g = open_file(c, d, CLIO_RDWR);
+	tu_fill(buf, 4 * KiB, 0, 5);
+	assert_int_equal(clio_pwrite(g, buf, 4 * KiB, 0), 4 * KiB);
+	assert_int_equal(clio_close(g), 0);
+	assert_int_equal(clio_close(f), 0);
+
+	/* forget: written back, dropped; a new open reads from the device */
+	assert_int_equal(clio_cache_forget(c, d), 0);
+	assert_int_equal(clio_cache_forget(c, d), 0); /* nothing left: fine */
+	f = open_file(c, d, CLIO_RDONLY);
+	assert_int_equal(clio_pread(f, buf, 4 * KiB, 0), 4 * KiB);
+	assert_int_equal(tu_check(buf, 4 * KiB, 0, 5), -1);
+	assert_true(back_reads(d) > reads);
+	assert_int_equal(clio_close(f), 0);
+	assert_int_equal(clio_cache_free(c), 0);
+	clio_dev_close(d);
+}
+
+static void
+test_writeback(void **state)
+{
+	unsigned char buf[8 * 1024], back[8 * 1024];
+	clio_cache *c = small_cache();
+	clio_dev *d = tu_dev_open("mem:size=0", 0), *bad;
+	clio_file *f;
+	uint64_t flushes;
+
+	(void)state;
+	f = open_file(c, d, CLIO_RDWR);
+	tu_fill(buf, sizeof(buf), 0, 6);
+	assert_int_equal(clio_pwrite(f, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+	flushes = back_flushes(d);
+	/* on the device, and the device not flushed */
+	assert_int_equal(clio_writeback(f), 0);
+	assert_int_equal(clio_dev_pread(d, back, sizeof(back), 0), (ssize_t)sizeof(back));
+	assert_memory_equal(back, buf, sizeof(buf));
+	assert_true(back_flushes(d) == flushes);
+	/* fsync flushes */
+	assert_int_equal(clio_fsync(f), 0);
+	assert_true(back_flushes(d) == flushes + 1);
+	assert_int_equal(clio_close(f), 0);
+
+	/* a failed write-back is reported by it, once */
+	bad = tu_dev_open("fault:write=EIO@mem:size=1M", 0);
+	f = open_file(c, bad, CLIO_RDWR);
+	assert_int_equal(clio_pwrite(f, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+	assert_int_equal(clio_writeback(f), -EIO);
+	assert_int_equal(clio_close(f), -EIO); /* the retry at close fails too */
+	assert_int_equal(clio_cache_free(c), 0);
+	clio_dev_close(bad);
+	clio_dev_close(d);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_revalidate),
+		cmocka_unit_test(test_keep),
+		cmocka_unit_test(test_writeback),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
