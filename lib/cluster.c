@@ -87,10 +87,16 @@ readahead(clio_cache *c, struct cobj *o, uint64_t lbn, uint32_t seq)
 			build_read(c, o, lbn + 1, lbn + 2, NULL, true, false, NULL);
 		return;
 	}
-	/* a stream that has reached whole clusters keeps two in flight */
+	/* a stream that has reached whole clusters keeps two in flight, or
+	 * as many as the device serves at once (up to 8), as long as they
+	 * take at most an eighth of the cache */
 	win = MIN(seq, c->conf.read_max);
-	if (win >= C)
-		win = MAX(win, 2 * C);
+	if (win >= C) {
+		uint64_t n = MAX(2u, MIN(8u, o->o_dev->queue_depth));
+
+		n = MAX(2u, MIN(n, c->nbuf / (8 * C)));
+		win = MAX(win, n * C);
+	}
 	end = MIN(lbn + win, eof);
 	/* past the first cluster, issue whole aligned clusters only */
 	if (end < eof && end - lbn > C && end / C * C > lbn + 1)
