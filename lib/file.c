@@ -419,7 +419,9 @@ hit_lockless(clio_cache *c, struct cobj *o, uint64_t lbn, uint32_t seq,
 	if (seq <= 1 && !(fl & BF_REF))
 		b->b_flags |= BF_REF;
 	pthread_mutex_unlock(&s->lock);
-	buf_touch(c, b);
+	/* invariant 7; b->b_obj may be cleared now (a truncate dropped it) */
+	if (o->o_dev->is_virtual)
+		vclock_advance_to(b->b_ready);
 	return b;
 }
 
