@@ -27,7 +27,10 @@
  * offsets aligned to nothing, so that neighbours share blocks; it writes
  * only its own bytes, reads anywhere below the first EOF and checks its
  * own bytes of what it read.  The last thread owns the end of the device
- * and may grow it; nobody truncates.
+ * and may grow it; nobody truncates here, since a truncate would cut
+ * the others' shadows: the threaded random test with truncates, fsyncs,
+ * clio_sync calls and reopens all at once is test-safety's chaos test,
+ * which checks every byte it reads by a tag of its own offset.
  *
  * test_fsx_rewrite_race: a dd-like small-write rewrite racing a second
  * writer on the blocks just ahead of it (a regression test for a writer
