@@ -1316,8 +1316,10 @@ clio_cache_stats(clio_cache *c, struct clio_cache_stats *st)
 	for (i = 0; i <= c->smask; i++) {
 		struct stripe *s = &c->stripes[i];
 
+		pthread_mutex_lock(&s->lock);
 		st->hits += s->hits;
 		st->readahead_used += s->readahead_used;
+		pthread_mutex_unlock(&s->lock);
 	}
 	pthread_mutex_unlock(&c->lock);
 }

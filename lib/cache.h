@@ -81,11 +81,11 @@ struct cobj {
 	struct cobj *o_next;
 };
 
-/* A lock for a slice of the hash chains, with counters of lockless hits
- * (summed by clio_cache_stats; any stripe's counters may take a hit). */
+/* A lock for a slice of the hash chains, with the counters of the
+ * lockless hits on its buffers (under the lock; clio_cache_stats sums). */
 struct stripe {
 	pthread_mutex_t lock;
-	_Atomic uint64_t hits, readahead_used;
+	uint64_t hits, readahead_used;
 } __attribute__((aligned(64)));
 
 /* A request of the cache, kept for reuse by the size class of its

@@ -413,9 +413,12 @@ hit_lockless(clio_cache *c, struct cobj *o, uint64_t lbn, uint32_t seq,
 	}
 	b->b_hold++;
 	b->b_readers++;
+	s->hits++;
 	*ra = (fl & BF_RA) != 0;
-	if (*ra)
+	if (*ra) {
 		atomic_fetch_and(&b->b_flags, ~(unsigned)BF_RA);
+		s->readahead_used++;
+	}
 	if (seq <= 1 && !(fl & BF_REF))
 		b->b_flags |= BF_REF;
 	pthread_mutex_unlock(&s->lock);
@@ -426,16 +429,25 @@ hit_lockless(clio_cache *c, struct cobj *o, uint64_t lbn, uint32_t seq,
 }
 
 /* Let go of a run held by read_lockless(); with undo, it was not used:
- * its read-ahead marks go back. */
+ * its hits are taken back and its read-ahead marks go back. */
 static void
-release_lockless(clio_cache *c, struct buf **run, const bool *ra, int n,
-		 bool undo)
+release_lockless(clio_cache *c, struct cobj *o, struct buf **run,
+		 const bool *ra, int n, bool undo)
 {
 	int i;
 
 	for (i = 0; i < n; i++) {
-		if (undo && ra[i])
-			run[i]->b_flags |= BF_RA;
+		if (undo) {
+			struct stripe *s = stripe_of(c, o, run[i]->b_lbn);
+
+			pthread_mutex_lock(&s->lock);
+			s->hits--;
+			if (ra[i]) {
+				run[i]->b_flags |= BF_RA;
+				s->readahead_used--;
+			}
+			pthread_mutex_unlock(&s->lock);
+		}
 		atomic_fetch_sub(&run[i]->b_readers, 1);
 		buf_release_unlocked(c, run[i]);
 	}
@@ -462,8 +474,7 @@ read_lockless(clio_file *f, size_t len, uint64_t off, uint32_t seq,
 		struct iovec iov[READ_RUN];
 		bool ra[READ_RUN];
 		size_t got = 0;
-		int i, nrun = 0, nra = 0, vr;
-		struct stripe *s;
+		int nrun = 0, vr;
 
 		while (*done + got < len && nrun < maxrun) {
 			uint64_t pos = off + *done + got;
@@ -478,21 +489,13 @@ read_lockless(clio_file *f, size_t len, uint64_t off, uint32_t seq,
 			got += iov[nrun++].iov_len;
 		}
 		if (nrun < maxrun && *done + got < len) {
-			release_lockless(c, run, ra, nrun, true);
+			release_lockless(c, o, run, ra, nrun, true);
 			return 0;
 		}
 		*done += got;
-		for (i = 0; i < nrun; i++)
-			nra += ra[i];
-		s = stripe_of(c, o, (off + *done) / bs);
-		atomic_fetch_add_explicit(&s->hits, (uint64_t)nrun,
-					  memory_order_relaxed);
-		if (nra > 0)
-			atomic_fetch_add_explicit(&s->readahead_used, (uint64_t)nra,
-						  memory_order_relaxed);
 		*last = *done == len;
 		vr = view(arg, iov, nrun, *last);
-		release_lockless(c, run, ra, nrun, false);
+		release_lockless(c, o, run, ra, nrun, false);
 		if (vr != 0)
 			return vr;
 	}
