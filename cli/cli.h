@@ -17,6 +17,10 @@ int cmd_bench_one(int argc, char **argv);
 int cmd_mount(int argc, char **argv);
 int cmd_umount(int argc, char **argv);
 int cmd_stat(int argc, char **argv);
+/* main.c: --help (usage on stdout) or --version among a subcommand's
+ * arguments, before any "--": prints and returns 0; otherwise -1. */
+int cli_help_version(int argc, char **argv, void (*usage)(FILE *),
+		     const char *usage_text);
 
 /* workload.c: dd-like workloads run in-process (for clio bench) */
 enum wl_kind { WL_WRITE, WL_READ, WL_REWRITE, WL_RANDREAD };

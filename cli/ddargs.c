@@ -321,7 +321,7 @@ parse_option(struct dd *dd, int argc, char **argv, int i)
 		return -1;
 	}
 	if (strcmp(arg, "version") == 0) {
-		printf("clio dd %s\n", CLIO_VERSION);
+		printf("clio %s\n", CLIO_VERSION);
 		return -1;
 	}
 	snprintf(key, sizeof(key), "%.*s", eq ? (int)(eq - arg) : (int)strlen(arg),

@@ -558,6 +558,10 @@ cmd_mount(int argc, char **argv)
 	bool foreground = false, debug = false, is_dir;
 	struct stat st;
 	clio_cache *cache = NULL;
+	int std = cli_help_version(argc, argv, usage_mount, NULL);
+
+	if (std >= 0)
+		return std;
 	int c, r, rootfd = -1, status = 0;
 
 	opts.conf = (struct clio_conf)CLIO_CONF_DEFAULTS;
@@ -765,6 +769,9 @@ cmd_umount(int argc, char **argv)
 	char abs[4096], dev[32];
 	int i, r;
 
+	if ((r = cli_help_version(argc, argv, NULL,
+				  "usage: clio umount MOUNTPOINT\n")) >= 0)
+		return r;
 	if (argc != 2 || argv[1][0] == '-') {
 		fprintf(stderr, "usage: clio umount MOUNTPOINT\n");
 		return EX_USAGE;

@@ -26,6 +26,9 @@ cmd_stat(int argc, char **argv)
 	ssize_t n;
 	int fd, status = 0;
 
+	if ((fd = cli_help_version(argc, argv, NULL,
+				   "usage: clio stat MOUNTPOINT\n")) >= 0)
+		return fd;
 	if (argc != 2 || argv[1][0] == '-') {
 		fprintf(stderr, "usage: clio stat MOUNTPOINT\n");
 		return EX_USAGE;
