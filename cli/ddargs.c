@@ -159,6 +159,10 @@ number_operand(const char *v, uint64_t *out, bool *bytes, bool positive)
 	bool b;
 	int r = parse_number(v, out, bytes ? bytes : &b);
 
+	if (strncmp(v, "0x", 2) == 0)
+		fprintf(stderr, "clio dd: warning: '0x' is a zero multiplier; "
+				"use '00x' if that is intended\n");
+
 	if (r == -EOVERFLOW)
 		return usage_error("invalid number: '%s': %s", v,
 				   "Value too large for defined data type");

@@ -248,6 +248,9 @@ new if=@IN@ of=@OUT@ bs=x1
 new if=@IN@ of=@OUT@ bs=2x0
 new if=@IN@ of=@OUT@ bs=-1
 new if=@IN@ of=@OUT@ count=abc
+new if=@IN@ of=@OUT@ count=0x5
+new if=@IN@ of=@OUT@ bs=0x512
+new if=@IN@ of=@OUT@ count=00x5
 new if=@IN@ of=@OUT@ count=1x2B
 new if=@IN@ of=@OUT@ count=99999999999999999999
 new if=@IN@ of=@OUT@ bs=1Z
