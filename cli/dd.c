@@ -4,10 +4,11 @@
  * conversions: ddconv.c; what is printed: ddsummary.c; signals:
  * ddsignal.c.
  *
- * Order of work: every operand is parsed and checked, and dd's buffers
- * allocated, before anything is opened, so a bad one changes nothing
- * (exit 64).  Then the signals are blocked (before the cache starts its
- * threads), the input and output are opened, the input skipped and the
+ * Order of work: every operand is parsed, the signals are blocked (before
+ * any device or the cache starts a thread), the operands are checked and
+ * dd's buffers allocated, all before anything is opened, so a bad operand
+ * changes nothing (exit 64).  Then the input and output are opened, the
+ * input skipped and the
  * output positioned (and truncated at seek= unless conv=notrunc), the
  * copy runs, conv=fsync syncs, the handles are closed (the last write-back
  * is counted, and its error reported, before the summary), the summary
@@ -792,15 +793,16 @@ cmd_dd(int argc, char **argv)
 				"carries the JSON)\n");
 		return EX_USAGE;
 	}
+	/* before any device or the cache starts a thread */
+	if ((r = dd_signals_block()) < 0) {
+		fprintf(stderr, "clio dd: cannot take signals: %s\n", strerror(-r));
+		return EX_OSERR;
+	}
 	if ((r = check_direct(&dd)) != 0 || (r = check_spec(&dd.in)) != 0 ||
 	    (r = check_spec(&dd.out)) != 0)
 		return r;
 	if ((r = alloc_buffers(&dd)) != 0)
 		return r;
-	if (dd_signals_block() < 0) {
-		fprintf(stderr, "clio dd: cannot take signals: %s\n", strerror(errno));
-		return EX_OSERR;
-	}
 	clio_dev_set_default_queue_depth(dd.conf.queue_depth);
 	r = clio_cache_new(&dd.conf, &dd.cache);
 	if (r < 0) {

@@ -91,11 +91,12 @@ dd_wait_fd(struct dd *dd, int fd, bool for_write)
 
 		if (n < 0 && errno != EINTR)
 			return 0; /* let the read or write report it */
+		/* ready data is taken first: the copy loop stops after it */
+		if (n > 0 && p[0].revents != 0)
+			return 0;
 		if (dd_signal_poll(dd) != 0)
 			return -EINTR;
 		dd_progress(dd);
-		if (n > 0 && p[0].revents != 0)
-			return 0;
 	}
 }
 
