@@ -503,16 +503,9 @@ seek_output(struct dd *dd)
 	}
 	if (dd->seek == 0)
 		return 0;
-	if (ep->seekable && lseek(ep->fd, (off_t)dd->seek, SEEK_CUR) >= 0) {
-		if (ep->spec != NULL && ep->regular && !(dd->conv & CONV_NOTRUNC) &&
-		    ftruncate(ep->fd, (off_t)dd->seek) < 0) {
-			fprintf(stderr, "clio dd: failed to truncate to %llu bytes in "
-					"output file '%s': %s\n",
-				(unsigned long long)dd->seek, ep->name, strerror(errno));
-			return EX_IOERR;
-		}
+	/* a file descriptor is not truncated (GNU dd leaves standard output) */
+	if (ep->seekable && lseek(ep->fd, (off_t)dd->seek, SEEK_CUR) >= 0)
 		return 0;
-	}
 	fprintf(stderr, "clio dd: %s: cannot seek: %s\n",
 		dd_quotef(ep->name, qb, sizeof(qb)), strerror(ESPIPE));
 	return EX_IOERR;

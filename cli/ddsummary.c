@@ -103,7 +103,7 @@ human_rate(char *out, size_t len, double bytes, double seconds)
 static int
 xfer_line(struct dd *dd, bool progress)
 {
-	char si[32], iec[32], rate[48], secs[40];
+	char si[32], iec[32], rate[96], secs[40];
 	double el = dd_now(dd) - dd->t_start;
 	unsigned long long b = (unsigned long long)dd->bytes;
 
