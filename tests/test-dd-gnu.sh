@@ -211,6 +211,8 @@ new if=@IN@ of=@OUT@ bs=4k iflag=fullblock
 pipe of=@OUT@ bs=4096 iflag=fullblock
 new if=@IN@ of=@OUT@ bs=4k iflag=nonblock oflag=nonblock
 new if=@IN@ of=@OUT@ bs=4k iflag=noatime
+new if=@IN@ of=@OUT@ bs=4k oflag=noatime
+old if=@IN@ of=@OUT@ bs=1000 count=1500 oflag=count_bytes
 new if=@IN@ of=@OUT@ bs=4k iflag=nocache oflag=nocache
 new if=@IN@ of=@OUT@ bs=4k iflag=noctty oflag=noctty
 new if=@IN@ of=@OUT@ bs=4k iflag=nofollow oflag=nofollow

@@ -55,11 +55,16 @@ check_copy() {
 	echo "$bytes"
 }
 
-for sig in INT:2 TERM:15 HUP:1; do
+# (the last: input gathered into 1 MiB output blocks, one of them partial
+# when the signal comes)
+for sig in INT:2:bs=64k TERM:15:bs=64k HUP:1:bs=64k INT:2:ibs=64k,obs=1M; do
+	blocks=$(echo "${sig##*:}" | tr , ' ')
+	sig=${sig%:*}
 	num=${sig#*:}
 	sig=${sig%:*}
 	rm -f "$tmp/released" "$tmp/fed" "$tmp/out" "$tmp/err" "$tmp/pid" "$tmp/rc"
-	feed | run_dd of="$tmp/out" bs=64k 2>"$tmp/err" &
+	# shellcheck disable=SC2086
+	feed | run_dd of="$tmp/out" $blocks 2>"$tmp/err" &
 	wait_for "$tmp/pid"
 	wait_for "$tmp/fed"
 	kill -s $sig "$(cat "$tmp/pid")"
@@ -70,7 +75,7 @@ for sig in INT:2 TERM:15 HUP:1; do
 	want=$((128 + num))
 	[ "$rc" -eq "$want" ] || fail "SIG$sig: exit $rc, want $want: $(cat "$tmp/err")"
 	bytes=$(check_copy "$tmp/err" "$tmp/out")
-	echo "ok: SIG$sig: exit $rc, $bytes bytes read, on disk and reported"
+	echo "ok: SIG$sig ($blocks): exit $rc, $bytes bytes read, on disk and reported"
 done
 
 # SIGPIPE: the reader of the output goes away after 100 bytes
