@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * dd.h - what the files of `clio dd` share: the parsed operands, the two
  * endpoints and the counters of the copy.

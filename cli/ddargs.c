@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * ddargs.c - the operands and options of `clio dd`: GNU dd 9.1's operands
  * (numbers with its suffixes and NxM products, conv=, iflag=, oflag=,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * ddconv.c - the conversions of conv= between reading and writing, as
  * GNU dd 9.1 applies them: one translation table (ascii, then lcase or

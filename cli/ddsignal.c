@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * ddsignal.c - signals during `clio dd`: SIGINT, SIGTERM, SIGHUP and
  * SIGPIPE end the copy after the cache is written back and the summary

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * ddsummary.c - what `clio dd` prints about a copy: GNU dd 9.1's lines
  * (records in/out, truncated records, "B bytes (SI, IEC) copied, T s,

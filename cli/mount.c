@@ -558,11 +558,10 @@ cmd_mount(int argc, char **argv)
 	bool foreground = false, debug = false, is_dir;
 	struct stat st;
 	clio_cache *cache = NULL;
-	int std = cli_help_version(argc, argv, usage_mount, NULL);
-
-	if (std >= 0)
-		return std;
 	int c, r, rootfd = -1, status = 0;
+
+	if ((r = cli_help_version(argc, argv, usage_mount, NULL)) >= 0)
+		return r;
 
 	opts.conf = (struct clio_conf)CLIO_CONF_DEFAULTS;
 	opts.conf.flush_behind = MOUNT_FLUSH_BEHIND;

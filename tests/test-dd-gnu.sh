@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # test-dd-gnu.sh - clio dd against GNU dd 9.1, byte for byte: for every
 # row of the table below, both run with the same operands on the same
 # input and the same old output file; the output files must be equal and

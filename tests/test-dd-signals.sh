@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # test-dd-signals.sh - signals during clio dd from a slow pipe into a file
 # through the cache: SIGINT, SIGTERM and SIGHUP write back every byte read
 # (the file is the prefix of the input that the summary counts), print
