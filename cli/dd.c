@@ -693,7 +693,8 @@ sync_output(struct dd *dd)
 		if (r == 0 && ep->tail)
 			r = clio_fsync(ep->file);
 		if (r < 0) {
-			fprintf(stderr, "clio dd: fsync failed for '%s': %s\n", ep->name,
+			fprintf(stderr, "clio dd: %s failed for '%s': %s\n",
+				dd->conv & CONV_FSYNC ? "fsync" : "fdatasync", ep->name,
 				strerror(-r));
 			return EX_IOERR;
 		}
