@@ -243,6 +243,23 @@ old if=@IN@ of=@OUT@ bs=1000 count=1500 iflag=count_bytes,skip_bytes skip=1500
 stdin of=@OUT@ bs=1000 count=3 iflag=fullblock
 stdin of=@OUT@ bs=4096 count=3 iflag=direct
 new if=@IN@ of=@OUT@ bs=3000 count=2 status=none conv=fsync
+# still more: pipes, full devices, sparse with seek, case with swab
+pipe of=@OUT@ bs=512 conv=sync count=5
+pipe of=@OUT@ ibs=512 obs=4096 conv=swab count=9
+pipe of=@OUT@ bs=512 skip=1000B count=2
+pipe of=@OUT@ bs=512 skip=3 iflag=fullblock count=2
+pipe of=@OUT@ bs=1024 count=3000 iflag=count_bytes
+new if=@IN@ of=/dev/full bs=4k count=2
+new if=/dev/zero of=/dev/full bs=4k count=2 status=none
+new if=@IN@ of=/dev/null bs=4k seek=5 count=2
+old if=@ZEROS@ of=@OUT@ bs=1000 seek=3 conv=sparse
+new if=@ZEROS@ of=@OUT@ bs=1000 seek=3 conv=sparse
+new if=@IN@ of=@OUT@ bs=1000 count=5 oflag=append
+new if=@TXT@ of=@OUT@ conv=unblock,swab cbs=6 ibs=7 obs=11
+new if=@TXT@ of=@OUT@ ibs=10 obs=1M count=33 conv=ucase
+new if=@IN@ of=@OUT@ ibs=1 obs=1M count=4321
+new if=@TXT@ of=@OUT@ cbs=4 conv=block,sync ibs=9
+stdin of=@OUT@ bs=1000 skip=50000B count=2 iflag=skip_bytes
 # errors and warnings
 new if=@IN@ of=@OUT@ bs=0
 new if=@IN@ of=@OUT@ bs=12Q
