@@ -293,7 +293,7 @@ new if=@IN@ of=@DIR@
 pipeout if=@IN@ bs=1000 count=3 seek=1
 pipeout if=@IN@ bs=1000 count=3
 EOF
-[ "$n" -ge 140 ] || fail "only $n rows ran"
+[ "$n" -ge 180 ] || fail "only $n rows ran"
 echo "ok: $n rows"
 
 # A short read followed by another read warns once, with count= (GNU's
