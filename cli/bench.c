@@ -490,6 +490,9 @@ cmd_bench(int argc, char **argv)
 	size_t i;
 	int a, n = 0, rc = 0;
 
+	if ((rc = cli_help_version(argc, argv, usage_bench, NULL)) >= 0)
+		return rc;
+	rc = 0;
 	for (a = 1; a < argc; a++) {
 		const char *arg = argv[a];
 		const char *val = NULL;

@@ -20,6 +20,11 @@ int cmd_stat(int argc, char **argv);
  * to 3 s while it is busy: 0, or a sysexits code (mount.c). */
 int fuse_unmount_retrying(const char *abs);
 
+/* main.c: --help (usage on stdout) or --version among a subcommand's
+ * arguments, before any "--": prints and returns 0; otherwise -1. */
+int cli_help_version(int argc, char **argv, void (*usage)(FILE *),
+		     const char *usage_text);
+
 /* workload.c: dd-like workloads run in-process (for clio bench) */
 enum wl_kind { WL_WRITE, WL_READ, WL_REWRITE, WL_RANDREAD };
 struct wl_spec {

@@ -1,18 +1,33 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * dd.c - `clio dd`: GNU dd's copy loop with clio's cache (or its direct
- * path) between the program and each device.
+ * dd.c - `clio dd`: GNU dd 9.1's copy with clio's cache (or its direct
+ * path) between the program and each device.  Operands: ddargs.c;
+ * conversions: ddconv.c; what is printed: ddsummary.c; signals:
+ * ddsignal.c.
  *
- * Order of work: every operand and option is parsed and checked before
- * anything is opened, so a bad one changes nothing (exit 64, EX_USAGE).
- * Then the input and output are opened, the copy runs, conv=fsync syncs,
- * the handles are closed (the last write-back is counted, and its error
- * reported, before the summary), and the summary goes to standard error
- * (or, with --json, one JSON object to standard output).  Elapsed time is
- * simulated time when every clio device involved runs on the virtual
- * clock, wall time otherwise.  With oflag=direct, writes the direct path
- * cannot take (from a partial block on) go through the cache, as GNU dd
- * turns O_DIRECT off for them.
+ * Order of work: every operand is parsed, the signals are blocked (before
+ * any device or the cache starts a thread), the operands are checked and
+ * dd's buffers allocated, all before anything is opened, so a bad operand
+ * changes nothing (exit 64).  Then the input and output are opened, the
+ * input skipped and the
+ * output positioned (and truncated at seek= unless conv=notrunc), the
+ * copy runs, conv=fsync syncs, the handles are closed (the last write-back
+ * is counted, and its error reported, before the summary), the summary
+ * goes to standard error (or, with --json, one JSON object to standard
+ * output), and a signal that ended the copy is raised again.
+ *
+ * Invariants:
+ *  1. Every byte counted in "records in" is handed to the output before
+ *     the command ends, also when a signal ends the copy: the partial
+ *     output block and the conversions' state are flushed, and the cache
+ *     is written back at the close.
+ *  2. An endpoint is a clio device (EP_CLIO: regular files, block
+ *     devices and device strings), /dev/zero read as zeros (EP_ZERO), or
+ *     a file descriptor (EP_FD: standard input and output, pipes, FIFOs,
+ *     character devices, sockets, directories), read and written with
+ *     read(2) and write(2) after a poll that also watches the signals.
+ *  3. Elapsed time is simulated time when every clio device involved runs
+ *     on the virtual clock and both ends are named, wall time otherwise.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,245 +36,43 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sysexits.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "dd.h"
 #include "internal.h"
 
 #define ERRLEN 256
-
-enum endpoint_kind { EP_STDIO, EP_ZERO, EP_FD, EP_CLIO };
-
-struct endpoint {
-	const char *spec;	/* NULL: standard input/output */
-	enum endpoint_kind kind;
-	int fd;
-	clio_dev *dev;
-	clio_file *file;
-	clio_file *tail;	/* oflag=direct: buffered, for what it cannot take */
-	bool direct;
-};
-
-struct dd {
-	struct endpoint in, out;
-	uint64_t ibs, obs, count, skip, seek;
-	bool have_bs, have_count;
-	bool notrunc, fsync_end;
-	int status; /* 0 default, 1 none, 2 progress, 3 noxfer */
-	double iostat;
-	bool json;
-	struct clio_conf conf;
-	clio_cache *cache;
-	bool is_virtual;
-	/* progress of the copy */
-	uint64_t full_in, part_in, full_out, part_out, bytes;
-	double t_start;
-	/* --iostat */
-	double next_tick, last_tick;
-	struct clio_dev_stats last_in, last_out;
-};
-
-static void
-usage_dd(FILE *fp)
-{
-	fprintf(fp,
-		"usage: clio dd [if=DEV] [of=DEV] [bs=N] [ibs=N] [obs=N] [count=N]\n"
-		"               [skip=N] [seek=N] [conv=notrunc,fsync,fdatasync]\n"
-		"               [iflag=direct] [oflag=direct] [status=progress|none|noxfer]\n"
-		"               [--bsize=N] [--maxbsize=N] [--maxphys=N] [--read-max=N]\n"
-		"               [--cache-size=N] [--cluster=on|lite|off] [--rbw=cluster|block]\n"
-		"               [--queue-depth=N] [--write-behind=N] [--seqmax=N]\n"
-		"               [--dirty-hi=PCT] [--dirty-lo=PCT] [--dirty-age=SECONDS]\n"
-		"               [--flusher=0|1] [--flush-behind=N] [--iostat=SECONDS] [--json]\n"
-		"DEV is a path, /dev/zero, or a device string: file:PATH[?direct=1],\n"
-		"mem:size=N, sim:preset=NAME[,...], fault:OPTS@DEV.  See clio(1).\n");
-}
-
-static double
-dd_now(const struct dd *dd)
-{
-	return dd->is_virtual ? clio_vclock_now() : now_monotonic();
-}
-
-/* ------------------------------------------------------------ parsing */
-
-static int
-bad(const char *fmt, const char *a, const char *b)
-{
-	fprintf(stderr, "clio dd: ");
-	fprintf(stderr, fmt, a, b);
-	fputc('\n', stderr);
-	return EX_USAGE;
-}
-
-static int
-parse_flags(const char *v, const char *key, bool *direct)
-{
-	char *copy = strdup(v), *tok, *save = NULL;
-	int r = 0;
-
-	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (strcmp(tok, "direct") == 0)
-			*direct = true;
-		else {
-			r = bad("invalid %s flag '%s'", key, tok);
-			break;
-		}
-	}
-	free(copy);
-	return r;
-}
-
-static int
-parse_operand(struct dd *dd, const char *arg)
-{
-	const char *eq = strchr(arg, '=');
-	char key[16];
-	const char *v;
-	uint64_t n;
-
-	if (eq == NULL || (size_t)(eq - arg) >= sizeof(key))
-		return bad("unrecognized operand '%s'%s", arg, "");
-	memcpy(key, arg, (size_t)(eq - arg));
-	key[eq - arg] = '\0';
-	v = eq + 1;
-	if (strcmp(key, "if") == 0 || strcmp(key, "of") == 0) {
-		if (*v == '\0')
-			return bad("empty %s= operand%s", key, "");
-		if (key[0] == 'i')
-			dd->in.spec = v;
-		else
-			dd->out.spec = v;
-		return 0;
-	}
-	if (strcmp(key, "bs") == 0 || strcmp(key, "ibs") == 0 ||
-	    strcmp(key, "obs") == 0) {
-		if (parse_size(v, &n) < 0 || n == 0 || n > (1ull << 31))
-			return bad("invalid block size '%s' for %s=", v, key);
-		if (key[0] == 'b') {
-			dd->ibs = dd->obs = n;
-			dd->have_bs = true;
-		} else if (key[0] == 'i') {
-			dd->ibs = n;
-		} else {
-			dd->obs = n;
-		}
-		return 0;
-	}
-	if (strcmp(key, "count") == 0 || strcmp(key, "skip") == 0 ||
-	    strcmp(key, "seek") == 0) {
-		if (parse_size(v, &n) < 0)
-			return bad("invalid number '%s' for %s=", v, key);
-		if (key[0] == 'c') {
-			dd->count = n;
-			dd->have_count = true;
-		} else if (key[1] == 'k') {
-			dd->skip = n;
-		} else {
-			dd->seek = n;
-		}
-		return 0;
-	}
-	if (strcmp(key, "conv") == 0) {
-		char *copy = strdup(v), *tok, *save = NULL;
-		int r = 0;
-		for (tok = strtok_r(copy, ",", &save); tok;
-		     tok = strtok_r(NULL, ",", &save)) {
-			if (strcmp(tok, "notrunc") == 0)
-				dd->notrunc = true;
-			else if (strcmp(tok, "fsync") == 0 ||
-				 strcmp(tok, "fdatasync") == 0)
-				dd->fsync_end = true;
-			else {
-				r = bad("invalid conversion '%s'%s", tok, "");
-				break;
-			}
-		}
-		free(copy);
-		return r;
-	}
-	if (strcmp(key, "iflag") == 0)
-		return parse_flags(v, "iflag", &dd->in.direct);
-	if (strcmp(key, "oflag") == 0)
-		return parse_flags(v, "oflag", &dd->out.direct);
-	if (strcmp(key, "status") == 0) {
-		if (strcmp(v, "none") == 0)
-			dd->status = 1;
-		else if (strcmp(v, "progress") == 0)
-			dd->status = 2;
-		else if (strcmp(v, "noxfer") == 0)
-			dd->status = 3;
-		else
-			return bad("invalid status level '%s'%s", v, "");
-		return 0;
-	}
-	return bad("unrecognized operand '%s'%s", arg, "");
-}
-
-/* --key=value or --key value; returns args consumed or -EX_USAGE. */
-static int
-parse_option(struct dd *dd, int argc, char **argv, int i)
-{
-	const char *arg = argv[i] + 2, *eq = strchr(arg, '=');
-	char key[64], err[ERRLEN];
-	const char *v;
-	int used = 1;
-
-	if (strcmp(arg, "json") == 0) {
-		dd->json = true;
-		return 1;
-	}
-	if (strcmp(arg, "help") == 0) {
-		usage_dd(stdout);
-		exit(0);
-	}
-	if (eq != NULL) {
-		snprintf(key, sizeof(key), "%.*s", (int)(eq - arg), arg);
-		v = eq + 1;
-	} else {
-		if (i + 1 >= argc) {
-			bad("option '--%s' needs a value%s", arg, "");
-			return -EX_USAGE;
-		}
-		snprintf(key, sizeof(key), "%s", arg);
-		v = argv[i + 1];
-		used = 2;
-	}
-	if (strcmp(key, "iostat") == 0) {
-		if (parse_double(v, &dd->iostat) < 0 || dd->iostat <= 0) {
-			bad("invalid --iostat interval '%s'%s", v, "");
-			return -EX_USAGE;
-		}
-		return used;
-	}
-	if (clio_conf_set(&dd->conf, key, v, err, sizeof(err)) < 0) {
-		fprintf(stderr, "clio dd: %s\n", err);
-		return -EX_USAGE;
-	}
-	return used;
-}
+#define SECTOR 512
+#define MAX_READ 0x7ffff000 /* what Linux's read(2) gives at most, as GNU dd gets */
 
 /* ------------------------------------------------------------ endpoints */
 
 static bool
-is_plain_fd_path(const char *spec)
+is_fd_path(const char *spec, struct stat *st)
 {
-	struct stat st;
+	if (stat(spec, st) < 0)
+		return false;
+	return S_ISCHR(st->st_mode) || S_ISFIFO(st->st_mode) ||
+	       S_ISSOCK(st->st_mode) || S_ISDIR(st->st_mode);
+}
 
-	if (spec[0] != '/' && spec[0] != '.')
-		return false;
-	if (stat(spec, &st) < 0)
-		return false;
-	return S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode);
+/* A device string that is a plain path (no type prefix). */
+static bool
+is_plain_path(const char *spec)
+{
+	const char *colon = strchr(spec, ':');
+
+	return colon == NULL || spec[0] == '/' || spec[0] == '.' ||
+	       access(spec, F_OK) == 0;
 }
 
 /* Check a device string without opening anything a user can see. */
 static int
-check_spec(const struct endpoint *ep, const char *op)
+check_spec(const struct endpoint *ep)
 {
-	(void)op;
-	if (ep->spec == NULL || is_plain_fd_path(ep->spec))
+	struct stat st;
+
+	if (ep->spec == NULL || is_fd_path(ep->spec, &st))
 		return 0;
 	if (strncmp(ep->spec, "sim:", 4) == 0 || strncmp(ep->spec, "mem:", 4) == 0 ||
 	    strncmp(ep->spec, "fault:", 6) == 0) {
@@ -278,411 +91,627 @@ check_spec(const struct endpoint *ep, const char *op)
 }
 
 static int
-open_endpoint(struct dd *dd, struct endpoint *ep, bool output)
+open_error(const struct endpoint *ep, int e, bool output)
 {
-	char err[ERRLEN];
-	int flags, r;
+	fprintf(stderr, "clio dd: failed to open '%s': %s\n", ep->name, strerror(e));
+	return output ? EX_CANTCREAT : EX_NOINPUT;
+}
 
-	if (ep->spec == NULL) {
-		ep->kind = EP_STDIO;
-		ep->fd = output ? 1 : 0;
-		return 0;
-	}
-	if (!output && strcmp(ep->spec, "/dev/zero") == 0) {
-		ep->kind = EP_ZERO;
-		return 0;
-	}
-	if (is_plain_fd_path(ep->spec)) {
-		ep->kind = EP_FD;
-		ep->fd = open(ep->spec, output ? O_WRONLY : O_RDONLY);
-		if (ep->fd < 0) {
-			fprintf(stderr, "clio dd: failed to open '%s': %s\n",
-				ep->spec, strerror(errno));
-			return output ? EX_CANTCREAT : EX_NOINPUT;
-		}
-		return 0;
-	}
-	ep->kind = EP_CLIO;
-	flags = output ? CLIO_DEV_CREATE : CLIO_DEV_RDONLY;
-	r = clio_dev_open_err(ep->spec, flags, &ep->dev, err, sizeof(err));
-	if (r < 0) {
-		fprintf(stderr, "clio dd: failed to open '%s': %s\n", ep->spec,
-			err[0] ? err : strerror(-r));
-		return r == -EINVAL ? EX_USAGE
-				    : (output ? EX_CANTCREAT : EX_NOINPUT);
-	}
-	r = clio_open(dd->cache, ep->dev,
-		      (output ? CLIO_RDWR : CLIO_RDONLY) |
-			      (ep->direct ? CLIO_DIRECT : 0),
-		      &ep->file);
-	if (r < 0) {
-		fprintf(stderr, "clio dd: failed to open '%s': %s\n", ep->spec,
-			strerror(-r));
+static int
+open_flags(unsigned f)
+{
+	return (f & FLAG_APPEND ? O_APPEND : 0) | (f & FLAG_DIRECT ? O_DIRECT : 0) |
+	       (f & FLAG_DIRECTORY ? O_DIRECTORY : 0) |
+	       (f & FLAG_DSYNC ? O_DSYNC : 0) | (f & FLAG_SYNC ? O_SYNC : 0) |
+	       (f & FLAG_NONBLOCK ? O_NONBLOCK : 0) |
+	       (f & FLAG_NOATIME ? O_NOATIME : 0) | (f & FLAG_NOFOLLOW ? O_NOFOLLOW : 0) |
+	       O_NOCTTY;
+}
+
+/* Standard input or output: the flags that fcntl can set. */
+static int
+set_std_flags(struct endpoint *ep, bool output)
+{
+	int want = open_flags(ep->flags) & (O_APPEND | O_DIRECT | O_NONBLOCK);
+	int cur = fcntl(ep->fd, F_GETFL);
+
+	if (want && (cur < 0 || fcntl(ep->fd, F_SETFL, cur | want) < 0)) {
+		fprintf(stderr, "clio dd: setting flags for '%s': %s\n", ep->name,
+			strerror(errno));
 		return output ? EX_CANTCREAT : EX_NOINPUT;
 	}
 	return 0;
 }
 
+static void
+describe_fd(struct endpoint *ep)
+{
+	struct stat st;
+
+	ep->regular = fstat(ep->fd, &st) == 0 && S_ISREG(st.st_mode);
+	ep->seekable = lseek(ep->fd, 0, SEEK_CUR) >= 0;
+}
+
+/* The device string for iflag/oflag=direct: a plain path or file: device
+ * is opened with O_DIRECT too. */
+static char *
+device_string(const struct endpoint *ep)
+{
+	const char *s = ep->spec;
+	char *out = NULL;
+
+	if (!(ep->flags & FLAG_DIRECT))
+		return strdup(s);
+	if (strncmp(s, "file:", 5) == 0 && strstr(s, "direct=") == NULL) {
+		if (asprintf(&out, "%s%cdirect=1", s, strchr(s, '?') ? '&' : '?') < 0)
+			return NULL;
+		return out;
+	}
+	if (is_plain_path(s) && strchr(s, '?') == NULL) {
+		if (asprintf(&out, "file:%s?direct=1", s) < 0)
+			return NULL;
+		return out;
+	}
+	return strdup(s);
+}
+
+static int
+open_endpoint(struct dd *dd, struct endpoint *ep, bool output)
+{
+	char err[ERRLEN];
+	struct stat st;
+	char *spec;
+	int r, mode = output ? O_WRONLY : O_RDONLY;
+
+	if (ep->spec == NULL) {
+		ep->kind = EP_FD;
+		ep->fd = output ? 1 : 0;
+		describe_fd(ep);
+		return set_std_flags(ep, output);
+	}
+	if (!output && strcmp(ep->spec, "/dev/zero") == 0 &&
+	    !(ep->flags & (FLAG_DIRECTORY | FLAG_NONBLOCK))) {
+		ep->kind = EP_ZERO;
+		return 0;
+	}
+	if ((ep->flags & FLAG_NOFOLLOW) && lstat(ep->spec, &st) == 0 &&
+	    S_ISLNK(st.st_mode))
+		return open_error(ep, ELOOP, output);
+	if (is_fd_path(ep->spec, &st) || (ep->flags & FLAG_DIRECTORY)) {
+		ep->kind = EP_FD;
+		ep->fd = open(ep->spec, mode | open_flags(ep->flags) | O_CLOEXEC |
+						(output && !(dd->conv & CONV_NOCREAT) ? O_CREAT : 0),
+			      0666);
+		if (ep->fd < 0)
+			return open_error(ep, errno, output);
+		describe_fd(ep);
+		return 0;
+	}
+	ep->kind = EP_CLIO;
+	if (output && is_plain_path(ep->spec)) {
+		/* create it as GNU dd does: mode 0666 less the umask, excl */
+		int fd = open(ep->spec,
+			      O_WRONLY | O_NOCTTY | O_CLOEXEC |
+				      (dd->conv & CONV_NOCREAT ? 0 : O_CREAT) |
+				      (dd->conv & CONV_EXCL ? O_EXCL : 0) |
+				      (ep->flags & FLAG_NOFOLLOW ? O_NOFOLLOW : 0),
+			      0666);
+		if (fd < 0)
+			return open_error(ep, errno, output);
+		close(fd);
+	}
+	spec = device_string(ep);
+	if (spec == NULL)
+		return open_error(ep, ENOMEM, output);
+	r = clio_dev_open_err(spec, output ? CLIO_DEV_CREATE : CLIO_DEV_RDONLY,
+			      &ep->dev, err, sizeof(err));
+	free(spec);
+	if (r < 0) {
+		/* the file backend's message repeats the path: say the errno */
+		if (r != -EINVAL || strstr(err, strerror(EINVAL)) != NULL || !err[0])
+			return open_error(ep, -r, output);
+		fprintf(stderr, "clio dd: failed to open '%s': %s\n", ep->name, err);
+		return EX_USAGE;
+	}
+	r = clio_open(dd->cache, ep->dev,
+		      (output ? CLIO_RDWR : CLIO_RDONLY) |
+			      (ep->flags & FLAG_DIRECT ? CLIO_DIRECT : 0),
+		      &ep->file);
+	if (r < 0)
+		return open_error(ep, -r, output);
+	if ((ep->flags & FLAG_DIRECT) && clio_dev_sector_size(ep->dev) > SECTOR &&
+	    ((output ? dd->obs : dd->ibs) | (output ? dd->seek : dd->skip)) %
+			    clio_dev_sector_size(ep->dev)) {
+		fprintf(stderr, "clio dd: %s=%llu cannot go to '%s' with %s=direct: "
+				"not a multiple of its %u-byte sectors\n",
+			output ? "obs" : "ibs",
+			(unsigned long long)(output ? dd->obs : dd->ibs), ep->name,
+			output ? "oflag" : "iflag", clio_dev_sector_size(ep->dev));
+		return EX_USAGE;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ reading */
+
+/* GNU dd's warning for a short read followed by another read. */
+static bool warn_partial;
+static ssize_t prev_nread;
+
 static ssize_t
-read_in(struct dd *dd, char *buf, size_t len, uint64_t off)
+read_fd(struct dd *dd, char *buf, size_t len)
 {
 	struct endpoint *ep = &dd->in;
-	size_t done = 0;
 
-	switch (ep->kind) {
-	case EP_ZERO:
-		memset(buf, 0, len);
-		return (ssize_t)len;
-	case EP_CLIO:
-		return clio_pread(ep->file, buf, len, off);
-	default:
-		/* like dd without iflag=fullblock: one read(2) */
-		for (;;) {
-			ssize_t r = read(ep->fd, buf + done, len - done);
-			if (r < 0 && errno == EINTR)
-				continue;
-			return r < 0 ? -errno : r;
-		}
+	for (;;) {
+		ssize_t r;
+
+		if (!(ep->flags & FLAG_NONBLOCK) && dd_wait_fd(dd, ep->fd, false) < 0)
+			return -EINTR;
+		r = read(ep->fd, buf, len);
+		if (r >= 0)
+			return r;
+		if (errno != EINTR)
+			return -errno;
 	}
 }
 
 static ssize_t
-write_out(struct dd *dd, const char *buf, size_t len, uint64_t off)
+read_once(struct dd *dd, char *buf, size_t len)
 {
-	struct endpoint *ep = &dd->out;
+	struct endpoint *ep = &dd->in;
+	ssize_t n;
+
+	len = MIN(len, MAX_READ);
+	switch (ep->kind) {
+	case EP_ZERO:
+		memset(buf, 0, len);
+		n = (ssize_t)len;
+		break;
+	case EP_CLIO:
+		n = clio_pread(ep->file, buf, len, ep->off);
+		break;
+	default:
+		n = read_fd(dd, buf, len);
+	}
+	if (n > 0) {
+		ep->off += (uint64_t)n;
+		if (warn_partial && prev_nread > 0 && (size_t)prev_nread < len) {
+			if (dd->status != ST_NONE)
+				fprintf(stderr, "clio dd: warning: partial read (%zd byte%s); "
+						"suggest iflag=fullblock\n",
+					prev_nread, prev_nread == 1 ? "" : "s");
+			warn_partial = false;
+		}
+	}
+	prev_nread = n;
+	return n;
+}
+
+/* One input block: one read, or with iflag=fullblock as many as fill it.
+ * A signal returns what was read before it (-EINTR if nothing). */
+static ssize_t
+read_block(struct dd *dd, char *buf, size_t len)
+{
 	size_t done = 0;
 
-	if (ep->kind == EP_CLIO) {
-		/* like GNU dd, which turns O_DIRECT off for good at a partial
-		 * block: from the first unaligned write on, use the cache */
-		if (ep->direct && ep->tail == NULL &&
-		    (off | len) % clio_dev_sector_size(ep->dev) != 0) {
-			int r = clio_open(dd->cache, ep->dev, CLIO_RDWR, &ep->tail);
-			if (r < 0)
-				return r;
-		}
-		return clio_pwrite(ep->tail ? ep->tail : ep->file, buf, len, off);
-	}
+	if (!(dd->in.flags & FLAG_FULLBLOCK))
+		return read_once(dd, buf, len);
 	while (done < len) {
-		ssize_t r = write(ep->fd, buf + done, len - done);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		done += (size_t)r;
+		ssize_t n = read_once(dd, buf + done, len - done);
+		if (n < 0)
+			return done > 0 && n == -EINTR ? (ssize_t)done : n;
+		if (n == 0)
+			break;
+		done += (size_t)n;
 	}
 	return (ssize_t)done;
 }
 
-/* ------------------------------------------------------------ reports */
-
 static void
-stats_of(struct endpoint *ep, struct clio_dev_stats *st)
+read_error(struct dd *dd, int e)
 {
-	memset(st, 0, sizeof(*st));
-	if (ep->kind == EP_CLIO)
-		clio_dev_stats(ep->dev, st);
+	fprintf(stderr, "clio dd: error reading '%s': %s\n", dd->in.name, strerror(e));
 }
 
-static void
-iostat_header(struct dd *dd)
+/* skip=: seek where the input can, else read and discard. */
+static int
+skip_input(struct dd *dd, char *buf)
 {
-	struct endpoint *eps[2] = { &dd->in, &dd->out };
-	int i;
+	struct endpoint *ep = &dd->in;
+	uint64_t records = dd->skip / dd->ibs, rest = dd->skip % dd->ibs;
+	uint64_t got = 0;
+	char qb[512];
+	struct stat st;
 
-	fprintf(stderr, "%10s", "time");
-	for (i = 0; i < 2; i++)
-		if (eps[i]->kind == EP_CLIO)
-			fprintf(stderr, " %22.22s", clio_dev_name(eps[i]->dev));
-	fprintf(stderr, "\n%10s", "s");
-	for (i = 0; i < 2; i++)
-		if (eps[i]->kind == EP_CLIO)
-			fprintf(stderr, " %7s %6s %7s", "KB/t", "tps", "MB/s");
-	fputc('\n', stderr);
-}
-
-static void
-iostat_tick(struct dd *dd, bool force)
-{
-	double now = dd_now(dd), dt;
-	struct endpoint *eps[2] = { &dd->in, &dd->out };
-	struct clio_dev_stats *last[2] = { &dd->last_in, &dd->last_out };
-	int i;
-
-	if (dd->iostat <= 0 || (!force && now < dd->next_tick))
-		return;
-	dt = now - dd->last_tick;
-	if (dt <= 0)
-		return;
-	fprintf(stderr, "%10.2f", now - dd->t_start);
-	for (i = 0; i < 2; i++) {
-		struct clio_dev_stats st;
-		uint64_t x, b;
-		if (eps[i]->kind != EP_CLIO)
-			continue;
-		stats_of(eps[i], &st);
-		x = st.back.reads + st.back.writes - last[i]->back.reads -
-		    last[i]->back.writes;
-		b = st.back.read_bytes + st.back.write_bytes -
-		    last[i]->back.read_bytes - last[i]->back.write_bytes;
-		fprintf(stderr, " %7.2f %6.0f %7.2f",
-			x ? (double)b / 1024.0 / (double)x : 0.0,
-			(double)x / dt, (double)b / 1048576.0 / dt);
-		*last[i] = st;
-	}
-	fputc('\n', stderr);
-	dd->last_tick = now;
-	while (dd->next_tick <= now)
-		dd->next_tick += dd->iostat;
-}
-
-static void
-progress(struct dd *dd, double *next_real)
-{
-	double now = now_monotonic(), el;
-	char si[32], bin[32];
-
-	if (dd->status != 2 || now < *next_real)
-		return;
-	*next_real = now + 1.0;
-	el = dd_now(dd) - dd->t_start;
-	fmt_bytes_human(si, sizeof(si), (double)dd->bytes, 1);
-	fmt_bytes_human(bin, sizeof(bin), (double)dd->bytes, 0);
-	fprintf(stderr, "\r%llu bytes (%s, %s) copied, %.0f s, %.1f MB/s   ",
-		(unsigned long long)dd->bytes, si, bin, el,
-		el > 0 ? (double)dd->bytes / 1e6 / el : 0.0);
-}
-
-static void
-json_dev(FILE *fp, struct endpoint *ep, const char *role, double elapsed)
-{
-	struct clio_dev_stats st;
-	const struct clio_iostat *b = &st.back;
-	uint64_t x, bytes;
-	int k;
-
-	stats_of(ep, &st);
-	x = b->reads + b->writes;
-	bytes = b->read_bytes + b->write_bytes;
-	fprintf(fp, "{\"name\": ");
-	json_string(fp, clio_dev_name(ep->dev));
-	fprintf(fp,
-		", \"role\": \"%s\", \"reads\": %llu, \"writes\": %llu, "
-		"\"read_bytes\": %llu, \"write_bytes\": %llu, \"flushes\": %llu, "
-		"\"errors\": %llu, \"busy_s\": %.6f, \"kb_per_transfer\": %.3f, "
-		"\"tps\": %.3f, \"mb_per_s\": %.4f, \"lat_p50_s\": %.6g, "
-		"\"lat_p99_s\": %.6g, \"front_reads\": %llu, \"front_writes\": %llu, "
-		"\"front_read_bytes\": %llu, \"front_write_bytes\": %llu, "
-		"\"size_hist\": [",
-		role, (unsigned long long)b->reads, (unsigned long long)b->writes,
-		(unsigned long long)b->read_bytes,
-		(unsigned long long)b->write_bytes,
-		(unsigned long long)b->flushes, (unsigned long long)b->errors,
-		b->busy_s, x ? (double)bytes / 1024.0 / (double)x : 0.0,
-		elapsed > 0 ? (double)x / elapsed : 0.0,
-		elapsed > 0 ? (double)bytes / 1e6 / elapsed : 0.0,
-		b->lat_p50_s, b->lat_p99_s,
-		(unsigned long long)st.front.reads,
-		(unsigned long long)st.front.writes,
-		(unsigned long long)st.front.read_bytes,
-		(unsigned long long)st.front.write_bytes);
-	for (k = 0; k < CLIO_HIST_BUCKETS; k++)
-		fprintf(fp, "%s%llu", k ? ", " : "",
-			(unsigned long long)b->size_hist[k]);
-	fprintf(fp, "]}");
-}
-
-static void
-report(struct dd *dd, double elapsed)
-{
-	struct clio_cache_stats cs;
-	struct endpoint *eps[2] = { &dd->in, &dd->out };
-	const char *roles[2] = { "input", "output" };
-	int i, n = 0;
-
-	clio_cache_stats(dd->cache, &cs);
-	if (dd->json) {
-		printf("{\"elapsed_s\": %.6f, \"clock\": \"%s\", \"bytes_copied\": %llu, "
-		       "\"records_in\": \"%llu+%llu\", \"records_out\": \"%llu+%llu\", "
-		       "\"devices\": [",
-		       elapsed, dd->is_virtual ? "virtual" : "real",
-		       (unsigned long long)dd->bytes,
-		       (unsigned long long)dd->full_in, (unsigned long long)dd->part_in,
-		       (unsigned long long)dd->full_out, (unsigned long long)dd->part_out);
-		for (i = 0; i < 2; i++) {
-			if (eps[i]->kind != EP_CLIO)
-				continue;
-			if (n++)
-				printf(", ");
-			json_dev(stdout, eps[i], roles[i], elapsed);
+	if (dd->skip == 0 || ep->kind == EP_ZERO)
+		return 0;
+	if (ep->kind == EP_CLIO) {
+		int64_t size = clio_fsize(ep->file);
+		ep->off = dd->skip;
+		if (size >= 0 && (uint64_t)size < dd->skip) {
+			ep->off = (uint64_t)size;
+			goto short_skip;
 		}
-		printf("], \"cache\": {\"hits\": %llu, \"misses\": %llu, "
-		       "\"readahead_blocks\": %llu, \"readahead_used\": %llu, "
-		       "\"read_clusters\": %llu, \"write_clusters\": %llu, "
-		       "\"rbw_reads\": %llu, \"evictions\": %llu, \"throttles\": %llu, "
-		       "\"flushes_behind\": %llu, "
-		       "\"write_errors\": %llu, \"lost_bytes\": %llu}, "
-		       "\"conf\": {\"bsize\": %u, \"maxbsize\": %u, \"maxphys\": %u, "
-		       "\"read_max\": %u, \"cache_size\": %llu, \"cluster\": \"%s\", "
-		       "\"rbw\": \"%s\"}}\n",
-		       (unsigned long long)cs.hits, (unsigned long long)cs.misses,
-		       (unsigned long long)cs.readahead_blocks,
-		       (unsigned long long)cs.readahead_used,
-		       (unsigned long long)cs.read_clusters,
-		       (unsigned long long)cs.write_clusters,
-		       (unsigned long long)cs.rbw_reads,
-		       (unsigned long long)cs.evictions,
-		       (unsigned long long)cs.throttles,
-		       (unsigned long long)cs.flushes_behind,
-		       (unsigned long long)cs.write_errors,
-		       (unsigned long long)cs.lost_bytes, dd->conf.bsize,
-		       dd->conf.maxbsize, dd->conf.maxphys, dd->conf.read_max,
-		       (unsigned long long)dd->conf.cache_size,
-		       dd->conf.cluster == CLIO_CLUSTER_ON	   ? "on"
-		       : dd->conf.cluster == CLIO_CLUSTER_LITE ? "lite"
-							       : "off",
-		       dd->conf.rbw == CLIO_RBW_CLUSTER ? "cluster" : "block");
-		return;
+		return 0;
 	}
-	if (dd->status == 1)
-		return;
-	if (dd->status == 2)
-		fputc('\n', stderr);
-	fprintf(stderr, "%llu+%llu records in\n%llu+%llu records out\n",
-		(unsigned long long)dd->full_in, (unsigned long long)dd->part_in,
-		(unsigned long long)dd->full_out, (unsigned long long)dd->part_out);
-	if (dd->status != 3) {
-		char si[32], bin[32];
-		fmt_bytes_human(si, sizeof(si), (double)dd->bytes, 1);
-		fmt_bytes_human(bin, sizeof(bin), (double)dd->bytes, 0);
-		fprintf(stderr, "%llu bytes (%s, %s) copied, %.6g s%s, %.4g MB/s\n",
-			(unsigned long long)dd->bytes, si, bin, elapsed,
-			dd->is_virtual ? " simulated" : "",
-			elapsed > 0 ? (double)dd->bytes / 1e6 / elapsed : 0.0);
+	if (ep->seekable) {
+		off_t at = lseek(ep->fd, (off_t)dd->skip, SEEK_CUR);
+		if (at >= 0) {
+			if (ep->regular && fstat(ep->fd, &st) == 0 && at > st.st_size)
+				goto short_skip;
+			return 0;
+		}
 	}
-	for (i = 0; i < 2; i++) {
-		struct clio_dev_stats st;
-		if (eps[i]->kind != EP_CLIO)
+	while (records > 0 || rest > 0) {
+		ssize_t n = read_block(dd, buf, records ? dd->ibs : rest);
+		if (n == -EINTR)
+			return 0;
+		if (n < 0) {
+			read_error(dd, (int)-n);
+			return EX_IOERR;
+		}
+		if (n == 0)
+			break;
+		got += (uint64_t)n;
+		if (records)
+			records--;
+		else
+			rest = 0;
+	}
+	if (records == 0 && rest == 0 && got == dd->skip)
+		return 0;
+short_skip:
+	if (dd->status != ST_NONE)
+		fprintf(stderr, "clio dd: %s: cannot skip to specified offset\n",
+			dd_quotef(ep->name, qb, sizeof(qb)));
+	return 0;
+}
+
+/* ------------------------------------------------------------ writing */
+
+static bool last_was_seek;
+
+static bool
+all_zero(const char *p, size_t n)
+{
+	return n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0);
+}
+
+static ssize_t
+write_fd(struct dd *dd, const char *buf, size_t len)
+{
+	struct endpoint *ep = &dd->out;
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t r;
+
+		if (dd_wait_fd(dd, ep->fd, true) < 0)
+			return done > 0 ? (ssize_t)done : -EINTR;
+		r = write(ep->fd, buf + done, len - done);
+		if (r < 0 && errno == EINTR)
 			continue;
-		stats_of(eps[i], &st);
-		print_iostat_line(stderr, clio_dev_name(eps[i]->dev), &st.back,
-				  &st.front, elapsed);
+		if (r < 0)
+			return done > 0 ? (ssize_t)done : -errno;
+		if (r == 0)
+			return done > 0 ? (ssize_t)done : -ENOSPC;
+		done += (size_t)r;
 	}
-	fprintf(stderr,
-		"cache: %llu hits, %llu misses, %llu blocks read ahead (%llu used), "
-		"%llu read clusters, %llu write clusters, %llu read-before-write\n",
-		(unsigned long long)cs.hits, (unsigned long long)cs.misses,
-		(unsigned long long)cs.readahead_blocks,
-		(unsigned long long)cs.readahead_used,
-		(unsigned long long)cs.read_clusters,
-		(unsigned long long)cs.write_clusters,
-		(unsigned long long)cs.rbw_reads);
+	if (ep->spec == NULL && ep->regular && (ep->flags & (FLAG_DSYNC | FLAG_SYNC)))
+		(void)(ep->flags & FLAG_SYNC ? fsync(ep->fd) : fdatasync(ep->fd));
+	return (ssize_t)done;
+}
+
+static ssize_t
+write_clio(struct dd *dd, const char *buf, size_t len)
+{
+	struct endpoint *ep = &dd->out;
+	ssize_t w;
+	int r;
+
+	/* GNU dd turns O_DIRECT off for good at a partial block: from the
+	 * first write the direct path cannot take on, use the cache */
+	if ((ep->flags & FLAG_DIRECT) && ep->tail == NULL &&
+	    (ep->off | len) % clio_dev_sector_size(ep->dev) != 0) {
+		r = clio_open(dd->cache, ep->dev, CLIO_RDWR, &ep->tail);
+		if (r < 0)
+			return r;
+	}
+	w = clio_pwrite(ep->tail ? ep->tail : ep->file, buf, len, ep->off);
+	if (w > 0 && (ep->flags & (FLAG_DSYNC | FLAG_SYNC))) {
+		r = clio_fsync(ep->tail ? ep->tail : ep->file);
+		if (r < 0)
+			return r;
+	}
+	return w;
+}
+
+/* Write one output block at the output's offset; 0 or -errno, with
+ * dd->bytes counting what was written. */
+static int
+write_block(struct dd *dd, const char *buf, size_t len, bool full)
+{
+	struct endpoint *ep = &dd->out;
+	ssize_t w;
+
+	last_was_seek = false;
+	if ((dd->conv & CONV_SPARSE) && all_zero(buf, len)) {
+		if (ep->kind == EP_CLIO) {
+			w = (ssize_t)len;
+			last_was_seek = true;
+			goto done;
+		}
+		if (ep->seekable && lseek(ep->fd, (off_t)len, SEEK_CUR) >= 0) {
+			w = (ssize_t)len;
+			last_was_seek = true;
+			goto done;
+		}
+		dd->conv &= ~(unsigned)CONV_SPARSE;
+	}
+	w = ep->kind == EP_CLIO ? write_clio(dd, buf, len) : write_fd(dd, buf, len);
+	if (w < 0)
+		return (int)w;
+done:
+	ep->off += (uint64_t)w;
+	dd->bytes += (uint64_t)w;
+	if ((size_t)w != len)
+		return -ENOSPC;
+	if (full)
+		dd->full_out++;
+	else
+		dd->part_out++;
+	return 0;
+}
+
+static void
+write_error(struct dd *dd, int e)
+{
+	if (e == EPIPE && dd_signal_poll(dd) == SIGPIPE)
+		return; /* the signal says it */
+	if (e == EINTR)
+		return;
+	fprintf(stderr, "clio dd: error writing '%s': %s\n", dd->out.name, strerror(e));
+}
+
+/* seek=: position the output; truncate there unless conv=notrunc. */
+static int
+seek_output(struct dd *dd)
+{
+	struct endpoint *ep = &dd->out;
+	char qb[512];
+	int r;
+
+	if (ep->kind == EP_CLIO) {
+		int64_t size = clio_fsize(ep->file);
+		if (!(dd->conv & CONV_NOTRUNC) && size >= 0 &&
+		    (uint64_t)size != dd->seek) {
+			r = clio_ftruncate(ep->file, dd->seek);
+			if (r < 0 && r != -EINVAL && r != -ENOTSUP) {
+				fprintf(stderr, "clio dd: failed to truncate to %llu bytes "
+						"in output file '%s': %s\n",
+					(unsigned long long)dd->seek, ep->name,
+					strerror(-r));
+				return EX_IOERR;
+			}
+		}
+		ep->off = dd->seek;
+		if (ep->flags & FLAG_APPEND) {
+			size = clio_fsize(ep->file);
+			ep->off = size > 0 ? (uint64_t)size : 0;
+		}
+		return 0;
+	}
+	if (dd->seek == 0)
+		return 0;
+	/* a file descriptor is not truncated (GNU dd leaves standard output) */
+	if (ep->seekable && lseek(ep->fd, (off_t)dd->seek, SEEK_CUR) >= 0)
+		return 0;
+	fprintf(stderr, "clio dd: %s: cannot seek: %s\n",
+		dd_quotef(ep->name, qb, sizeof(qb)), strerror(ESPIPE));
+	return EX_IOERR;
 }
 
 /* ------------------------------------------------------------ the copy */
 
+struct bufs {
+	char *ibuf, *obuf;
+	size_t opos;
+	int werr;
+};
+static struct bufs bufs;
+
+/* conv's output: gathered into obs-sized blocks */
+static int
+emit_out(struct dd *dd, const char *p, size_t n)
+{
+	while (n > 0) {
+		size_t k = MIN(dd->obs - bufs.opos, n);
+		memcpy(bufs.obuf + bufs.opos, p, k);
+		bufs.opos += k;
+		p += k;
+		n -= k;
+		if (bufs.opos == dd->obs) {
+			int r = write_block(dd, bufs.obuf, bufs.opos, true);
+			bufs.opos = 0;
+			if (r < 0)
+				return bufs.werr = r;
+		}
+	}
+	return 0;
+}
+
+static int
+alloc_buffers(struct dd *dd)
+{
+	char si[32];
+
+	if (posix_memalign((void **)&bufs.ibuf, 4096, dd->ibs) != 0) {
+		dd_human(si, sizeof(si), dd->ibs, false);
+		fprintf(stderr, "clio dd: memory exhausted by input buffer of size "
+				"%llu bytes (%s)\n", (unsigned long long)dd->ibs, si);
+		return EX_OSERR;
+	}
+	if ((dd->conv & CONV_TWOBUFS) &&
+	    posix_memalign((void **)&bufs.obuf, 4096, dd->obs) != 0) {
+		dd_human(si, sizeof(si), dd->obs, false);
+		fprintf(stderr, "clio dd: memory exhausted by output buffer of size "
+				"%llu bytes (%s)\n", (unsigned long long)dd->obs, si);
+		free(bufs.ibuf);
+		return EX_OSERR;
+	}
+	return 0;
+}
+
+/* After a read error with conv=noerror: past the bad block if we can. */
+static void
+skip_bad_block(struct dd *dd, size_t bad)
+{
+	struct endpoint *ep = &dd->in;
+
+	if (ep->kind == EP_CLIO)
+		ep->off += bad;
+	else if (ep->kind == EP_FD && ep->seekable)
+		(void)lseek(ep->fd, (off_t)bad, SEEK_CUR);
+}
+
 static int
 copy(struct dd *dd)
 {
-	char *ibuf = NULL, *obuf = NULL;
-	size_t opos = 0;
-	uint64_t inoff = dd->skip * dd->ibs, outoff = dd->seek * dd->obs;
+	const char pad = dd->conv & (CONV_BLOCK | CONV_UNBLOCK) ? ' ' : '\0';
 	uint64_t records = 0;
-	double next_real = now_monotonic() + 1.0;
-	int rc = 0;
+	size_t partread = 0;
+	int rc = 0, r;
 
-	if (posix_memalign((void **)&ibuf, 4096, dd->ibs) != 0 ||
-	    (dd->ibs != dd->obs &&
-	     posix_memalign((void **)&obuf, 4096, dd->obs) != 0)) {
-		fprintf(stderr, "clio dd: memory exhausted\n");
-		free(ibuf);
-		return EX_OSERR;
-	}
-	/* skip on a pipe: read and discard */
-	if (dd->in.kind == EP_STDIO || dd->in.kind == EP_FD) {
-		uint64_t k;
-		for (k = 0; k < dd->skip; k++)
-			if (read_in(dd, ibuf, dd->ibs, 0) <= 0)
-				break;
-	}
-	while (!dd->have_count || records < dd->count) {
-		ssize_t n = read_in(dd, ibuf, dd->ibs, inoff);
+	warn_partial = !(dd->conv & CONV_TWOBUFS) && !(dd->in.flags & FLAG_FULLBLOCK) &&
+		       (dd->skip >= dd->ibs || (dd->have_count && dd->max_records > 0) ||
+			((dd->in.flags | dd->out.flags) & FLAG_DIRECT));
+	if ((rc = skip_input(dd, bufs.ibuf)) != 0)
+		return rc;
+	if (dd->have_count && dd->max_records == 0 && dd->max_bytes == 0)
+		return 0;
+	dd_conv_setup(dd);
+	for (;;) {
+		size_t want = dd->ibs;
+		ssize_t n;
 
-		if (n < 0) {
-			fprintf(stderr, "clio dd: error reading '%s': %s\n",
-				dd->in.spec ? dd->in.spec : "standard input",
-				strerror((int)-n));
-			rc = EX_IOERR;
+		if (dd_signal_poll(dd) != 0)
 			break;
-		}
+		dd_progress(dd);
+		dd_iostat_tick(dd, false);
+		if (dd->have_count && records >= dd->max_records + (dd->max_bytes != 0))
+			break;
+		if (dd->have_count && records >= dd->max_records)
+			want = dd->max_bytes;
+		if ((dd->conv & CONV_SYNC) && (dd->conv & CONV_NOERROR))
+			memset(bufs.ibuf, pad, dd->ibs);
+		n = read_block(dd, bufs.ibuf, want);
+		if (n == -EINTR && dd_signal_pending())
+			break;
 		if (n == 0)
 			break;
-		records++;
-		inoff += (uint64_t)n;
-		if ((size_t)n == dd->ibs)
-			dd->full_in++;
-		else
-			dd->part_in++;
-		if (obuf == NULL) {
-			/* bs=: each input block is written as it came */
-			ssize_t w = write_out(dd, ibuf, (size_t)n, outoff);
-			if (w != n) {
-				fprintf(stderr, "clio dd: error writing '%s': %s\n",
-					dd->out.spec ? dd->out.spec : "standard output",
-					strerror(w < 0 ? (int)-w : ENOSPC));
-				rc = EX_IOERR;
+		if (n < 0) {
+			if (!(dd->conv & CONV_NOERROR) || dd->status != ST_NONE)
+				read_error(dd, (int)-n);
+			if (!(dd->conv & CONV_NOERROR)) {
+				rc = n == -EISDIR ? EX_NOINPUT : EX_IOERR;
 				break;
 			}
-			outoff += (uint64_t)w;
-			dd->bytes += (uint64_t)w;
-			if ((size_t)w == dd->obs)
-				dd->full_out++;
-			else
-				dd->part_out++;
-		} else {
-			size_t taken = 0;
-			while (taken < (size_t)n) {
-				size_t k = MIN(dd->obs - opos, (size_t)n - taken);
-				memcpy(obuf + opos, ibuf + taken, k);
-				opos += k;
-				taken += k;
-				if (opos == dd->obs) {
-					ssize_t w = write_out(dd, obuf, opos, outoff);
-					if (w != (ssize_t)opos) {
-						fprintf(stderr,
-							"clio dd: error writing '%s': %s\n",
-							dd->out.spec ? dd->out.spec
-								     : "standard output",
-							strerror(w < 0 ? (int)-w : ENOSPC));
-						rc = EX_IOERR;
-						goto out;
-					}
-					outoff += opos;
-					dd->bytes += opos;
-					dd->full_out++;
-					opos = 0;
-				}
+			dd_print_stats(dd);
+			skip_bad_block(dd, dd->ibs - partread);
+			if (!(dd->conv & CONV_SYNC) || partread)
+				continue;
+			n = 0;
+		}
+		records++;
+		if ((size_t)n < dd->ibs) {
+			dd->part_in++;
+			partread = (size_t)n;
+			if (dd->conv & CONV_SYNC) {
+				if (!(dd->conv & CONV_NOERROR))
+					memset(bufs.ibuf + n, pad, dd->ibs - (size_t)n);
+				n = (ssize_t)dd->ibs;
 			}
-		}
-		iostat_tick(dd, false);
-		progress(dd, &next_real);
-	}
-	if (rc == 0 && obuf != NULL && opos > 0) {
-		ssize_t w = write_out(dd, obuf, opos, outoff);
-		if (w != (ssize_t)opos) {
-			fprintf(stderr, "clio dd: error writing '%s': %s\n",
-				dd->out.spec ? dd->out.spec : "standard output",
-				strerror(w < 0 ? (int)-w : ENOSPC));
-			rc = EX_IOERR;
 		} else {
-			dd->bytes += opos;
-			dd->part_out++;
+			dd->full_in++;
+			partread = 0;
+		}
+		if (!(dd->conv & CONV_TWOBUFS)) {
+			/* bs= and no conversion: each block is written as read */
+			r = write_block(dd, bufs.ibuf, (size_t)n, (size_t)n == dd->obs);
+			if (r < 0) {
+				write_error(dd, -r);
+				return EX_IOERR;
+			}
+			continue;
+		}
+		if (dd_convert(dd, bufs.ibuf, (size_t)n, emit_out) != 0)
+			break;
+	}
+	if (dd->conv & CONV_TWOBUFS) {
+		if (bufs.werr == 0)
+			dd_conv_finish(dd, emit_out);
+		if (bufs.werr == 0 && bufs.opos > 0) {
+			r = write_block(dd, bufs.obuf, bufs.opos, false);
+			bufs.opos = 0;
+			if (r < 0)
+				bufs.werr = r;
+		}
+		if (bufs.werr != 0) {
+			write_error(dd, -bufs.werr);
+			return EX_IOERR;
 		}
 	}
-out:
-	free(ibuf);
-	free(obuf);
+	/* a sparse end still makes the file as long as the copy */
+	if (last_was_seek) {
+		struct endpoint *ep = &dd->out;
+		if (ep->kind == EP_CLIO && clio_fsize(ep->file) < (int64_t)ep->off)
+			r = clio_ftruncate(ep->file, ep->off);
+		else if (ep->kind == EP_FD && ep->regular)
+			r = ftruncate(ep->fd, lseek(ep->fd, 0, SEEK_CUR)) < 0 ? -errno : 0;
+		else
+			r = 0;
+		if (r < 0) {
+			fprintf(stderr, "clio dd: failed to truncate '%s': %s\n", ep->name,
+				strerror(-r));
+			return EX_IOERR;
+		}
+	}
 	return rc;
+}
+
+/* conv=fsync, fdatasync: what the cache holds reaches storage. */
+static int
+sync_output(struct dd *dd)
+{
+	struct endpoint *ep = &dd->out;
+	int r;
+
+	if (!(dd->conv & (CONV_FSYNC | CONV_FDATASYNC)))
+		return 0;
+	if (ep->kind == EP_CLIO) {
+		r = clio_fsync(ep->tail ? ep->tail : ep->file);
+		if (r == 0 && ep->tail)
+			r = clio_fsync(ep->file);
+		if (r < 0) {
+			fprintf(stderr, "clio dd: %s failed for '%s': %s\n",
+				dd->conv & CONV_FSYNC ? "fsync" : "fdatasync", ep->name,
+				strerror(-r));
+			return EX_IOERR;
+		}
+		return 0;
+	}
+	if (!(dd->conv & CONV_FSYNC) && fdatasync(ep->fd) == 0)
+		return 0;
+	if (!(dd->conv & CONV_FSYNC) && errno != ENOSYS && errno != EINVAL)
+		fprintf(stderr, "clio dd: fdatasync failed for '%s': %s\n", ep->name,
+			strerror(errno));
+	if (fsync(ep->fd) < 0) {
+		fprintf(stderr, "clio dd: fsync failed for '%s': %s\n", ep->name,
+			strerror(errno));
+		return EX_IOERR;
+	}
+	return 0;
 }
 
 /* Close the clio handles (the devices stay open for the statistics);
@@ -691,26 +720,48 @@ static int
 close_files(struct dd *dd)
 {
 	struct endpoint *out = &dd->out;
-	int r, rc = 0;
+	clio_file **fs[2] = { &out->tail, &out->file };
+	int i, r, rc = 0;
 
 	if (dd->in.file != NULL) {
 		(void)clio_close(dd->in.file);
 		dd->in.file = NULL;
 	}
 	/* the tail handle first: the last handle writes back */
-	clio_file **fs[2] = { &out->tail, &out->file };
-	for (int i = 0; i < 2; i++) {
+	for (i = 0; i < 2; i++) {
 		if (*fs[i] == NULL)
 			continue;
 		r = clio_close(*fs[i]);
 		*fs[i] = NULL;
 		if (r < 0 && rc == 0) {
-			fprintf(stderr, "clio dd: error closing '%s': %s\n",
-				out->spec, strerror(-r));
+			fprintf(stderr, "clio dd: error closing '%s': %s\n", out->name,
+				strerror(-r));
 			rc = EX_IOERR;
 		}
 	}
 	return rc;
+}
+
+static int
+check_direct(const struct dd *dd)
+{
+	if ((dd->in.flags & FLAG_DIRECT) && (dd->ibs % SECTOR || dd->skip % SECTOR)) {
+		fprintf(stderr, "clio dd: %s=%llu cannot be read with iflag=direct: "
+				"not a multiple of %d bytes\n",
+			dd->ibs % SECTOR ? "ibs" : "skip",
+			(unsigned long long)(dd->ibs % SECTOR ? dd->ibs : dd->skip),
+			SECTOR);
+		return EX_USAGE;
+	}
+	if ((dd->out.flags & FLAG_DIRECT) && (dd->obs % SECTOR || dd->seek % SECTOR)) {
+		fprintf(stderr, "clio dd: %s=%llu cannot be written with oflag=direct: "
+				"not a multiple of %d bytes\n",
+			dd->obs % SECTOR ? "obs" : "seek",
+			(unsigned long long)(dd->obs % SECTOR ? dd->obs : dd->seek),
+			SECTOR);
+		return EX_USAGE;
+	}
+	return 0;
 }
 
 int
@@ -719,25 +770,17 @@ cmd_dd(int argc, char **argv)
 	struct dd dd;
 	struct clio_conf defaults = CLIO_CONF_DEFAULTS;
 	char err[ERRLEN];
-	int i, r, rc = 0;
+	int r, rc = 0;
 	double elapsed;
 
 	memset(&dd, 0, sizeof(dd));
 	dd.conf = defaults;
 	dd.ibs = dd.obs = 512;
-	for (i = 1; i < argc;) {
-		if (strncmp(argv[i], "--", 2) == 0) {
-			r = parse_option(&dd, argc, argv, i);
-			if (r < 0)
-				return -r;
-			i += r;
-			continue;
-		}
-		r = parse_operand(&dd, argv[i]);
-		if (r != 0)
-			return r;
-		i++;
-	}
+	r = dd_parse(&dd, argc, argv);
+	if (r != 0)
+		return r < 0 ? 0 : r;
+	dd.in.name = dd.in.spec ? dd.in.spec : "standard input";
+	dd.out.name = dd.out.spec ? dd.out.spec : "standard output";
 	if (clio_conf_check(&dd.conf, err, sizeof(err)) < 0) {
 		fprintf(stderr, "clio dd: %s\n", err);
 		return EX_USAGE;
@@ -747,9 +790,16 @@ cmd_dd(int argc, char **argv)
 				"carries the JSON)\n");
 		return EX_USAGE;
 	}
-	if ((r = check_spec(&dd.in, "if")) != 0 || (r = check_spec(&dd.out, "of")) != 0)
+	/* before any device or the cache starts a thread */
+	if ((r = dd_signals_block()) < 0) {
+		fprintf(stderr, "clio dd: cannot take signals: %s\n", strerror(-r));
+		return EX_OSERR;
+	}
+	if ((r = check_direct(&dd)) != 0 || (r = check_spec(&dd.in)) != 0 ||
+	    (r = check_spec(&dd.out)) != 0)
 		return r;
-
+	if ((r = alloc_buffers(&dd)) != 0)
+		return r;
 	clio_dev_set_default_queue_depth(dd.conf.queue_depth);
 	r = clio_cache_new(&dd.conf, &dd.cache);
 	if (r < 0) {
@@ -763,51 +813,31 @@ cmd_dd(int argc, char **argv)
 	dd.is_virtual = (dd.in.kind == EP_CLIO || dd.out.kind == EP_CLIO) &&
 			(dd.in.kind != EP_CLIO || clio_dev_is_virtual(dd.in.dev)) &&
 			(dd.out.kind != EP_CLIO || clio_dev_is_virtual(dd.out.dev)) &&
-			dd.in.kind != EP_STDIO && dd.out.kind != EP_STDIO;
-
-	/* like dd: truncate the output at seek= unless conv=notrunc */
-	if (dd.out.kind == EP_CLIO && !dd.notrunc) {
-		uint64_t at = dd.seek * dd.obs;
-		if (clio_fsize(dd.out.file) > (int64_t)at) {
-			r = clio_ftruncate(dd.out.file, at);
-			if (r < 0 && r != -EINVAL) {
-				fprintf(stderr, "clio dd: failed to truncate '%s': %s\n",
-					dd.out.spec, strerror(-r));
-				rc = EX_IOERR;
-				goto done;
-			}
-		}
-	}
+			dd.in.spec != NULL && dd.out.spec != NULL;
 	if (dd.in.kind == EP_CLIO)
 		clio_dev_stats_reset(dd.in.dev);
 	if (dd.out.kind == EP_CLIO)
 		clio_dev_stats_reset(dd.out.dev);
-
 	dd.t_start = dd_now(&dd);
+	dd.next_progress = now_monotonic() + 1.0;
 	dd.last_tick = dd.t_start;
 	dd.next_tick = dd.t_start + dd.iostat;
 	if (dd.iostat > 0)
-		iostat_header(&dd);
-	rc = copy(&dd);
-	if (dd.out.kind == EP_CLIO && dd.fsync_end) {
-		r = clio_fsync(dd.out.file);
-		if (r < 0) {
-			fprintf(stderr, "clio dd: fsync failed on '%s': %s\n",
-				dd.out.spec, strerror(-r));
-			if (rc == 0)
-				rc = EX_IOERR;
-		}
-	} else if (dd.out.kind == EP_FD && dd.fsync_end) {
-		fsync(dd.out.fd);
-	}
+		dd_iostat_header(&dd);
+	rc = seek_output(&dd);
+	if (rc == 0)
+		rc = copy(&dd);
+	r = sync_output(&dd);
+	if (rc == 0)
+		rc = r;
 	/* like dd, close before the summary: it then counts the write-back
 	 * at close, and an error there is not printed after a success */
 	r = close_files(&dd);
 	if (rc == 0)
 		rc = r;
-	iostat_tick(&dd, true);
+	dd_iostat_tick(&dd, true);
 	elapsed = dd_now(&dd) - dd.t_start;
-	report(&dd, elapsed);
+	dd_report(&dd, elapsed);
 
 done:
 	r = close_files(&dd);
@@ -817,10 +847,15 @@ done:
 		clio_dev_close(dd.in.dev);
 	if (dd.out.dev)
 		clio_dev_close(dd.out.dev);
-	if (dd.in.kind == EP_FD)
+	if (dd.in.kind == EP_FD && dd.in.spec)
 		close(dd.in.fd);
-	if (dd.out.kind == EP_FD)
+	if (dd.out.kind == EP_FD && dd.out.spec)
 		close(dd.out.fd);
 	clio_cache_free(dd.cache);
+	free(bufs.ibuf);
+	free(bufs.obuf);
+	fflush(stdout);
+	fflush(stderr);
+	dd_signal_die(dd_signal_poll(&dd));
 	return rc;
 }

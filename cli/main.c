@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * main.c - the clio command: dispatches to its subcommands.
+ * main.c - the clio command: dispatches to its subcommands; every
+ * subcommand takes --help and --version (cli_help_version).
  */
 #include <stdio.h>
 #include <string.h>
@@ -21,6 +22,28 @@ usage(FILE *fp)
 		"       clio version\n"
 		"       clio help\n"
 		"See clio(1).\n");
+}
+
+int
+cli_help_version(int argc, char **argv, void (*usage_fn)(FILE *),
+		 const char *usage_text)
+{
+	int i;
+
+	for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+		if (strcmp(argv[i], "--version") == 0) {
+			printf("clio %s\n", CLIO_VERSION);
+			return 0;
+		}
+		if (strcmp(argv[i], "--help") == 0) {
+			if (usage_fn)
+				usage_fn(stdout);
+			else
+				fputs(usage_text, stdout);
+			return 0;
+		}
+	}
+	return -1;
 }
 
 int

@@ -558,6 +558,9 @@ cmd_mount(int argc, char **argv)
 	clio_cache *cache = NULL;
 	int c, r, rootfd = -1, status = 0;
 
+	if ((r = cli_help_version(argc, argv, usage_mount, NULL)) >= 0)
+		return r;
+
 	opts.conf = (struct clio_conf)CLIO_CONF_DEFAULTS;
 	opts.conf.flush_behind = MOUNT_FLUSH_BEHIND;
 	opts.kernel_cache = 1;
@@ -795,10 +798,8 @@ cmd_umount(int argc, char **argv)
 	char abs[4096];
 	int r;
 
-	if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-		usage_umount(stdout);
-		return 0;
-	}
+	if ((r = cli_help_version(argc, argv, usage_umount, NULL)) >= 0)
+		return r;
 	if (argc != 2 || argv[1][0] == '-') {
 		usage_umount(stderr);
 		return EX_USAGE;

@@ -448,6 +448,8 @@ cmd_stat(int argc, char **argv)
 	long count = 0;
 	int c, i, n, status = 0, r;
 
+	if ((r = cli_help_version(argc, argv, usage, NULL)) >= 0)
+		return r;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+hxi:c:", longopts, NULL)) != -1) {
 		switch (c) {

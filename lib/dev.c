@@ -641,7 +641,7 @@ dev_open_spec(const char *spec, int flags, clio_dev **dp, char *err, size_t errl
 		char *opts;
 		int r;
 
-		if (at == NULL) {
+		if (at == NULL || at[1] == '\0') {
 			set_err(err, errlen,
 				"fault device '%s' lacks '@INNER'", spec);
 			return -EINVAL;

@@ -37,7 +37,7 @@ rm -f "$tmp/out"
 expect_74 "write fault, conv=fsync" if="$tmp/in" \
 	of="fault:write=EIO,offset=1M,length=64K@$tmp/out" bs=64k conv=fsync \
 	--maxphys=64k
-grep -q "fsync failed on 'fault:write=EIO" "$tmp/err" ||
+grep -q "fsync failed for 'fault:write=EIO" "$tmp/err" ||
 	fail "the message does not name the device: $(cat "$tmp/err")"
 [ "$(wc -c <"$tmp/out")" -eq 2097152 ] || fail "the output is not 2 MiB long"
 same_range "$tmp/in" "$tmp/out" 0 $M || fail "the data before the fault is not there"

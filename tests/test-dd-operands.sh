@@ -202,6 +202,89 @@ echo "ok: pipes"
 grep -q 'copied' "$tmp/err" && fail "status=noxfer printed the transfer line"
 grep -q 'records out' "$tmp/err" || fail "status=noxfer lost the records"
 
+# ------------------------------------------------------------ GNU dd's rest
+
+# --help and --version: every subcommand, exit 0, on standard output
+for c in dd mount umount stat bench; do
+	"$CLIO" $c --help >"$tmp/stdout" 2>"$tmp/stderr" || fail "clio $c --help exited $?"
+	grep -q "usage: clio $c" "$tmp/stdout" || fail "clio $c --help: no usage: $(cat "$tmp/stdout")"
+	[ ! -s "$tmp/stderr" ] || fail "clio $c --help wrote to stderr"
+	[ "$("$CLIO" $c --version)" = "$("$CLIO" --version)" ] || fail "clio $c --version"
+done
+"$CLIO" --version | grep -q '^clio [0-9]' || fail "clio --version"
+echo "ok: --help and --version"
+bad "'--foo'" if="$tmp/in" of="$tmp/out" --foo
+bad "'--frob'" if="$tmp/in" of="$tmp/out" --frob 1
+bad "fault:write=EIO@'" if="$tmp/in" of="fault:write=EIO@"
+bad "ibs=1000" if="$tmp/in" of="$tmp/out" bs=1000 iflag=direct
+bad "obs=1000" if="$tmp/in" of="$tmp/out" ibs=4k obs=1000 oflag=direct
+bad "seek=100" if="$tmp/in" of="$tmp/out" bs=4k seek=100B oflag=direct
+
+# open errors name the path once; a directory as input is EX_NOINPUT
+rc=0
+"$CLIO" dd if="$tmp/nonexistent" of="$tmp/out" 2>"$tmp/err" || rc=$?
+[ $rc -eq 66 ] || fail "missing input: exit $rc"
+[ "$(grep -o "$tmp/nonexistent" "$tmp/err" | wc -l)" -eq 1 ] ||
+	fail "missing input: the path is not named once: $(cat "$tmp/err")"
+rc=0
+"$CLIO" dd if="$tmp" of="$tmp/out" 2>"$tmp/err" || rc=$?
+[ $rc -eq 66 ] || fail "directory input: exit $rc: $(cat "$tmp/err")"
+echo "ok: open errors"
+
+# iflag=direct and oflag=direct open the files with O_DIRECT
+if command -v strace >/dev/null 2>&1 &&
+	"$CLIO" dd if=/dev/zero of="file:$tmp/probe?direct=1" bs=4k count=1 2>/dev/null; then
+	rm -f "$tmp/out"
+	# LeakSanitizer does not run under ptrace
+	ASAN_OPTIONS=detect_leaks=0 strace -f -qq -e trace=openat -o "$tmp/trace" "$CLIO" dd if="$tmp/in" \
+		of="$tmp/out" bs=64k iflag=direct oflag=direct 2>"$tmp/err" ||
+		fail "direct copy failed: $(cat "$tmp/err")"
+	cmp "$tmp/in" "$tmp/out" || fail "direct copy differs"
+	grep "\"$tmp/in\"" "$tmp/trace" | grep -q O_DIRECT || fail "the input has no O_DIRECT"
+	grep "\"$tmp/out\"" "$tmp/trace" | grep -q O_DIRECT || fail "the output has no O_DIRECT"
+	echo "ok: O_DIRECT on both files"
+else
+	echo "skip: no strace or no O_DIRECT in $tmp"
+fi
+
+# conv=noerror: a read error is reported with the statistics and the copy
+# goes on past the bad block; with sync it is replaced by zeros (the
+# direct path reads block by block: the cache would fail a whole cluster)
+rm -f "$tmp/out"
+"$CLIO" dd if="fault:read=EIO,offset=8K,length=4K@$tmp/in" of="$tmp/out" bs=4k iflag=direct \
+	conv=noerror,sync 2>"$tmp/err" || fail "noerror: exit $?: $(cat "$tmp/err")"
+grep -q "error reading 'fault:read=EIO" "$tmp/err" || fail "noerror: no message"
+[ "$(grep -c 'records in$' "$tmp/err")" -eq 2 ] || fail "noerror: no statistics at the error"
+{ head -c 8192 "$tmp/in"; head -c 4096 /dev/zero; tail -c +12289 "$tmp/in"; } >"$tmp/expect"
+s=$(wc -c <"$tmp/in")
+truncate -s $(( (s + 4095) / 4096 * 4096 )) "$tmp/expect"
+cmp "$tmp/out" "$tmp/expect" || fail "noerror,sync: the output is not the input with a zero block"
+echo "ok: conv=noerror,sync"
+
+# seek= on a standard output that is a file
+head -c 3000 "$tmp/old" >"$tmp/out"
+"$CLIO" dd if="$tmp/in" bs=1000 seek=2 count=1 status=none 1<>"$tmp/out"
+{ head -c 2000 "$tmp/old"; head -c 1000 "$tmp/in"; } | cmp - "$tmp/out" ||
+	fail "seek= on standard output"
+echo "ok: seek= on a standard output file"
+
+# a block size above 2 GiB, where memory allows
+if [ "$(awk '/MemAvailable/ { print $2 }' /proc/meminfo)" -gt 8000000 ] &&
+	[ "${CLIO_FLAVOUR:-plain}" = plain ]; then
+	# a read gives at most 2 GiB - 4 KiB, as GNU dd gets from Linux
+	"$CLIO" dd if=/dev/zero of=/dev/null bs=3G count=1 2>"$tmp/err" ||
+		fail "bs=3G: exit $?: $(cat "$tmp/err")"
+	grep -q '^0+1 records in$' "$tmp/err" &&
+		grep -q '^2147479552 bytes (2.1 GB, 2.0 GiB) copied, ' "$tmp/err" ||
+		fail "bs=3G: $(cat "$tmp/err")"
+	"$CLIO" dd if=/dev/zero of=/dev/null bs=3G count=1 iflag=fullblock 2>"$tmp/err" ||
+		fail "bs=3G iflag=fullblock: exit $?: $(cat "$tmp/err")"
+	grep -q '^1+0 records in$' "$tmp/err" &&
+		grep -q '^3221225472 bytes (3.2 GB, 3.0 GiB) copied, ' "$tmp/err" ||
+		fail "bs=3G iflag=fullblock: $(cat "$tmp/err")"
+	echo "ok: bs=3G, one read and full blocks"
+fi
+
 # ------------------------------------------------------------ --iostat
 
 "$CLIO" dd if=sim:preset=da2002 of=/dev/null bs=1M count=100 --iostat=1 2>"$tmp/err" ||

@@ -1,0 +1,456 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * ddargs.c - the operands and options of `clio dd`: GNU dd 9.1's operands
+ * (numbers with its suffixes and NxM products, conv=, iflag=, oflag=,
+ * status=) and clio's --options (the cache's tunables, --iostat, --json).
+ *
+ * Invariants:
+ *  1. Nothing is opened or written here: a bad operand returns EX_USAGE
+ *     after one line on stderr naming it, and the command stops.
+ *  2. On success struct dd holds what the copy needs in the form dd.h
+ *     states (byte offsets, count split into records and bytes).
+ *  3. The messages are GNU dd's, after "clio dd: ", so that a user (or a
+ *     test) can compare them.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+
+#include "dd.h"
+#include "internal.h"
+
+void
+dd_usage(FILE *fp)
+{
+	fprintf(fp,
+		"usage: clio dd [OPERAND]... [OPTION]...\n"
+		"GNU dd's operands:\n"
+		"  if=DEV of=DEV bs=N ibs=N obs=N cbs=N count=N skip=N iseek=N\n"
+		"  seek=N oseek=N status=none|noxfer|progress\n"
+		"  conv=ascii,ebcdic,ibm,block,unblock,lcase,ucase,sparse,swab,sync,\n"
+		"       excl,nocreat,notrunc,noerror,fdatasync,fsync\n"
+		"  iflag=, oflag=: append,direct,directory,dsync,sync,fullblock (iflag),\n"
+		"       nonblock,noatime,nocache,noctty,nofollow,count_bytes,skip_bytes,\n"
+		"       seek_bytes\n"
+		"N takes c w b kB K MB M GB G ... suffixes, NxM products, and a final B\n"
+		"for bytes (count, skip, seek).  clio's options:\n"
+		"  [--bsize=N] [--maxbsize=N] [--maxphys=N] [--read-max=N]\n"
+		"  [--cache-size=N] [--cluster=on|lite|off] [--rbw=cluster|block]\n"
+		"  [--queue-depth=N] [--write-behind=N] [--seqmax=N]\n"
+		"  [--dirty-hi=PCT] [--dirty-lo=PCT] [--dirty-age=SECONDS]\n"
+		"  [--flusher=0|1] [--flush-behind=N] [--iostat=SECONDS] [--json]\n"
+		"  [--help] [--version]\n"
+		"DEV is a path, or a device string: file:PATH[?direct=1], mem:size=N,\n"
+		"sim:preset=NAME[,...], fault:OPTS@DEV.  SIGUSR1 prints the statistics;\n"
+		"SIGINT, SIGTERM, SIGHUP, SIGPIPE write back and report first.  See clio(1).\n");
+}
+
+static int
+usage_error(const char *fmt, const char *a, const char *b)
+{
+	fprintf(stderr, "clio dd: ");
+	fprintf(stderr, fmt, a, b);
+	fputc('\n', stderr);
+	return EX_USAGE;
+}
+
+const char *
+dd_quotef(const char *name, char *buf, size_t len)
+{
+	const char *c;
+
+	for (c = name; *c; c++)
+		if (!isalnum((unsigned char)*c) && strchr("%+,-./:=@^_", *c) == NULL)
+			break;
+	if (*c == '\0')
+		return name;
+	snprintf(buf, len, "'%s'", name);
+	return buf;
+}
+
+/* ------------------------------------------------------------ numbers */
+
+/* One factor: digits and an optional suffix.  *bytes is set by a final
+ * 'B' alone.  Returns 0, -EINVAL or -EOVERFLOW. */
+static int
+parse_factor(const char *s, const char *end, uint64_t *out, bool *bytes)
+{
+	static const char letters[] = "KMGTPEZY";
+	uint64_t v = 0, mult = 1;
+	const char *p = s, *l;
+	size_t rest;
+	int i, power = 0;
+
+	if (p == end || !isdigit((unsigned char)*p))
+		return -EINVAL;
+	for (; p < end && isdigit((unsigned char)*p); p++) {
+		if (v > (UINT64_MAX - 9) / 10)
+			return -EOVERFLOW;
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	rest = (size_t)(end - p);
+	if (rest == 0) {
+		*out = v;
+		return 0;
+	}
+	if (rest == 1 && (*p == 'c' || *p == 'w' || *p == 'b' || *p == 'B')) {
+		mult = *p == 'c' || *p == 'B' ? 1 : *p == 'w' ? 2 : 512;
+		*bytes = *p == 'B';
+	} else {
+		unsigned base = 1024;
+		char u = *p == 'k' ? 'K' : *p;
+
+		l = strchr(letters, u);
+		if (u == '\0' || l == NULL)
+			return -EINVAL;
+		power = (int)(l - letters) + 1;
+		if (rest == 2 && p[1] == 'B')
+			base = 1000;
+		else if (rest == 3 && p[1] == 'i' && p[2] == 'B')
+			base = 1024;
+		else if (rest != 1)
+			return -EINVAL;
+		for (i = 0; i < power; i++) {
+			if (mult > INT64_MAX / base)
+				return -EOVERFLOW;
+			mult *= base;
+		}
+	}
+	if (v != 0 && mult > INT64_MAX / v)
+		return -EOVERFLOW;
+	*out = v * mult;
+	return 0;
+}
+
+/* GNU dd's numbers: N or NxM (bs=2x512), at most INT64_MAX. */
+static int
+parse_number(const char *s, uint64_t *out, bool *bytes)
+{
+	uint64_t prod = 1, f;
+	const char *p = s, *x;
+	int r;
+
+	*bytes = false;
+	for (;;) {
+		bool b = false;
+
+		x = strchr(p, 'x');
+		r = parse_factor(p, x ? x : p + strlen(p), &f, &b);
+		if (r < 0 || (b && (x != NULL || p != s)))
+			return r < 0 ? r : -EINVAL;
+		if (x != NULL && p != s)
+			return -EINVAL; /* GNU dd takes one product */
+		if (f != 0 && prod > INT64_MAX / f)
+			return -EOVERFLOW;
+		prod *= f;
+		*bytes = b;
+		if (x == NULL)
+			break;
+		p = x + 1;
+	}
+	*out = prod;
+	return 0;
+}
+
+static int
+number_operand(const char *v, uint64_t *out, bool *bytes, bool positive)
+{
+	bool b;
+	int r = parse_number(v, out, bytes ? bytes : &b);
+
+	if (strncmp(v, "0x", 2) == 0)
+		fprintf(stderr, "clio dd: warning: '0x' is a zero multiplier; "
+				"use '00x' if that is intended\n");
+
+	if (r == -EOVERFLOW)
+		return usage_error("invalid number: '%s': %s", v,
+				   "Value too large for defined data type");
+	if (r < 0 || (positive && *out == 0))
+		return usage_error("invalid number: '%s'%s", v, "");
+	return 0;
+}
+
+/* ------------------------------------------------------------ lists */
+
+struct symbol {
+	const char *name;
+	unsigned bits;
+};
+
+static const struct symbol conversions[] = {
+	{ "ascii", CONV_ASCII | CONV_UNBLOCK | CONV_TWOBUFS },
+	{ "ebcdic", CONV_EBCDIC | CONV_BLOCK | CONV_TWOBUFS },
+	{ "ibm", CONV_IBM | CONV_BLOCK | CONV_TWOBUFS },
+	{ "block", CONV_BLOCK | CONV_TWOBUFS },
+	{ "unblock", CONV_UNBLOCK | CONV_TWOBUFS },
+	{ "lcase", CONV_LCASE | CONV_TWOBUFS },
+	{ "ucase", CONV_UCASE | CONV_TWOBUFS },
+	{ "sparse", CONV_SPARSE },
+	{ "swab", CONV_SWAB | CONV_TWOBUFS },
+	{ "sync", CONV_SYNC },
+	{ "excl", CONV_EXCL },
+	{ "nocreat", CONV_NOCREAT },
+	{ "notrunc", CONV_NOTRUNC },
+	{ "noerror", CONV_NOERROR },
+	{ "fdatasync", CONV_FDATASYNC },
+	{ "fsync", CONV_FSYNC },
+	{ NULL, 0 }
+};
+
+static const struct symbol flags[] = {
+	{ "append", FLAG_APPEND },
+	{ "direct", FLAG_DIRECT },
+	{ "directory", FLAG_DIRECTORY },
+	{ "dsync", FLAG_DSYNC },
+	{ "sync", FLAG_SYNC },
+	{ "fullblock", FLAG_FULLBLOCK },
+	{ "nonblock", FLAG_NONBLOCK },
+	{ "noatime", FLAG_NOATIME },
+	{ "nocache", FLAG_NOCACHE },
+	{ "noctty", FLAG_NOCTTY },
+	{ "nofollow", FLAG_NOFOLLOW },
+	{ "count_bytes", FLAG_COUNT_BYTES },
+	{ "skip_bytes", FLAG_SKIP_BYTES },
+	{ "seek_bytes", FLAG_SEEK_BYTES },
+	{ NULL, 0 }
+};
+
+static int
+parse_symbols(const char *v, const struct symbol *table, const char *what,
+	      unsigned *bits)
+{
+	const char *p = v;
+
+	for (;;) {
+		size_t n = strcspn(p, ",");
+		const struct symbol *s;
+		char name[32];
+
+		for (s = table; s->name; s++)
+			if (strlen(s->name) == n && strncmp(s->name, p, n) == 0)
+				break;
+		if (s->name == NULL) {
+			snprintf(name, sizeof(name), "%.*s", (int)n, p);
+			return usage_error("invalid %s: '%s'", what, name);
+		}
+		*bits |= s->bits;
+		if (p[n] == '\0')
+			return 0;
+		p += n + 1;
+	}
+}
+
+/* ------------------------------------------------------------ operands */
+
+struct raw {
+	uint64_t bs, ibs, obs, cbs, skip, seek, count;
+	bool skip_b, seek_b, count_b;
+};
+
+static int
+parse_operand(struct dd *dd, struct raw *raw, const char *arg)
+{
+	const char *eq = strchr(arg, '=');
+	const char *v;
+	char key[16];
+
+	if (eq == NULL || (size_t)(eq - arg) >= sizeof(key))
+		return usage_error("unrecognized operand '%s'%s", arg, "");
+	memcpy(key, arg, (size_t)(eq - arg));
+	key[eq - arg] = '\0';
+	v = eq + 1;
+	if (strcmp(key, "if") == 0 || strcmp(key, "of") == 0) {
+		if (*v == '\0')
+			return usage_error("empty %s= operand%s", key, "");
+		if (key[0] == 'i')
+			dd->in.spec = v;
+		else
+			dd->out.spec = v;
+		return 0;
+	}
+	if (strcmp(key, "bs") == 0)
+		return number_operand(v, &raw->bs, NULL, true);
+	if (strcmp(key, "ibs") == 0)
+		return number_operand(v, &raw->ibs, NULL, true);
+	if (strcmp(key, "obs") == 0)
+		return number_operand(v, &raw->obs, NULL, true);
+	if (strcmp(key, "cbs") == 0)
+		return number_operand(v, &raw->cbs, NULL, true);
+	if (strcmp(key, "skip") == 0 || strcmp(key, "iseek") == 0)
+		return number_operand(v, &raw->skip, &raw->skip_b, false);
+	if (strcmp(key, "seek") == 0 || strcmp(key, "oseek") == 0)
+		return number_operand(v, &raw->seek, &raw->seek_b, false);
+	if (strcmp(key, "count") == 0) {
+		dd->have_count = true;
+		return number_operand(v, &raw->count, &raw->count_b, false);
+	}
+	if (strcmp(key, "conv") == 0)
+		return parse_symbols(v, conversions, "conversion", &dd->conv);
+	if (strcmp(key, "iflag") == 0)
+		return parse_symbols(v, flags, "input flag", &dd->in.flags);
+	if (strcmp(key, "oflag") == 0)
+		return parse_symbols(v, flags, "output flag", &dd->out.flags);
+	if (strcmp(key, "status") == 0) {
+		if (strcmp(v, "none") == 0)
+			dd->status = ST_NONE;
+		else if (strcmp(v, "noxfer") == 0)
+			dd->status = ST_NOXFER;
+		else if (strcmp(v, "progress") == 0)
+			dd->status = ST_PROGRESS;
+		else
+			return usage_error("invalid status level: '%s'%s", v, "");
+		return 0;
+	}
+	return usage_error("unrecognized operand '%s'%s", arg, "");
+}
+
+/* --key=value or --key value; returns the arguments used, or -EX_USAGE
+ * (or -1 after --help/--version, which succeed). */
+static int
+parse_option(struct dd *dd, int argc, char **argv, int i)
+{
+	const char *arg = argv[i] + 2, *eq = strchr(arg, '=');
+	struct clio_conf scratch = dd->conf;
+	char key[64], err[256];
+	const char *v;
+	int used = 1;
+
+	if (strcmp(arg, "json") == 0) {
+		dd->json = true;
+		return 1;
+	}
+	if (strcmp(arg, "help") == 0) {
+		dd_usage(stdout);
+		return -1;
+	}
+	if (strcmp(arg, "version") == 0) {
+		printf("clio %s\n", CLIO_VERSION);
+		return -1;
+	}
+	snprintf(key, sizeof(key), "%.*s", eq ? (int)(eq - arg) : (int)strlen(arg),
+		 arg);
+	/* a name clio does not know is unknown, with a value or without */
+	if (strcmp(key, "iostat") != 0 &&
+	    clio_conf_set(&scratch, key, "0", err, sizeof(err)) < 0 &&
+	    strncmp(err, "unknown option", 14) == 0) {
+		usage_error("unrecognized option '%s'%s", argv[i], "");
+		return -EX_USAGE;
+	}
+	if (eq != NULL) {
+		v = eq + 1;
+	} else {
+		if (i + 1 >= argc) {
+			usage_error("option '--%s' needs a value%s", arg, "");
+			return -EX_USAGE;
+		}
+		v = argv[i + 1];
+		used = 2;
+	}
+	if (strcmp(key, "iostat") == 0) {
+		if (parse_double(v, &dd->iostat) < 0 || dd->iostat <= 0) {
+			usage_error("invalid --iostat interval '%s'%s", v, "");
+			return -EX_USAGE;
+		}
+		return used;
+	}
+	if (clio_conf_set(&dd->conf, key, v, err, sizeof(err)) < 0) {
+		fprintf(stderr, "clio dd: %s\n", err);
+		return -EX_USAGE;
+	}
+	return used;
+}
+
+static int
+exclusive(unsigned bits, unsigned a, unsigned b, const char *what)
+{
+	if ((bits & a) && (bits & b)) {
+		fprintf(stderr, "clio dd: cannot combine %s\n", what);
+		return EX_USAGE;
+	}
+	return 0;
+}
+
+/* GNU dd's checks and derivations once every operand is read. */
+static int
+settle(struct dd *dd, struct raw *raw)
+{
+	unsigned c;
+	int r;
+
+	if (raw->cbs == 0) /* block and unblock need cbs= */
+		dd->conv &= ~(unsigned)(CONV_BLOCK | CONV_UNBLOCK);
+	c = dd->conv;
+
+	if (__builtin_popcount(c & (CONV_ASCII | CONV_EBCDIC | CONV_IBM)) > 1)
+		return usage_error("cannot combine any two of {ascii,ebcdic,ibm}%s%s",
+				   "", "");
+	if ((r = exclusive(c, CONV_BLOCK, CONV_UNBLOCK, "block and unblock")) ||
+	    (r = exclusive(c, CONV_LCASE, CONV_UCASE, "lcase and ucase")) ||
+	    (r = exclusive(c, CONV_EXCL, CONV_NOCREAT, "excl and nocreat")) ||
+	    (r = exclusive(dd->in.flags, FLAG_DIRECT, FLAG_NOCACHE,
+			   "direct and nocache")) ||
+	    (r = exclusive(dd->out.flags, FLAG_DIRECT, FLAG_NOCACHE,
+			   "direct and nocache")))
+		return r;
+	if (dd->out.flags & FLAG_FULLBLOCK)
+		return usage_error("invalid output flag: '%s'%s", "fullblock", "");
+	if (raw->bs) {
+		dd->ibs = dd->obs = raw->bs;
+	} else {
+		/* POSIX: without bs=, output is gathered into obs blocks */
+		dd->conv |= CONV_TWOBUFS;
+		if (raw->ibs)
+			dd->ibs = raw->ibs;
+		if (raw->obs)
+			dd->obs = raw->obs;
+	}
+	dd->cbs = raw->cbs;
+	if (raw->count_b || (dd->in.flags & FLAG_COUNT_BYTES)) {
+		dd->max_records = raw->count / dd->ibs;
+		dd->max_bytes = raw->count % dd->ibs;
+	} else {
+		dd->max_records = raw->count;
+	}
+	if (raw->skip_b || (dd->in.flags & FLAG_SKIP_BYTES))
+		dd->skip = raw->skip;
+	else if (raw->skip != 0 && dd->ibs > INT64_MAX / raw->skip)
+		return usage_error("invalid number: 'skip=%s'%s", "(too large)", "");
+	else
+		dd->skip = raw->skip * dd->ibs;
+	if (raw->seek_b || (dd->out.flags & FLAG_SEEK_BYTES))
+		dd->seek = raw->seek;
+	else if (raw->seek != 0 && dd->obs > INT64_MAX / raw->seek)
+		return usage_error("invalid number: 'seek=%s'%s", "(too large)", "");
+	else
+		dd->seek = raw->seek * dd->obs;
+	if ((dd->out.flags & FLAG_APPEND) && !(dd->conv & CONV_NOTRUNC))
+		fprintf(stderr, "clio dd: you probably want conv=notrunc with "
+				"oflag=append\n");
+	return 0;
+}
+
+/* Returns 0, EX_USAGE, or -1 after --help or --version (exit 0). */
+int
+dd_parse(struct dd *dd, int argc, char **argv)
+{
+	struct raw raw;
+	int i, r;
+
+	memset(&raw, 0, sizeof(raw));
+	for (i = 1; i < argc;) {
+		if (strncmp(argv[i], "--", 2) == 0) {
+			r = parse_option(dd, argc, argv, i);
+			if (r < 0)
+				return r == -1 ? -1 : -r;
+			i += r;
+			continue;
+		}
+		r = parse_operand(dd, &raw, argv[i]);
+		if (r != 0)
+			return r;
+		i++;
+	}
+	return settle(dd, &raw);
+}
