@@ -9,8 +9,10 @@ SAN     ?=
 DEFS    ?=
 CFLAGS  += -std=c11 -D_GNU_SOURCE $(OPT) -g -Wall -Wextra -Wshadow -Wvla \
            -Iinclude -Ilib -pthread $(SAN) $(DEFS)
-LDLIBS  += -pthread -lm
+LDLIBS  += -pthread -lm $(URING_LIBS)
 LDFLAGS += $(SAN)
+# liburing for the file backend's io_uring engine (lib/dev/uring.c)
+URING_LIBS = $(shell pkg-config --libs liburing 2>/dev/null || echo -luring)
 # libfuse 3 for `clio mount` (cli/mount*.c only)
 FUSE_CFLAGS = $(shell pkg-config --cflags fuse3 2>/dev/null)
 FUSE_LIBS   = $(shell pkg-config --libs fuse3 2>/dev/null || echo -lfuse3)
@@ -40,7 +42,8 @@ TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tests/tools/%)
 
 all: $(BUILD)/clio $(BUILD)/libclio.a
 
-$(BUILD)/obj/%.o: %.c include/clio.h lib/internal.h $(wildcard lib/*.h) $(wildcard cli/*.h)
+$(BUILD)/obj/%.o: %.c include/clio.h lib/internal.h $(wildcard lib/*.h) $(wildcard lib/dev/*.h) \
+		$(wildcard cli/*.h)
 	@mkdir -p $(dir $@)
 	$(call say,CC,$<)
 	$(Q)$(CC) $(CFLAGS) -c -o $@ $<

@@ -5,7 +5,7 @@
 set -e
 need=""
 have() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"; }
-for p in gcc make libc6-dev libcmocka-dev gnuplot-nox libfuse3-dev fuse3 pkg-config attr \
+for p in gcc make libc6-dev libcmocka-dev gnuplot-nox libfuse3-dev fuse3 liburing-dev pkg-config attr \
 	nbdkit libnbd-bin; do
 	have "$p" || need="$need $p"
 done
