@@ -17,6 +17,7 @@ int cmd_bench_one(int argc, char **argv);
 int cmd_mount(int argc, char **argv);
 int cmd_umount(int argc, char **argv);
 int cmd_stat(int argc, char **argv);
+int cmd_info(int argc, char **argv);
 
 /* workload.c: dd-like workloads run in-process (for clio bench) */
 enum wl_kind { WL_WRITE, WL_READ, WL_REWRITE, WL_RANDREAD };
