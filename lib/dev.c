@@ -22,10 +22,9 @@
  *     slots, the free list of pieces, d->size and each request's state
  *     (struct req_state in req->internal).  No lock is held while a
  *     backend is called or a callback runs.
- *  6. d->outstanding counts requests submitted and not yet called back;
- *     clio_dev_close() waits for 0, and nothing here touches a device
- *     after the decrement that may bring it to 0, except to issue a piece
- *     of another request (so it was not 0).
+ *  6. d->outstanding counts requests submitted whose callback has not
+ *     returned; clio_dev_close() waits for 0, and nothing here touches a
+ *     device after the decrement that follows a callback.
  *  7. Front-end statistics live in DEV_FRONT_SLOTS cache-line-aligned
  *     slots, each with its own lock; a thread always uses the same slot.
  *     Readers sum them.
@@ -491,8 +490,9 @@ call_begin(clio_dev *d, struct dev_piece *p)
 	pthread_mutex_unlock(&d->lock);
 }
 
+/* Call the request back; the last touch of d (invariant 6). */
 static void
-req_complete(struct clio_req *req)
+req_complete(clio_dev *d, struct clio_req *req)
 {
 	struct req_state *st = req_state(req);
 
@@ -504,18 +504,10 @@ req_complete(struct clio_req *req)
 		req->result = (ssize_t)iov_length(req->iov, req->iovcnt);
 	req->t_done = st->t_done;
 	req->done(req);
-}
-
-/* Drop one reference to the request; under d->lock.  True if it was the
- * last: the caller then calls req_complete() without the lock. */
-static bool
-req_put_locked(clio_dev *d, struct clio_req *req)
-{
-	if (--req_state(req)->left > 0)
-		return false;
+	pthread_mutex_lock(&d->lock);
 	if (--d->outstanding == 0)
 		pthread_cond_broadcast(&d->idle_cv);
-	return true;
+	pthread_mutex_unlock(&d->lock);
 }
 
 /*
@@ -601,7 +593,7 @@ attempt_done(clio_dev *d, struct dev_piece *p, ssize_t r, bool slot,
 	}
 	p->next = d->free_pieces;
 	d->free_pieces = p;
-	if (req_put_locked(d, req))
+	if (--req_state(req)->left == 0)
 		*done = req;
 	pthread_mutex_unlock(&d->lock);
 	return false;
@@ -632,7 +624,7 @@ run_inline(clio_dev *d, struct dev_piece *p)
 		r = d->ops->io(d, &p->io);
 	} while (attempt_done(d, p, r, false, &next, &done));
 	if (done != NULL)
-		req_complete(done);
+		req_complete(d, done);
 }
 
 static void
@@ -651,7 +643,7 @@ run_pooled(struct dev_piece *p)
 	if (next != NULL)
 		piece_issue(d, next);
 	if (done != NULL)
-		req_complete(done);
+		req_complete(d, done);
 }
 
 void
@@ -669,7 +661,7 @@ dev_piece_done(struct dev_io *io, ssize_t result)
 		if (next != NULL)
 			piece_issue(d, next);
 		if (done != NULL)
-			req_complete(done);
+			req_complete(d, done);
 	}
 	in_async_completion = was;
 }
@@ -727,7 +719,6 @@ clio_dev_submit(clio_dev *d, struct clio_req *req)
 	double t_queued = now_monotonic();
 	struct dev_piece *list = NULL, **tail = &list, *p;
 	size_t skip = 0;
-	bool last;
 	int r = 0;
 
 	if (!flush && req->op != CLIO_OP_READ && req->op != CLIO_OP_WRITE)
@@ -804,12 +795,7 @@ clio_dev_submit(clio_dev *d, struct clio_req *req)
 	pthread_mutex_unlock(&d->lock);
 
 	if (list == NULL) { /* nothing to move */
-		pthread_mutex_lock(&d->lock);
-		st->left = 1;
-		last = req_put_locked(d, req);
-		pthread_mutex_unlock(&d->lock);
-		if (last)
-			req_complete(req);
+		req_complete(d, req);
 		return 0;
 	}
 	/* the last piece to finish calls back: from here on, neither req
