@@ -681,10 +681,12 @@ piece_start(clio_dev *d, struct dev_piece *p)
 {
 	bool has_io = d->ops->io != NULL;
 
-	if (d->ops->submit == NULL ? !d->blocking || p->sync
-				   : has_io && p->sync && in_async_completion) {
-		/* a completion thread that waited on its own ring would
-		 * wait for ever: its synchronous requests run here */
+	/* dev.h rule 5; and a completion thread that waited on its own
+	 * ring would wait for ever: its synchronous flushes run here too */
+	if (d->ops->submit == NULL
+		    ? !d->blocking || p->sync
+		    : has_io && p->sync &&
+			      (p->io.op != CLIO_OP_FLUSH || in_async_completion)) {
 		run_inline(d, p);
 		return;
 	}

@@ -1051,10 +1051,10 @@ many_done(struct clio_req *req)
 }
 
 /* Submit n requests of one op from this thread, each of len bytes at
- * i * stride from buf + i * len, and wait for all of them. */
+ * base + i * stride from buf + i * len, and wait for all of them. */
 static void
 submit_many(clio_dev *d, struct many_req *rq, int n, enum clio_op op,
-	    unsigned char *buf, size_t len, uint64_t stride)
+	    void *buf, size_t len, uint64_t base, uint64_t stride)
 {
 	struct many_ctx x;
 	int i;
@@ -1065,9 +1065,9 @@ submit_many(clio_dev *d, struct many_req *rq, int n, enum clio_op op,
 	for (i = 0; i < n; i++) {
 		memset(&rq[i], 0, sizeof(rq[i]));
 		rq[i].ctx = &x;
-		rq[i].iov = (struct iovec){ buf + (size_t)i * len, len };
+		rq[i].iov = (struct iovec){ (char *)buf + (size_t)i * len, len };
 		rq[i].req.op = op;
-		rq[i].req.offset = (uint64_t)i * stride;
+		rq[i].req.offset = base + (uint64_t)i * stride;
 		rq[i].req.iov = &rq[i].iov;
 		rq[i].req.iovcnt = 1;
 		rq[i].req.done = many_done;
@@ -1136,10 +1136,10 @@ test_engines_inflight(void **state)
 		/* 256 writes in flight from one thread, every other one
 		 * in reverse order of offsets */
 		tu_fill(buf, (size_t)NMANY * MANY_LEN, 0, 71 + e);
-		submit_many(d, rq, NMANY, CLIO_OP_WRITE, buf, MANY_LEN, MANY_LEN);
+		submit_many(d, rq, NMANY, CLIO_OP_WRITE, buf, MANY_LEN, 0, MANY_LEN);
 		file_has(path, 0, (size_t)NMANY * MANY_LEN, 71 + e);
 		memset(rd, 0, (size_t)NMANY * MANY_LEN);
-		submit_many(d, rq, NMANY, CLIO_OP_READ, rd, MANY_LEN, MANY_LEN);
+		submit_many(d, rq, NMANY, CLIO_OP_READ, rd, MANY_LEN, 0, MANY_LEN);
 		assert_int_equal(tu_check(rd, (size_t)NMANY * MANY_LEN, 0, 71 + e), -1);
 		clio_dev_stats(d, &st);
 		assert_int_equal(st.back.writes, NMANY);
@@ -1158,14 +1158,17 @@ test_engines_inflight(void **state)
 		assert_int_equal(st.back.flushes, 1);
 		if (e == 0)
 			assert_int_equal(dev_param_num(d, "ring_sqes"), sqes + 1);
-		/* synchronous calls through the ring */
+		/* synchronous reads and writes run in this thread */
 		tu_fill(buf, 3 * MANY_LEN, 5, 73);
 		assert_int_equal(clio_dev_pwrite(d, buf, 3 * MANY_LEN, 5), 3 * MANY_LEN);
 		memset(rd, 0, 3 * MANY_LEN);
 		assert_int_equal(clio_dev_pread(d, rd, 3 * MANY_LEN, 5), 3 * MANY_LEN);
 		assert_int_equal(tu_check(rd, 3 * MANY_LEN, 5, 73), -1);
 		if (e == 0)
-			assert_int_equal(dev_param_num(d, "ring_sqes"), sqes + 3);
+			assert_int_equal(dev_param_num(d, "ring_sqes"), sqes + 1);
+		clio_dev_stats(d, &st);
+		assert_int_equal(st.back.writes, 1);
+		assert_int_equal(st.back.reads, 1);
 		/* past the end: the rest reads as zeros */
 		memset(rd, 0xee, 2 * MANY_LEN);
 		assert_int_equal(clio_dev_pread(d, rd, 2 * MANY_LEN,
@@ -1207,28 +1210,43 @@ test_uring_direct(void **state)
 	assert_string_equal(info.engine, "uring");
 	/* 64 aligned 16 KiB writes and reads in flight */
 	tu_fill(al, 64 * 16 * KiB, 0, 81);
-	submit_many(d, rq, 64, CLIO_OP_WRITE, al, 16 * KiB, 16 * KiB);
+	submit_many(d, rq, 64, CLIO_OP_WRITE, al, 16 * KiB, 0, 16 * KiB);
 	file_has(path, 0, 64 * 16 * KiB, 81);
 	memset(ard, 0, 64 * 16 * KiB);
-	submit_many(d, rq, 64, CLIO_OP_READ, ard, 16 * KiB, 16 * KiB);
+	submit_many(d, rq, 64, CLIO_OP_READ, ard, 16 * KiB, 0, 16 * KiB);
 	assert_int_equal(tu_check(ard, 64 * 16 * KiB, 0, 81), -1);
 	sqes = dev_param_num(d, "ring_sqes");
 	assert_true(sqes >= 128);
 	/* unaligned pieces go through the bounce buffer, not the ring */
-	tu_fill(ubuf + 1, 10000, 1000, 82);
-	assert_int_equal(clio_dev_pwrite(d, ubuf + 1, 10000, 1000), 10000);
+	tu_fill(ubuf + 1, 10000, 0, 82);
+	submit_many(d, rq, 1, CLIO_OP_WRITE, ubuf + 1, 10000, 0, 0);
 	assert_int_equal(dev_param_num(d, "ring_sqes"), sqes);
-	file_has(path, 0, 1000, 81);
-	file_has(path, 1000, 10000, 82);
-	file_has(path, 11000, 64 * 16 * KiB - 11000, 81);
+	file_has(path, 0, 10000, 82);
+	file_has(path, 10000, 64 * 16 * KiB - 10000, 81);
+	memset(urd, 0, 10000);
+	submit_many(d, rq, 1, CLIO_OP_READ, urd + 3, 10000, 0, 0);
+	assert_int_equal(tu_check(urd + 3, 10000, 0, 82), -1);
+	assert_int_equal(dev_param_num(d, "ring_sqes"), sqes);
+	/* and synchronous ones in this thread */
+	tu_fill(ubuf + 1, 10000, 1000, 84);
+	assert_int_equal(clio_dev_pwrite(d, ubuf + 1, 10000, 1000), 10000);
+	file_has(path, 0, 1000, 82);
+	file_has(path, 1000, 10000, 84);
 	memset(urd, 0, 10000);
 	assert_int_equal(clio_dev_pread(d, urd + 3, 10000, 1000), 10000);
-	assert_int_equal(tu_check(urd + 3, 10000, 1000, 82), -1);
+	assert_int_equal(tu_check(urd + 3, 10000, 1000, 84), -1);
+	assert_int_equal(dev_param_num(d, "ring_sqes"), sqes);
+
 	/* an unaligned write that extends the file, then an aligned read
 	 * across its end: short from the ring, the rest is zeros */
 	tu_fill(ubuf, 3333, 64 * 16 * KiB + 100, 83);
 	assert_int_equal(clio_dev_pwrite(d, ubuf, 3333, 64 * 16 * KiB + 100), 3333);
 	assert_true(file_size(path) == 64 * 16 * KiB + 3433);
+	memset(ard, 0xee, 16 * KiB);
+	submit_many(d, rq, 1, CLIO_OP_READ, ard, 16 * KiB, 64 * 16 * KiB, 0);
+	assert_int_equal(tu_check((char *)ard + 100, 3333, 64 * 16 * KiB + 100, 83), -1);
+	assert_int_equal(tu_check_zero((char *)ard + 3433, 16 * KiB - 3433), -1);
+	assert_int_equal(dev_param_num(d, "ring_sqes"), sqes + 1);
 	memset(ard, 0xee, 16 * KiB);
 	assert_int_equal(clio_dev_pread(d, ard, 16 * KiB, 64 * 16 * KiB), 16 * KiB);
 	assert_int_equal(tu_check((char *)ard + 100, 3333, 64 * 16 * KiB + 100, 83), -1);
