@@ -14,7 +14,7 @@
  *     a. io(d, p) is synchronous.  It returns the bytes moved or -errno.
  *        If it never blocks (`blocking` false) it runs inline in the thread
  *        that submitted the request; otherwise it runs on the one process-
- *        wide worker pool (dev_pool in dev.c), never more than queue_depth
+ *        wide worker pool (`pool` in dev.c), never more than queue_depth
  *        pieces of the device at once.
  *     b. submit(d, p) is asynchronous: it starts the piece and returns at
  *        once; later, from its own completion path (any thread), it calls
@@ -41,7 +41,8 @@
  *     io() in the caller's thread, also when the backend has submit(): a
  *     hand-off to a completion thread and back costs more than the call
  *     (100000 synchronous 4 KiB reads of a cached file: 0.55 s inline,
- *     2.1 s through a ring).  Its flushes go through submit() when the
+ *     2.1 s through a ring); they take no queue slot, as the caller's
+ *     thread is their limit.  Its flushes go through submit() when the
  *     backend has it, and the caller waits.
  *  6. close() frees the backend's state and then the device, with
  *     dev_free().  The device layer calls it only when no piece of the
