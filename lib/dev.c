@@ -30,7 +30,9 @@
  *     Readers sum them.
  *  8. busy time grows only while at least one backend call is outstanding
  *     (real clock) or by each call's service time (virtual clock).
+ * dev_check() asserts invariant 4 in CLIO_DEBUG builds.
  */
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -94,6 +96,22 @@ piece_of(struct dev_io *io)
 {
 	return (struct dev_piece *)(void *)((char *)io - offsetof(struct dev_piece, io));
 }
+
+#ifdef CLIO_DEBUG
+/* Invariant 4 and the counters' signs; under d->lock. */
+static int
+dev_check(const clio_dev *d)
+{
+	uint32_t qd = MAX(1u, d->queue_depth);
+
+	return d->inflight <= qd && (d->pend_head == NULL) == (d->pend_tail == NULL) &&
+	       (d->pend_head == NULL || d->inflight == qd) && d->busy >= 0 &&
+	       d->inflight_peak >= d->inflight;
+}
+#define DEV_CHECK(d) assert(dev_check(d))
+#else
+#define DEV_CHECK(d) ((void)0)
+#endif
 
 /* A thread completing pieces from a backend's completion path. */
 static _Thread_local bool in_async_completion;
@@ -595,6 +613,7 @@ attempt_done(clio_dev *d, struct dev_piece *p, ssize_t r, bool slot,
 	d->free_pieces = p;
 	if (--req_state(req)->left == 0)
 		*done = req;
+	DEV_CHECK(d);
 	pthread_mutex_unlock(&d->lock);
 	return false;
 }
@@ -703,6 +722,7 @@ piece_start(clio_dev *d, struct dev_piece *p)
 	}
 	if (++d->inflight > d->inflight_peak)
 		d->inflight_peak = d->inflight;
+	DEV_CHECK(d);
 	pthread_mutex_unlock(&d->lock);
 	piece_issue(d, p);
 }
