@@ -47,7 +47,7 @@
  *   rate bus                  MB/s (10^6 B/s): media when rpm=0; host
  *                             transfer (0: instantaneous)
  *   ra wcache maxio size      bytes, with K/M/G/T suffixes
- *   clock=virtual|real  qd=N  clock; worker threads with clock=real
+ *   clock=virtual|real  qd=N  clock; requests in flight with clock=real
  *
  * Clocks: with clock=virtual (the default) io() never sleeps: it reads
  * p->t_submit and stamps p->t_start and p->t_done.  With clock=real the
