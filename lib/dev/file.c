@@ -383,6 +383,12 @@ choose_engine(clio_dev *d, struct file_dev *f, const struct file_args *a,
 		return 0;
 	}
 	if (flags & DEV_OPEN_INNER) {
+		if (a->engine == ENGINE_URING) {
+			set_err(a->err, a->errlen, "file: engine 'uring' "
+				"unavailable inside a wrapper (it runs its inner "
+				"device synchronously)");
+			return -ENOTSUP;
+		}
 		snprintf(d->engine, sizeof(d->engine),
 			 "threads (inside a wrapper, run synchronously)");
 		return 0;

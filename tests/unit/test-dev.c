@@ -1169,7 +1169,14 @@ test_engines_inflight(void **state)
 		clio_dev_stats(d, &st);
 		assert_int_equal(st.back.writes, 1);
 		assert_int_equal(st.back.reads, 1);
-		/* past the end: the rest reads as zeros */
+		/* past the end: the rest reads as zeros, asynchronously (a
+		 * short count from the ring, then 0) and synchronously */
+		memset(rd, 0xee, 2 * MANY_LEN);
+		submit_many(d, rq, 1, CLIO_OP_READ, rd, 2 * MANY_LEN,
+			    (uint64_t)NMANY * MANY_LEN - 100, 0);
+		assert_int_equal(tu_check(rd, 100, (uint64_t)NMANY * MANY_LEN - 100,
+					  71 + e), -1);
+		assert_int_equal(tu_check_zero(rd + 100, 2 * MANY_LEN - 100), -1);
 		memset(rd, 0xee, 2 * MANY_LEN);
 		assert_int_equal(clio_dev_pread(d, rd, 2 * MANY_LEN,
 						(uint64_t)NMANY * MANY_LEN - 100),
@@ -1305,6 +1312,18 @@ test_uring_fallback(void **state)
 	assert_int_equal(unsetenv("CLIO_NO_URING"), 0);
 	snprintf(spec, sizeof(spec), "file:%s?engine=aio", path);
 	open_bad(spec, -EINVAL, "aio");
+	/* a wrapper runs its inner device synchronously: no ring there */
+	snprintf(spec, sizeof(spec), "fault:read=EIO@file:%s", path);
+	d = tu_dev_open(spec, 0);
+	assert_int_equal(clio_dev_info(d, &info), 0);
+	assert_string_equal(info.engine, "threads (the inner device runs synchronously)");
+	clio_dev_close(d);
+	snprintf(spec, sizeof(spec), "fault:read=EIO@file:%s?engine=uring", path);
+	d = NULL;
+	r = clio_dev_open_err(spec, 0, &d, err, sizeof(err));
+	print_message("  %s -> %d \"%s\"\n", spec, r, err);
+	assert_true(r < 0 && r != -EINVAL);
+	assert_non_null(strstr(err, "'uring'"));
 	unlink(path);
 }
 
