@@ -1,6 +1,10 @@
-# clio - build, demo and tests.  `make` builds build/clio and
-# build/libclio.a; `make demo` runs the seed experiments; `make check`
-# runs every test (plain, then ASan+UBSan, then TSan on the threaded ones).
+# SPDX-License-Identifier: BSD-2-Clause
+# clio - build, demo, tests, install and the Debian packages.  `make`
+# builds build/clio and the library (build/libclio.so.*, build/libclio.a);
+# `make demo` runs the seed experiments; `make check` runs every test
+# (plain, then ASan+UBSan, then TSan on the threaded ones); `make install`
+# installs under PREFIX (DESTDIR for staging); `make deb` builds the Debian
+# packages into build/deb/.
 
 BUILD   ?= build
 CC      ?= cc
@@ -8,14 +12,45 @@ OPT     ?= -O2
 SAN     ?=
 DEFS    ?=
 CFLAGS  += -std=c11 -D_GNU_SOURCE $(OPT) -g -Wall -Wextra -Wshadow -Wvla \
-           -Iinclude -Ilib -pthread $(SAN) $(DEFS)
+           -Iinclude -Ilib -pthread $(SAN) $(DEFS) $(CPPFLAGS)
 LDLIBS  += -pthread -lm $(URING_LIBS)
 LDFLAGS += $(SAN)
-# liburing for the file backend's io_uring engine (lib/dev/uring.c)
-URING_LIBS = $(shell pkg-config --libs liburing 2>/dev/null || echo -luring)
 # libfuse 3 for `clio mount` (cli/mount*.c only)
 FUSE_CFLAGS = $(shell pkg-config --cflags fuse3 2>/dev/null)
 FUSE_LIBS   = $(shell pkg-config --libs fuse3 2>/dev/null || echo -lfuse3)
+# liburing for the file backend's io_uring engine (lib/dev/uring.c) and
+# clio bench core's peer (its io_uring reads)
+URING_LIBS  = $(shell pkg-config --libs liburing 2>/dev/null || echo -luring)
+
+# where `make install` puts things (DESTDIR is prepended to each)
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR     ?= $(PREFIX)/share/man
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+INSTALL    ?= install
+OBJCOPY    ?= objcopy
+
+# The library's version, from include/clio.h; the soname changes with the
+# major number only.
+version_part = $(shell sed -n 's/^\#define CLIO_VERSION_$(1)  *\([0-9][0-9]*\).*/\1/p' include/clio.h)
+VERSION_MAJOR := $(call version_part,MAJOR)
+VERSION := $(VERSION_MAJOR).$(call version_part,MINOR).$(call version_part,PATCH)
+SONAME  := libclio.so.$(VERSION_MAJOR)
+SOFILE  := libclio.so.$(VERSION)
+
+# Plain `make` needs a few Debian packages (scripts/deps.sh build); say
+# which are missing before compiling anything.  The goals that install
+# them, or need none, are left alone.
+NO_DEPS_CHECK := deps demo bench check clean uninstall deb
+ifeq ($(filter $(NO_DEPS_CHECK),$(MAKECMDGOALS)),)
+MISSING_DEPS := $(shell sh scripts/deps.sh --missing build \
+	$(if $(filter tests check-%,$(MAKECMDGOALS)),test))
+ifneq ($(strip $(MISSING_DEPS)),)
+$(error missing Debian packages: $(strip $(MISSING_DEPS)); `make deps` installs them)
+endif
+endif
 
 # quiet by default; V=1 shows the commands
 ifeq ($(V),1)
@@ -38,9 +73,14 @@ TOOL_SRC := $(wildcard tests/tools/*.c)
 TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tests/tools/%)
 
 
-.PHONY: all deps demo bench check check-plain check-asan check-tsan tests clean
+.PHONY: all deps demo bench check check-plain check-asan check-tsan tests clean \
+	install uninstall deb
 
-all: $(BUILD)/clio $(BUILD)/libclio.a
+# build/libclio-internal.a: every library object with every global, for the
+# clio command and the unit tests, which use internal calls.  What is
+# installed exports clio_* only: libclio.so through a version script,
+# libclio.a as one relocatable object whose other globals are made local.
+all: $(BUILD)/clio $(BUILD)/libclio.a $(BUILD)/$(SOFILE)
 
 $(BUILD)/obj/%.o: %.c include/clio.h lib/internal.h $(wildcard lib/*.h) $(wildcard lib/dev/*.h) \
 		$(wildcard cli/*.h)
@@ -48,25 +88,43 @@ $(BUILD)/obj/%.o: %.c include/clio.h lib/internal.h $(wildcard lib/*.h) $(wildca
 	$(call say,CC,$<)
 	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
-MOUNT_OBJ = $(BUILD)/obj/cli/mount.o $(BUILD)/obj/cli/mountfs.o $(BUILD)/obj/cli/mountstats.o \
-	$(BUILD)/obj/cli/mountahead.o
+MOUNT_OBJ = $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard cli/mount*.c))
 $(MOUNT_OBJ): CFLAGS += $(FUSE_CFLAGS)
 $(MOUNT_OBJ): cli/mount.h cli/cli.h
 
-$(BUILD)/libclio.a: $(LIB_OBJ)
+# every library object can go into the shared library
+$(LIB_OBJ): CFLAGS += -fPIC
+
+$(BUILD)/libclio-internal.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(call say,AR,$@)
 	$(Q)rm -f $@
 	$(Q)ar rcs $@ $^
 
-$(BUILD)/clio: $(CLI_OBJ) $(BUILD)/libclio.a
-	$(call say,LD,$@)
-	$(Q)$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libclio.a $(FUSE_LIBS) $(LDLIBS)
+$(BUILD)/libclio.a: $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(call say,AR,$@)
+	$(Q)rm -f $@ $(BUILD)/obj/libclio-all.o $(BUILD)/obj/libclio.o
+	$(Q)$(LD) -r -o $(BUILD)/obj/libclio-all.o $^
+	$(Q)$(OBJCOPY) -w --keep-global-symbol='clio_*' $(BUILD)/obj/libclio-all.o $(BUILD)/obj/libclio.o
+	$(Q)ar rcs $@ $(BUILD)/obj/libclio.o
 
-$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libclio.a tests/unit/testutil.h
+$(BUILD)/$(SOFILE): $(LIB_OBJ) lib/libclio.map
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)
+	$(Q)$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=lib/libclio.map \
+		-Wl,--no-undefined $(LDFLAGS) -o $@ $(LIB_OBJ) $(LDLIBS)
+	$(Q)ln -sf $(SOFILE) $(BUILD)/$(SONAME)
+	$(Q)ln -sf $(SONAME) $(BUILD)/libclio.so
+
+$(BUILD)/clio: $(CLI_OBJ) $(BUILD)/libclio-internal.a
+	$(call say,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libclio-internal.a $(FUSE_LIBS) $(LDLIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libclio-internal.a tests/unit/testutil.h
 	@mkdir -p $(dir $@)
 	$(call say,CC,$@)
-	$(Q)$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(BUILD)/libclio.a $(LDFLAGS) -lcmocka $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(BUILD)/libclio-internal.a $(LDFLAGS) -lcmocka $(LDLIBS)
 
 $(BUILD)/tests/tools/%: tests/tools/%.c
 	@mkdir -p $(dir $@)
@@ -106,6 +164,47 @@ check-tsan:
 	$(MAKE) BUILD=build-tsan OPT=-O1 SAN="-fsanitize=thread" tests
 	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
 		sh tests/run-tests.sh build-tsan tsan
+
+# The public calls of include/clio.h, each of which gets a man page that
+# redirects to libclio(3).
+paren := (
+PUBLIC_CALLS = $(shell sed -n '/^typedef/d; s/^[a-z].*[ *]\(clio_[a-z0-9_]*\)$(paren).*/\1/p' include/clio.h)
+
+# The pkg-config file is written at install time, for this PREFIX and LIBDIR.
+install: all
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGCONFIGDIR) \
+		$(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3
+	$(INSTALL) -m 755 $(BUILD)/clio $(DESTDIR)$(BINDIR)/clio
+	$(INSTALL) -m 644 $(BUILD)/$(SOFILE) $(DESTDIR)$(LIBDIR)/$(SOFILE)
+	ln -sf $(SOFILE) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libclio.so
+	$(INSTALL) -m 644 $(BUILD)/libclio.a $(DESTDIR)$(LIBDIR)/libclio.a
+	$(INSTALL) -m 644 include/clio.h $(DESTDIR)$(INCLUDEDIR)/clio.h
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+		-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
+		lib/libclio.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/clio.pc
+	chmod 644 $(DESTDIR)$(PKGCONFIGDIR)/clio.pc
+	$(INSTALL) -m 644 man/clio.1 $(DESTDIR)$(MANDIR)/man1/clio.1
+	$(INSTALL) -m 644 man/libclio.3 $(DESTDIR)$(MANDIR)/man3/libclio.3
+	@for f in $(PUBLIC_CALLS); do \
+		echo ".so man3/libclio.3" > $(DESTDIR)$(MANDIR)/man3/$$f.3 || exit 1; \
+		chmod 644 $(DESTDIR)$(MANDIR)/man3/$$f.3; \
+	done
+	@echo "  installed the man page redirects: $(words $(PUBLIC_CALLS)) in $(DESTDIR)$(MANDIR)/man3"
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/clio $(DESTDIR)$(LIBDIR)/$(SOFILE) \
+		$(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libclio.so \
+		$(DESTDIR)$(LIBDIR)/libclio.a $(DESTDIR)$(INCLUDEDIR)/clio.h \
+		$(DESTDIR)$(PKGCONFIGDIR)/clio.pc $(DESTDIR)$(MANDIR)/man1/clio.1 \
+		$(DESTDIR)$(MANDIR)/man3/libclio.3
+	@for f in $(PUBLIC_CALLS); do rm -f $(DESTDIR)$(MANDIR)/man3/$$f.3; done
+
+# The Debian packages, built from a copy of the tree into $(BUILD)/deb/
+# (DEB_BUILD_OPTIONS=nocheck skips the unit tests at build time).
+deb:
+	@sh scripts/deps.sh build test deb
+	@sh scripts/deb.sh $(BUILD)/deb
 
 clean:
 	rm -rf build build-debug build-asan build-tsan

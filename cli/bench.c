@@ -1,8 +1,9 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * bench.c - `clio bench NAME [--quick] [--json] [--plot DIR]`: the seeds'
  * experiments on the calibrated simulated disks, each row beside the
- * figure the seed published, and clio against the Linux kernel on a real
- * file (kernel.c).
+ * figure the seed published, clio against the Linux kernel on a real
+ * file (kernel.c), and the library's core against its peers (benchcore.c).
  *
  * Every experiment builds one table (table.h); the text, JSON and plot
  * renderings all come from it.  The simulated ones run in virtual time
@@ -465,6 +466,7 @@ static const struct experiment {
 	{ "rewrite", exp_rewrite, true, false },
 	{ "rawblock", exp_rawblock, true, false },
 	{ "kernel", exp_kernel, false, false },
+	{ "core", exp_core, false, false },
 	{ "mount", exp_mount, false, true },
 };
 
@@ -474,8 +476,8 @@ usage_bench(FILE *fp)
 	fprintf(fp,
 		"usage: clio bench NAME [--quick] [--json] [--plot DIR] [--runs N]\n"
 		"                  [--file PATH] [--size N] [--cachegrind]\n"
-		"NAME: maxbsize, blocksize, rewrite, rawblock, kernel, or all (these five);\n"
-		"      mount (clio mount and FUSE against the kernel; not in all).\n"
+		"NAME: maxbsize, blocksize, rewrite, rawblock, kernel, core, or all (these\n"
+		"      six); mount (clio mount and FUSE against the kernel; not in all).\n"
 		"See clio(1).\n");
 }
 

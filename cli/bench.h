@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * bench.h - what the parts of `clio bench` share.
  */
@@ -13,9 +14,9 @@
 struct bench_opts {
 	bool quick, json;
 	const char *plot_dir;
-	const char *file;	/* kernel: the file to use (default: a temporary one) */
-	uint64_t size;		/* kernel: its size (default 1G, 64M with --quick) */
-	int runs;		/* kernel: runs per case; the median is reported */
+	const char *file;	/* kernel, core: the file to use (default: a temporary one) */
+	uint64_t size;		/* kernel, core: its size (default 1G, 64M with --quick) */
+	int runs;		/* kernel, core, mount: runs per case; the median is reported */
 	bool cachegrind;	/* blocksize: CPU cache misses under cachegrind */
 };
 
@@ -23,6 +24,7 @@ int cmd_bench_one(int argc, char **argv);
 
 int exp_kernel(const struct bench_opts *bo, struct table *t);
 int exp_mount(const struct bench_opts *bo, struct table *t);
+int exp_core(const struct bench_opts *bo, struct table *t);
 
 /* kernel.c's tools, shared with benchmount.c */
 double bench_median(double *v, int n);		/* of the non-NaN values */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * benchmount.c - `clio bench mount`: GNU dd on a real file, used directly
  * through the kernel and through FUSE, measured in the same run.
@@ -141,10 +142,9 @@ stop_daemon(const char *mnt, pid_t pid)
 	pid_t f;
 
 	if (mounted(mnt)) {
-		/* clio umount tries again while the mount is busy (clio's
-		 * read-ahead helper may hold a file a moment longer) */
-		char *argv[] = { "umount", (char *)mnt, NULL };
-		cmd_umount(2, argv);
+		/* tried again while the mount is busy (clio's read-ahead
+		 * helper may hold a file a moment longer) */
+		fuse_unmount_retrying(mnt);
 	}
 	for (i = 0; i < 200; i++) { /* 10 s, then the signal */
 		if (waitpid(pid, &status, WNOHANG) == pid)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * dd.c - `clio dd`: GNU dd's copy loop with clio's cache (or its direct
  * path) between the program and each device.

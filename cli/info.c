@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * info.c - `clio info DEVICE [--json]`: what a device is, as nbdinfo tells
  * of an NBD export: size, sector size, maxio, clock, the engine that runs

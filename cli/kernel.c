@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * kernel.c - `clio bench kernel`: clio against the Linux kernel on a real
  * file on this machine's disk, measured in the same run.

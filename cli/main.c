@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * main.c - the clio command: dispatches to its subcommands.
  */

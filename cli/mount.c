@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * mount.c - `clio mount [-f] [-d] [-o OPTS] SOURCE MOUNTPOINT` and
  * `clio umount MOUNTPOINT`: a FUSE file system (libfuse 3, low-level API,
@@ -30,9 +31,14 @@
  * on.  Anything else is a one-line error and exit 64 (EX_USAGE), before
  * anything is mounted.
  *
- * Order of work: parse and check everything; mount; without -f, become a
- * daemon (before any thread exists: the cache and the devices start
- * threads); create the cache and open the source; run the loop.  When the
+ * Order of work: parse and check everything (a mount point that holds a
+ * clio mount already is refused, exit 73); mount on the absolute mount
+ * point (the daemon's own unmount must not depend on its directory);
+ * without -f, fork (mountdaemon.c, before any thread exists: the cache
+ * and the devices start threads; the command exits once the daemon
+ * serves, or with its status); create the cache and open the source (a
+ * relative device path from the caller's directory); run the loop, each
+ * object made with the caller's identity (mountcreds.c).  When the
  * loop ends (SIGTERM, SIGINT, SIGHUP, or an unmount), everything dirty is
  * written back (clio_sync, then every handle and device is closed) and the
  * mount is removed; a write-back error makes the exit status 74.
@@ -68,6 +74,7 @@
 
 static struct mount_opts opts;
 static char mnt_abs[4096];	/* the mount point, absolute */
+static char src_shown[4096];	/* the source: a directory's absolute path, or as given */
 
 /* ---------------------------------------------------- device mode: disk */
 
@@ -76,6 +83,7 @@ static clio_file *disk_cf;
 static atomic_bool disk_wrote;
 static struct mount_ahead disk_ahead;
 static atomic_int disk_users;		/* opens of disk by programs */
+static const char *disk_source;		/* the device string as given */
 
 static void
 disk_stat(fuse_ino_t ino, struct stat *st)
@@ -253,7 +261,7 @@ read_reply_view(void *arg, const struct iovec *iov, int iovcnt, int last)
 	return 0;
 }
 
-void
+size_t
 mount_reply_read(fuse_req_t req, clio_file *cf, int fd, size_t size, off_t off)
 {
 	struct read_reply rr = { .req = req, .size = size };
@@ -261,14 +269,16 @@ mount_reply_read(fuse_req_t req, clio_file *cf, int fd, size_t size, off_t off)
 
 	if (cf != NULL) {
 		r = clio_pread_view(cf, size, (uint64_t)off, read_reply_view, &rr);
-		if (!rr.replied)
-			fuse_reply_err(req, r < 0 ? (int)-r : EIO);
 		free(rr.buf);
-		return;
+		if (!rr.replied) {
+			fuse_reply_err(req, r < 0 ? (int)-r : EIO);
+			return 0;
+		}
+		return r > 0 ? (size_t)r : 0;
 	}
 	if ((rr.buf = malloc(size ? size : 1)) == NULL) {
 		fuse_reply_err(req, ENOMEM);
-		return;
+		return 0;
 	}
 	r = pread(fd, rr.buf, size, off);
 	if (r < 0)
@@ -276,6 +286,7 @@ mount_reply_read(fuse_req_t req, clio_file *cf, int fd, size_t size, off_t off)
 	else
 		fuse_reply_buf(req, rr.buf, (size_t)r);
 	free(rr.buf);
+	return r > 0 ? (size_t)r : 0;
 }
 
 static int
@@ -292,10 +303,11 @@ disk_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	if (ino == mount_stats_ino()) {
 		mount_stats_read(req, size, off, fi);
 	} else {
+		double t0 = mount_io_begin();
 		if (fi->fh == 0) /* a program's open, not the helper's */
 			mount_ahead_read(&disk_ahead, (uint64_t)off, size, disk_path,
 					 NULL, NULL, NULL);
-		mount_reply_read(req, disk_cf, -1, size, off);
+		mount_io_end(false, mount_reply_read(req, disk_cf, -1, size, off), t0);
 	}
 }
 
@@ -304,21 +316,25 @@ disk_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	   off_t off, struct fuse_file_info *fi)
 {
 	ssize_t r;
+	double t0;
 
 	(void)fi;
 	if (ino != DISK_INO) {
 		fuse_reply_err(req, EBADF);
 		return;
 	}
+	t0 = mount_io_begin();
 	mount_ahead_write(&disk_ahead, (uint64_t)off, size, disk_path, NULL,
 			  NULL, NULL);
 	r = clio_pwrite(disk_cf, buf, size, (uint64_t)off);
 	if (r < 0) {
 		fuse_reply_err(req, (int)-r);
+		mount_io_end(true, 0, t0);
 		return;
 	}
 	atomic_store(&disk_wrote, true);
 	fuse_reply_write(req, (size_t)r);
+	mount_io_end(true, (size_t)r, t0);
 }
 
 /* Each close(2) after writes writes back, so close reports errors. */
@@ -357,7 +373,7 @@ static void
 disk_foreach(mount_stats_visit_fn fn, void *arg)
 {
 	if (disk_dev != NULL)
-		fn(arg, DISK_NAME, disk_dev);
+		fn(arg, DISK_NAME, disk_source, disk_dev);
 }
 
 static const struct fuse_lowlevel_ops disk_ops = {
@@ -495,35 +511,16 @@ opt_escape(char *out, size_t len, const char *s)
  * mount).  Done from init: the kernel applies min(bdi, max_readahead)
  * when it reads the reply.  Best effort: only root may write there.
  */
-/* The MAJ:MIN of what is mounted on abs (the last mount), or -1. */
-static int
-mounted_dev(const char *abs, char *dev, size_t len)
-{
-	char line[8192], majmin[32], mp[4096];
-	FILE *fp = fopen("/proc/self/mountinfo", "re");
-	int found = -1;
-
-	if (fp == NULL)
-		return -1;
-	while (fgets(line, sizeof(line), fp) != NULL)
-		if (sscanf(line, "%*s %*s %31s %*s %4095s", majmin, mp) == 2 &&
-		    strcmp(mp, abs) == 0) {
-			snprintf(dev, len, "%s", majmin);
-			found = 0;
-		}
-	fclose(fp);
-	return found;
-}
-
 static void
 set_bdi_readahead(unsigned bytes)
 {
-	char dev[32], path[96];
+	struct mounttab_entry e;
+	char path[96];
 	FILE *fp;
 
-	if (mounted_dev(mnt_abs, dev, sizeof(dev)) < 0)
+	if (mounttab_find(mnt_abs, &e) < 0)
 		return;
-	snprintf(path, sizeof(path), "/sys/class/bdi/%s/read_ahead_kb", dev);
+	snprintf(path, sizeof(path), "/sys/class/bdi/%s/read_ahead_kb", e.majmin);
 	fp = fopen(path, "we");
 	if (fp == NULL)
 		return;
@@ -557,12 +554,17 @@ cmd_mount(int argc, char **argv)
 	const char *source, *mnt;
 	bool foreground = false, debug = false, is_dir;
 	struct stat st;
+	struct mounttab_entry mte;
 	clio_cache *cache = NULL;
 	int c, r, rootfd = -1, status = 0;
 
 	opts.conf = (struct clio_conf)CLIO_CONF_DEFAULTS;
 	opts.conf.flush_behind = MOUNT_FLUSH_BEHIND;
 	opts.kernel_cache = 1;
+	if (argc >= 2 && strcmp(argv[1], "--help") == 0) {
+		usage_mount(stdout);
+		return 0;
+	}
 	optind = 1;
 	while ((c = getopt(argc, argv, "+fdho:")) != -1) {
 		switch (c) {
@@ -599,6 +601,11 @@ cmd_mount(int argc, char **argv)
 		fprintf(stderr, "clio mount: %s: %s\n", mnt, strerror(errno));
 		return EX_NOINPUT;
 	}
+	if (mounttab_find(mnt_abs, &mte) == 0 && mounttab_is_clio(&mte)) {
+		fprintf(stderr, "clio mount: %s: already a clio mount (of %s)\n",
+			mnt_abs, mte.source);
+		return EX_CANTCREAT;
+	}
 
 	is_dir = stat(source, &st) == 0 && S_ISDIR(st.st_mode);
 	if (is_dir) {
@@ -628,7 +635,9 @@ cmd_mount(int argc, char **argv)
 
 	snprintf(fopts, sizeof(fopts), "default_permissions,subtype=clio,max_read=%u%s%s,fsname=",
 		 opts.max_read, opts.ro ? ",ro" : "", opts.allow_other ? ",allow_other" : "");
-	opt_escape(fopts, sizeof(fopts), rootpath ? rootpath : source);
+	snprintf(src_shown, sizeof(src_shown), "%s", rootpath ? rootpath : source);
+	disk_source = source;
+	opt_escape(fopts, sizeof(fopts), src_shown);
 	if (fuse_opt_add_arg(&args, "clio") < 0 || fuse_opt_add_arg(&args, "-o") < 0 ||
 	    fuse_opt_add_arg(&args, fopts) < 0 ||
 	    (debug && fuse_opt_add_arg(&args, "-d") < 0)) {
@@ -654,7 +663,7 @@ cmd_mount(int argc, char **argv)
 			close(rootfd);
 		return EX_SOFTWARE;
 	}
-	if (fuse_set_signal_handlers(se) < 0 || fuse_session_mount(se, mnt) < 0) {
+	if (fuse_set_signal_handlers(se) < 0 || fuse_session_mount(se, mnt_abs) < 0) {
 		fprintf(stderr, "clio mount: cannot mount on %s\n", mnt);
 		fuse_remove_signal_handlers(se);
 		fuse_session_destroy(se);
@@ -664,30 +673,40 @@ cmd_mount(int argc, char **argv)
 		return EX_UNAVAILABLE;
 	}
 	free(rootpath);
-	fuse_daemonize(foreground);
+	if (!foreground)
+		mount_daemon_start();
 	mount_ahead_init(&disk_ahead);
 	if (opts.kernel_cache && !opts.cache_off &&
 	    mount_ahead_start(mnt_abs, opts.readahead > 1 ? opts.readahead
 			      : 128 * 1024) < 0)
 		fprintf(stderr, "clio mount: no read-ahead for writers\n");
 
-	r = clio_cache_new(&opts.conf, &cache);
+	status = EX_OSERR;
+	err[0] = '\0';
+	r = mount_creds_init();
+	if (r == 0)
+		r = clio_cache_new(&opts.conf, &cache);
 	if (r == 0 && is_dir)
 		r = mountfs_init(cache, rootfd, opts.ro, opts.cache_off,
 				 opts.kernel_cache);
 	if (r == 0 && !is_dir) {
+		/* the caller's working directory: relative paths as given */
 		r = clio_dev_open_err(source, opts.ro ? CLIO_DEV_RDONLY : 0,
 				      &disk_dev, err, sizeof(err));
-		if (r == 0)
+		if (r < 0)
+			status = r == -EINVAL ? EX_USAGE : EX_NOINPUT;
+		else
 			r = clio_open(cache, disk_dev, opts.ro ? CLIO_RDONLY : CLIO_RDWR,
 				      &disk_cf);
 	}
 	if (r == 0)
-		mount_stats_init(cache, is_dir ? mountfs_foreach_dev : disk_foreach);
+		mount_stats_init(cache, is_dir ? mountfs_foreach_dev : disk_foreach,
+				 mnt_abs, src_shown);
 	if (r < 0) {
-		fprintf(stderr, "clio mount: %s\n", strerror(-r));
-		status = EX_OSERR;
+		fprintf(stderr, "clio mount: %s\n", err[0] ? err : strerror(-r));
 	} else {
+		status = 0;
+		mount_daemon_ready();
 		memset(&lcfg, 0, sizeof(lcfg));
 		lcfg.clone_fd = 0;
 		lcfg.max_idle_threads = 10;
@@ -754,29 +773,62 @@ run_fusermount(const char *mnt, bool quiet)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+static void
+usage_umount(FILE *fp)
+{
+	fprintf(fp, "usage: clio umount MOUNTPOINT\n"
+		"Write back what is dirty and remove the clio mount on MOUNTPOINT.\n"
+		"See clio(1).\n");
+}
+
 /*
- * fusermount3 -u; a mount that is busy is tried again for up to 3 s, as
- * the daemon's own read-ahead (mountahead.c) may hold the file open for
- * a moment after the last program closed it.
+ * Only a clio mount is unmounted (exit 64 otherwise, 66 for a path that
+ * is not there); fusermount3 -u on its absolute path, and a mount that
+ * is busy is tried again for up to 3 s, as the daemon's own read-ahead
+ * (mountahead.c) may hold the file open for a moment after the last
+ * program closed it; still busy: fusermount3's message, exit 75.
  */
 int
 cmd_umount(int argc, char **argv)
 {
-	char abs[4096], dev[32];
-	int i, r;
+	struct mounttab_entry e;
+	char abs[4096];
+	int r;
 
+	if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+		usage_umount(stdout);
+		return 0;
+	}
 	if (argc != 2 || argv[1][0] == '-') {
-		fprintf(stderr, "usage: clio umount MOUNTPOINT\n");
+		usage_umount(stderr);
 		return EX_USAGE;
 	}
-	for (i = 0; i < 30 && realpath(argv[1], abs) != NULL &&
-		    mounted_dev(abs, dev, sizeof(dev)) == 0; i++) {
-		if ((r = run_fusermount(argv[1], true)) == 0)
+	if ((r = mounttab_abspath(argv[1], abs, sizeof(abs))) < 0) {
+		fprintf(stderr, "clio umount: %s: %s\n", argv[1], strerror(-r));
+		return EX_NOINPUT;
+	}
+	if (mounttab_find(abs, &e) < 0 || !mounttab_is_clio(&e)) {
+		fprintf(stderr, "clio umount: %s: not a clio mount\n", argv[1]);
+		return EX_USAGE;
+	}
+	return fuse_unmount_retrying(abs);
+}
+
+int
+fuse_unmount_retrying(const char *abs)
+{
+	struct mounttab_entry e;
+	int i, r;
+
+	for (i = 0; i < 30; i++) {
+		if ((r = run_fusermount(abs, true)) == 0)
 			return 0;
 		if (r == EX_UNAVAILABLE)
 			return r;
+		if (mounttab_find(abs, &e) < 0)
+			return 0; /* the daemon ended meanwhile */
 		usleep(100 * 1000);
 	}
-	r = run_fusermount(argv[1], false);
-	return r == 0 ? 0 : r == EX_UNAVAILABLE ? r : EX_SOFTWARE;
+	r = run_fusermount(abs, false);
+	return r == 0 ? 0 : r == EX_UNAVAILABLE ? r : EX_TEMPFAIL;
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * mount.h - what cli/mount.c (options, session, device mode) and
  * cli/mountfs.c (the pass-through file system) share.
@@ -39,21 +40,49 @@ int mountfs_init(clio_cache *cache, int rootfd, int ro, int cache_off,
  * returns the first write-back error. */
 int mountfs_fini(void);
 
-/* Credentials of the caller of a request, for the file system calls that
- * create objects; no-ops unless the daemon runs as root. */
-void mount_creds_enter(fuse_req_t req);
+/* The caller's identity for the calls that create objects (mountcreds.c):
+ * init before the loop; enter (0 or -errno: then leave is not needed and
+ * the request fails) and leave around each such call. */
+int mount_creds_init(void);
+int mount_creds_enter(fuse_req_t req);
 void mount_creds_leave(void);
+
+/* Without -f (mountdaemon.c): fork; the caller goes on in the child, and
+ * the command exits 0 at mount_daemon_ready, or with the child's status. */
+void mount_daemon_start(void);
+void mount_daemon_ready(void);
 
 /* The control file `.clio-stats` in the root (mountstats.c). */
 #define MOUNT_STATS_NAME ".clio-stats"
-/* Calls fn(arg, name, dev) for every open device. */
-typedef void (*mount_stats_visit_fn)(void *arg, const char *name, clio_dev *d);
+/* Calls fn(arg, name, shown, dev) for every open device: name is the
+ * file's path under the mount, shown the device as the user names it
+ * (the source's path of the file, or the device string given). */
+typedef void (*mount_stats_visit_fn)(void *arg, const char *name,
+				     const char *shown, clio_dev *d);
 typedef void (*mount_stats_foreach_fn)(mount_stats_visit_fn fn, void *arg);
-void mount_stats_init(clio_cache *cache, mount_stats_foreach_fn foreach);
+/* mountpoint (absolute) and source (as given) head the snapshot. */
+void mount_stats_init(clio_cache *cache, mount_stats_foreach_fn foreach,
+		      const char *mountpoint, const char *source);
+/* A device is about to be closed: add its figures to the totals since
+ * the mount, which the snapshot reports beside the open devices'. */
+void mount_stats_retire(clio_dev *d);
 fuse_ino_t mount_stats_ino(void);
-/* Read through cf (or, with cf NULL, pread on fd) and reply. */
-void mount_reply_read(fuse_req_t req, clio_file *cf, int fd, size_t size,
-		      off_t off);
+/* Read through cf (or, with cf NULL, pread on fd) and reply; the bytes
+ * replied (0 after an error reply). */
+size_t mount_reply_read(fuse_req_t req, clio_file *cf, int fd, size_t size,
+			off_t off);
+
+/* The programs' READ and WRITE requests, counted and timed (mountio.c). */
+struct mount_io_totals {
+	uint64_t reads, writes, read_bytes, write_bytes;
+	double read_s, write_s;	/* sums of the requests' times */
+	double busy_s;		/* time with a request in flight */
+	double queue_s;		/* integral of the requests in flight */
+};
+/* Before a request is served: its start time, for mount_io_end. */
+double mount_io_begin(void);
+void mount_io_end(bool write, size_t bytes, double t0);
+void mount_io_get(struct mount_io_totals *t);
 /* Is name in parent the control file? */
 int mount_stats_name(fuse_ino_t parent, const char *name);
 void mount_stats_attr(struct stat *st);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * mountahead.c - read-ahead for writers under the kernel's writeback
  * cache (kernel_cache=on).

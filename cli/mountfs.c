@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * mountfs.c - the pass-through file system of `clio mount DIR MNT`: every
  * object of DIR appears under MNT, and the data of every regular file
@@ -67,7 +68,8 @@
  * path under the source (as opened; a later rename is not seen).
  *
  * Permissions are checked by the kernel (default_permissions); objects
- * are created with the caller's fsuid/fsgid when the daemon runs as root.
+ * are created with the caller's identity and groups, with the mode the
+ * kernel sends and no umask of the daemon's (mountcreds.c).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -78,7 +80,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/xattr.h>
@@ -132,35 +133,6 @@ static char *fs_rootpath;	/* the source's path, to name devices */
 static struct mnode fs_root;
 static struct mnode *tbl[NBUCKETS];
 static pthread_mutex_t tbl_lock = PTHREAD_MUTEX_INITIALIZER;
-
-/* --------------------------------------------------------- credentials */
-
-static _Thread_local int cred_saved;
-static _Thread_local uid_t cred_uid;
-static _Thread_local gid_t cred_gid;
-
-void
-mount_creds_enter(fuse_req_t req)
-{
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-
-	cred_saved = 0;
-	if (geteuid() != 0 || ctx == NULL)
-		return;
-	cred_gid = (gid_t)setfsgid(ctx->gid);
-	cred_uid = (uid_t)setfsuid(ctx->uid);
-	cred_saved = 1;
-}
-
-void
-mount_creds_leave(void)
-{
-	if (!cred_saved)
-		return;
-	setfsuid(cred_uid);
-	setfsgid(cred_gid);
-	cred_saved = 0;
-}
 
 /* -------------------------------------------------------------- inodes */
 
@@ -396,6 +368,7 @@ node_close_data(struct mnode *n)
 	if (n->cf != NULL)
 		r = clio_close(n->cf);
 	if (n->cdev != NULL) {
+		mount_stats_retire(n->cdev);
 		r2 = clio_dev_close(n->cdev);
 		if (r == 0)
 			r = r2;
@@ -675,7 +648,10 @@ fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 
 	if (stats_guard(req, parent, name))
 		return;
-	mount_creds_enter(req);
+	if ((r = mount_creds_enter(req)) < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
 	r = mknodat(node_of(parent)->fd, name, mode, rdev);
 	e = errno;
 	mount_creds_leave();
@@ -689,7 +665,10 @@ fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 
 	if (stats_guard(req, parent, name))
 		return;
-	mount_creds_enter(req);
+	if ((r = mount_creds_enter(req)) < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
 	r = mkdirat(node_of(parent)->fd, name, mode);
 	e = errno;
 	mount_creds_leave();
@@ -703,7 +682,10 @@ fs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name
 
 	if (stats_guard(req, parent, name))
 		return;
-	mount_creds_enter(req);
+	if ((r = mount_creds_enter(req)) < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
 	r = symlinkat(link, node_of(parent)->fd, name);
 	e = errno;
 	mount_creds_leave();
@@ -794,7 +776,7 @@ fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 {
 	struct fuse_entry_param e;
 	struct mnode *n;
-	int fd, r;
+	int fd, r, err;
 
 	if (stats_guard(req, parent, name))
 		return;
@@ -802,12 +784,16 @@ fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		fuse_reply_err(req, EROFS);
 		return;
 	}
-	mount_creds_enter(req);
+	if ((r = mount_creds_enter(req)) < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
 	fd = openat(node_of(parent)->fd, name,
 		    (fi->flags & ~(O_DIRECT | O_APPEND)) | O_CREAT | O_CLOEXEC, mode);
+	err = errno;
 	mount_creds_leave();
 	if (fd < 0) {
-		fuse_reply_err(req, errno);
+		fuse_reply_err(req, err);
 		return;
 	}
 	close(fd);
@@ -879,12 +865,15 @@ fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	struct mhandle *h = handle_of(fi);
 	struct mnode *n;
+	double t0;
+	size_t got;
 
 	if (ino == mount_stats_ino()) {
 		mount_stats_read(req, size, off, fi);
 		return;
 	}
 	n = h->node;
+	t0 = mount_io_begin();
 	/* before the reply: after it, the handle may be released; not for
 	 * the helper's own reads, which must not queue kicks after the
 	 * close job of the last program's release */
@@ -895,11 +884,12 @@ fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	pthread_mutex_lock(&n->lock);
 	h->reads++;
 	pthread_mutex_unlock(&n->lock);
-	mount_reply_read(req, h->cf, h->fd, size, off);
+	got = mount_reply_read(req, h->cf, h->fd, size, off);
 	pthread_mutex_lock(&n->lock);
 	if (--h->reads == 0)
 		pthread_cond_broadcast(&h->reads_done);
 	pthread_mutex_unlock(&n->lock);
+	mount_io_end(false, got, t0);
 }
 
 static void
@@ -908,11 +898,13 @@ fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 {
 	struct mhandle *h = handle_of(fi);
 	ssize_t r;
+	double t0;
 
 	if (ino == mount_stats_ino()) {
 		fuse_reply_err(req, EBADF);
 		return;
 	}
+	t0 = mount_io_begin();
 	if (h->cf == NULL) {
 		r = pwrite(h->fd, buf, size, off);
 		if (r < 0)
@@ -924,10 +916,12 @@ fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	}
 	if (r < 0) {
 		fuse_reply_err(req, (int)-r);
+		mount_io_end(true, 0, t0);
 		return;
 	}
 	atomic_store(&h->wrote, true);
 	fuse_reply_write(req, (size_t)r);
+	mount_io_end(true, (size_t)r, t0);
 }
 
 static void
@@ -1574,7 +1568,7 @@ mountfs_foreach_dev(mount_stats_visit_fn fn, void *arg)
 			if (rl > 0 && strncmp(name, fs_rootpath, rl) == 0 &&
 			    name[rl] == '/')
 				name += rl + 1;
-			fn(arg, name, n->cdev);
+			fn(arg, name, path != NULL ? path : "?", n->cdev);
 			pthread_mutex_unlock(&n->lock);
 			free(path);
 		}

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * mountstats.c - the control file `.clio-stats` in the root of every
  * `clio mount` (device mode and pass-through mode).
@@ -6,14 +7,33 @@
  * snapshot of the cache's statistics and of every open device's, kept
  * with the open, so every read of one open sees the same numbers; the
  * open is reported with direct_io, so the kernel reads until the end of
- * the snapshot whatever the size says.  Lines are "key: value"; device
- * lines start with the device's name and a space ("disk back_reads: 12").
- * The name is not listed by readdir; lookup finds it.  In pass-through
- * mode it hides a real object of that name in the source's root (which
- * can be neither opened nor changed through the mount).
+ * the snapshot whatever the size says.  The name is not listed by
+ * readdir; lookup finds it.  In pass-through mode it hides a real object
+ * of that name in the source's root (which can be neither opened nor
+ * changed through the mount).
+ *
+ * The snapshot (clio stat reads it; clio(1) lists every key):
+ *  - lines "key: value"; a key without a space is the mount's, a key
+ *    "NAME key" an open device's (NAME: its path under the mount, with
+ *    blanks and ':' as '_'); values hold no newline;
+ *  - first mountpoint, source (as given: a directory's absolute path or
+ *    the device string), uptime_s; then the cache's counters; then the
+ *    programs' requests (requests_*, mountio.c); then total_front_* and
+ *    total_back_*: every device since the mount, those closed
+ *    (mount_stats_retire) and those open; then each open device's block,
+ *    which starts with "NAME path:" (the name unchanged) and
+ *    "NAME device:" (the source's file, or the device string);
+ *    last "devices: N".
+ *
+ * Invariant: the totals count each device once, closed or open: a
+ * snapshot is built again when a device was retired while it was being
+ * built (retire_seq moved), so a device is never both in the retired
+ * sums and among the open ones.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,15 +43,32 @@
 
 #include "mount.h"
 
+/* Freed by whoever drops the last reference: the open holds one until
+ * release, each READ one until its reply has been sent (the program may
+ * close the file, and release come, while the reply is being written). */
 struct snapshot {
+	atomic_int refs;
 	size_t len;
 	char text[];
 };
+
+static void
+snapshot_put(struct snapshot *s)
+{
+	if (atomic_fetch_sub(&s->refs, 1) == 1)
+		free(s);
+}
 
 static char stats_anchor; /* its address is the node id */
 static clio_cache *st_cache;
 static mount_stats_foreach_fn st_foreach;
 static double st_start;
+static const char *st_mountpoint, *st_source;
+
+/* Devices closed since the mount; under retire_lock. */
+static pthread_mutex_t retire_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct clio_dev_stats retired;
+static uint64_t retired_devs, retire_seq;
 
 static double
 now_s(void)
@@ -55,11 +92,40 @@ mount_stats_name(fuse_ino_t parent, const char *name)
 }
 
 void
-mount_stats_init(clio_cache *cache, mount_stats_foreach_fn foreach)
+mount_stats_init(clio_cache *cache, mount_stats_foreach_fn foreach,
+		 const char *mountpoint, const char *source)
 {
 	st_cache = cache;
 	st_foreach = foreach;
+	st_mountpoint = mountpoint;
+	st_source = source;
 	st_start = now_s();
+}
+
+static void
+iostat_add(struct clio_iostat *sum, const struct clio_iostat *s)
+{
+	sum->reads += s->reads;
+	sum->writes += s->writes;
+	sum->flushes += s->flushes;
+	sum->read_bytes += s->read_bytes;
+	sum->write_bytes += s->write_bytes;
+	sum->errors += s->errors;
+	sum->busy_s += s->busy_s;
+}
+
+void
+mount_stats_retire(clio_dev *d)
+{
+	struct clio_dev_stats ds;
+
+	clio_dev_stats(d, &ds);
+	pthread_mutex_lock(&retire_lock);
+	iostat_add(&retired.front, &ds.front);
+	iostat_add(&retired.back, &ds.back);
+	retired_devs++;
+	retire_seq++;
+	pthread_mutex_unlock(&retire_lock);
 }
 
 void
@@ -127,10 +193,20 @@ struct visit {
 	FILE *fp;
 	double elapsed;
 	unsigned ndev;
+	struct clio_dev_stats open;	/* the open devices' sums */
 };
 
+/* A value on one line. */
 static void
-print_dev(void *arg, const char *rawname, clio_dev *d)
+print_value(FILE *fp, const char *s)
+{
+	for (; *s != '\0'; s++)
+		fputc(*s == '\n' ? '?' : *s, fp);
+	fputc('\n', fp);
+}
+
+static void
+print_dev(void *arg, const char *rawname, const char *shown, clio_dev *d)
 {
 	struct visit *v = arg;
 	struct clio_dev_stats ds;
@@ -143,7 +219,12 @@ print_dev(void *arg, const char *rawname, clio_dev *d)
 		if ((unsigned char)name[i] <= ' ' || name[i] == ':')
 			name[i] = '_';
 	clio_dev_stats(d, &ds);
-	fprintf(v->fp, "%s device: %s\n", name, clio_dev_name(d));
+	iostat_add(&v->open.front, &ds.front);
+	iostat_add(&v->open.back, &ds.back);
+	fprintf(v->fp, "%s path: ", name);
+	print_value(v->fp, rawname);
+	fprintf(v->fp, "%s device: ", name);
+	print_value(v->fp, shown);
 	print_side(v->fp, name, "front", &ds.front, v->elapsed);
 	print_side(v->fp, name, "back", &ds.back, v->elapsed);
 	fprintf(v->fp, "%s clustering: %.2f\n", name,
@@ -152,24 +233,103 @@ print_dev(void *arg, const char *rawname, clio_dev *d)
 	v->ndev++;
 }
 
+static void
+print_total(FILE *fp, const char *side, const struct clio_iostat *a,
+	    const struct clio_iostat *b)
+{
+	fprintf(fp, "total_%s_reads: %llu\n", side,
+		(unsigned long long)(a->reads + b->reads));
+	fprintf(fp, "total_%s_writes: %llu\n", side,
+		(unsigned long long)(a->writes + b->writes));
+	fprintf(fp, "total_%s_read_bytes: %llu\n", side,
+		(unsigned long long)(a->read_bytes + b->read_bytes));
+	fprintf(fp, "total_%s_write_bytes: %llu\n", side,
+		(unsigned long long)(a->write_bytes + b->write_bytes));
+	fprintf(fp, "total_%s_flushes: %llu\n", side,
+		(unsigned long long)(a->flushes + b->flushes));
+	fprintf(fp, "total_%s_errors: %llu\n", side,
+		(unsigned long long)(a->errors + b->errors));
+	fprintf(fp, "total_%s_busy_s: %.6f\n", side, a->busy_s + b->busy_s);
+}
+
+static void
+print_requests(FILE *fp)
+{
+	struct mount_io_totals io;
+
+	mount_io_get(&io);
+	fprintf(fp, "requests_reads: %llu\n", (unsigned long long)io.reads);
+	fprintf(fp, "requests_writes: %llu\n", (unsigned long long)io.writes);
+	fprintf(fp, "requests_read_bytes: %llu\n", (unsigned long long)io.read_bytes);
+	fprintf(fp, "requests_write_bytes: %llu\n", (unsigned long long)io.write_bytes);
+	fprintf(fp, "requests_read_time_s: %.6f\n", io.read_s);
+	fprintf(fp, "requests_write_time_s: %.6f\n", io.write_s);
+	fprintf(fp, "requests_busy_s: %.6f\n", io.busy_s);
+	fprintf(fp, "requests_queue_s: %.6f\n", io.queue_s);
+}
+
+/* The devices' text into a memory stream: their blocks, and their sums
+ * in v->open. */
+static char *
+devices_text(struct visit *v, size_t *len)
+{
+	char *buf = NULL;
+
+	v->fp = open_memstream(&buf, len);
+	if (v->fp == NULL)
+		return NULL;
+	memset(&v->open, 0, sizeof(v->open));
+	v->ndev = 0;
+	if (st_foreach != NULL)
+		st_foreach(print_dev, v);
+	if (fclose(v->fp) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
 static struct snapshot *
 snapshot_build(void)
 {
 	struct clio_cache_stats cs;
+	struct clio_dev_stats gone;
 	struct snapshot *s;
 	struct visit v;
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *fp = open_memstream(&buf, &len);
-	uint64_t lookups;
+	char *buf = NULL, *devs = NULL;
+	size_t len = 0, devlen = 0;
+	uint64_t lookups, seq, ngone = 0;
+	FILE *fp;
+	bool stable;
+	int tries;
 
-	if (fp == NULL)
+	v.elapsed = now_s() - st_start;
+	/* the open devices, then the closed ones, unless one closed between
+	 * (after a few tries, a device may show in both) */
+	for (tries = 0, stable = false; tries < 8 && !stable; tries++) {
+		pthread_mutex_lock(&retire_lock);
+		seq = retire_seq;
+		pthread_mutex_unlock(&retire_lock);
+		free(devs);
+		if ((devs = devices_text(&v, &devlen)) == NULL)
+			return NULL;
+		pthread_mutex_lock(&retire_lock);
+		gone = retired;
+		ngone = retired_devs;
+		stable = retire_seq == seq;
+		pthread_mutex_unlock(&retire_lock);
+	}
+	fp = open_memstream(&buf, &len);
+	if (fp == NULL) {
+		free(devs);
 		return NULL;
+	}
 	clio_cache_stats(st_cache, &cs);
 	lookups = cs.hits + cs.misses;
-	v.fp = fp;
-	v.elapsed = now_s() - st_start;
-	v.ndev = 0;
+	fprintf(fp, "mountpoint: ");
+	print_value(fp, st_mountpoint != NULL ? st_mountpoint : "");
+	fprintf(fp, "source: ");
+	print_value(fp, st_source != NULL ? st_source : "");
 	fprintf(fp, "uptime_s: %.3f\n", v.elapsed);
 	fprintf(fp, "hits: %llu\n", (unsigned long long)cs.hits);
 	fprintf(fp, "misses: %llu\n", (unsigned long long)cs.misses);
@@ -191,8 +351,12 @@ snapshot_build(void)
 	fprintf(fp, "lost_bytes: %llu\n", (unsigned long long)cs.lost_bytes);
 	fprintf(fp, "dirty_bytes: %llu\n", (unsigned long long)cs.dirty_bytes);
 	fprintf(fp, "cached_bytes: %llu\n", (unsigned long long)cs.cached_bytes);
-	if (st_foreach != NULL)
-		st_foreach(print_dev, &v);
+	print_requests(fp);
+	print_total(fp, "front", &gone.front, &v.open.front);
+	print_total(fp, "back", &gone.back, &v.open.back);
+	fprintf(fp, "devices_closed: %llu\n", (unsigned long long)ngone);
+	fwrite(devs, 1, devlen, fp);
+	free(devs);
 	fprintf(fp, "devices: %u\n", v.ndev);
 	if (fclose(fp) != 0) {
 		free(buf);
@@ -200,6 +364,7 @@ snapshot_build(void)
 	}
 	s = malloc(sizeof(*s) + len + 1);
 	if (s != NULL) {
+		atomic_init(&s->refs, 1);
 		s->len = len;
 		memcpy(s->text, buf, len + 1);
 	}
@@ -234,16 +399,18 @@ mount_stats_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *
 {
 	struct snapshot *s = (struct snapshot *)(uintptr_t)fi->fh;
 
+	atomic_fetch_add(&s->refs, 1);
 	if (off < 0 || (size_t)off >= s->len)
 		fuse_reply_buf(req, NULL, 0);
 	else
 		fuse_reply_buf(req, s->text + off,
 			       size < s->len - (size_t)off ? size : s->len - (size_t)off);
+	snapshot_put(s);
 }
 
 void
 mount_stats_release(fuse_req_t req, struct fuse_file_info *fi)
 {
-	free((struct snapshot *)(uintptr_t)fi->fh);
+	snapshot_put((struct snapshot *)(uintptr_t)fi->fh);
 	fuse_reply_err(req, 0);
 }

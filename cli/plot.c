@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * plot.c - `clio bench --plot DIR`: one PNG and one SVG per experiment,
  * drawn by gnuplot from the experiment's table: bars of the published

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * table.c - text and JSON renderings of bench result tables.
  * Invariant: a cell is printed only if set; column widths fit the widest

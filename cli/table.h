@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * table.h - result tables for `clio bench`: a title, named columns and
  * rows of numbers or strings (a missing value prints as "-" and as JSON

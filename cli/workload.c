@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * workload.c - dd-like workloads run in-process through the library, for
  * `clio bench`: a sequential write of zeros, a sequential read, a rewrite

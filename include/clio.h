@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * clio.h - the public API of libclio, a user-space buffer cache with
  * BSD-style I/O clustering.
@@ -23,6 +24,18 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* ---------------------------------------------------------------- version */
+
+/* The version of this header; clio_version() gives the library's.  The
+ * shared library's soname changes with the major number. */
+#define CLIO_VERSION_MAJOR 0
+#define CLIO_VERSION_MINOR 1
+#define CLIO_VERSION_PATCH 0
+#define CLIO_VERSION "0.1.0"
+
+/* "MAJOR.MINOR.PATCH" of the library linked in. */
+const char *clio_version(void);
 
 typedef struct clio_dev clio_dev;
 typedef struct clio_cache clio_cache;
@@ -156,14 +169,31 @@ struct clio_conf {
 				   device flushes; 0: only fsync flushes */
 };
 
+/*
+ * The defaults: `struct clio_conf conf = CLIO_CONF_DEFAULTS;`.  C uses
+ * designated initializers; C++ (which has them only from C++20, in order and
+ * complete) gets every field in declaration order.  clio_conf_init() sets
+ * the same values at run time.
+ */
+#ifndef __cplusplus
 #define CLIO_CONF_DEFAULTS                                                  \
 	{                                                                   \
 		.bsize = 16384, .maxbsize = 65536, .maxphys = 1048576,      \
 		.read_max = 64, .seqmax = 127, .cache_size = 64ull << 20,   \
 		.dirty_hi = 50, .dirty_lo = 25, .dirty_age = 30.0,          \
 		.cluster = CLIO_CLUSTER_ON, .rbw = CLIO_RBW_CLUSTER,        \
-		.write_behind = 1, .queue_depth = 4, .flusher = 1           \
+		.write_behind = 1, .queue_depth = 4, .flusher = 1,          \
+		.flush_behind = 0                                           \
 	}
+#else
+#define CLIO_CONF_DEFAULTS                                                  \
+	{                                                                   \
+		16384, 65536, 1048576, 64, 127, 64ull << 20, 50, 25, 30.0,  \
+		CLIO_CLUSTER_ON, CLIO_RBW_CLUSTER, 1, 4, 1, 0               \
+	}
+#endif
+/* Fill conf with CLIO_CONF_DEFAULTS; -EINVAL if conf is NULL. */
+int clio_conf_init(struct clio_conf *conf);
 
 /* Set one tunable by name ("bsize", "maxphys", "cluster", ...) from a
  * string; -EINVAL with a message naming the value in errbuf if bad. */
@@ -203,6 +233,9 @@ void clio_cache_stats(clio_cache *c, struct clio_cache_stats *st);
 #define CLIO_RDWR 0x2
 #define CLIO_ACCMODE 0x3
 #define CLIO_DIRECT 0x10 /* bypass the cache: the raw path */
+#define CLIO_KEEP 0x20	 /* keep the object's clean buffers after its last
+			    close; call clio_cache_forget() before closing
+			    the device */
 
 /* Open a handle on a device's data through the cache.  Handles on the same
  * device share its buffers. */
@@ -228,6 +261,34 @@ int clio_fsync(clio_file *f);
 int clio_ftruncate(clio_file *f, uint64_t size);
 /* The size readers see, including dirty data not yet written. */
 int64_t clio_fsize(clio_file *f);
+/* Write back the object's dirty data and wait for it, without flushing
+ * the device (what a close(2) owes; fsync makes it durable).  Returns any
+ * write-back error not yet reported to this handle. */
+int clio_writeback(clio_file *f);
+
+/*
+ * Consistency with a source that others change (close-to-open): a
+ * validator is what the front end knows of the source's version.  Equal
+ * validators mean unchanged data; fields a source lacks stay 0.
+ */
+struct clio_validator {
+	uint64_t size;
+	int64_t mtime_ns, ctime_ns;
+	uint64_t id;	 /* inode number, file handle hash ... */
+	uint64_t change; /* a change attribute (NFSv4's), 0 if none */
+};
+/* Compare v with what the object last recorded: if they differ, drop
+ * the object's clean buffers and take v's size (dirty data is kept, and
+ * the size covers it).  Records v.  Returns 1 if cached data was dropped,
+ * 0 if it was still valid (or nothing was recorded yet), or -errno. */
+int clio_revalidate(clio_file *f, const struct clio_validator *v);
+/* Record v as the object's version without dropping anything: after this
+ * handle's own writes changed the source. */
+int clio_validator_set(clio_file *f, const struct clio_validator *v);
+/* Drop everything the cache holds of device d (an object kept with
+ * CLIO_KEEP), writing back what is dirty first; -EBUSY while d has open
+ * handles.  Returns the write-back error, if any. */
+int clio_cache_forget(clio_cache *c, clio_dev *d);
 
 #ifdef __cplusplus
 }

@@ -1,22 +1,40 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cache.c - the buffer cache: buffers of bsize bytes found by (object,
  * logical block), their states, replacement, dirty accounting, write-back
- * with neighbour gathering, writer throttling and the flusher thread.
+ * with neighbour gathering (the one place where write runs are built),
+ * writer throttling and the flusher thread.
  *
- * Locking: one mutex, c->lock, guards every field of the cache, of its
- * objects and of its buffers, and the data of every buffer that is not
- * under I/O.  It is never held across a device submission: bio_submit()
- * drops it, so completions (which take it) may run inline.  One more
- * exception: a reader that holds a valid buffer may copy out of its data
- * without the lock between buf_read_begin() and buf_read_end(); whoever
- * changes a buffer's data first waits for its readers
- * (buf_wait_readers()), so data is only ever read, never written, while
- * the lock is not held.  A reader may hold several buffers this way
- * (clio_pread copies out a run of them per lock hold, clio_pread_view
- * lends the run to its caller), but it waits for nothing while it does:
- * whoever waits for its readers may hold what it would wait for.
- * Threads wait on c->cv, broadcast on every state change.
- * Lock order: c->lock before a device's lock.
+ * Locking.  Two kinds of lock, taken in this order:
+ *  - c->lock guards the lists (free list, the dirty lists, each object's
+ *    buffer list), the counters, the objects, the CLOCK hand, and every
+ *    change of a buffer's identity or state; whoever waits for a buffer
+ *    waits on c->cv with it.
+ *  - a stripe lock (c->stripes[], picked by hash bucket) guards the hash
+ *    chains of its buckets.  A change of a chain holds both locks, so a
+ *    thread holding either one may walk the chains.
+ * A cache hit takes only a stripe lock: under it the reader finds the
+ * buffer, checks that it is valid, not being changed (BF_WLOCK) and
+ * carries no trip wire, and takes a hold and a reader count; it copies
+ * with no lock at all and lets go with atomic decrements
+ * (buf_release_unlocked()), taking c->lock only when someone waits
+ * (BF_WAKE) or waits for a buffer (c->alloc_waiting).
+ * So b_state, b_flags, b_hold, b_readers and b_ready are atomics: their
+ * writers hold c->lock (the state and the slow path's flags) or the
+ * stripe lock (the hit path's hold, reader count and BF_REF/BF_RA), and
+ * two decisions are made under the stripe lock against the hit path:
+ * eviction and discarding check b_hold there, and a writer sets
+ * BF_WLOCK there before it looks at b_readers.  Where a waiter and a
+ * lockless releaser meet, each writes its own word before it reads the
+ * other's (BF_WANT/BF_RWAIT/BF_FREEPEND against b_hold/b_readers,
+ * alloc_waiting against b_hold; all sequentially consistent), so one of
+ * them sees the other and no wake-up is lost.
+ * c->lock is never held across a device submission: bio_submit() drops
+ * it, so completions (which take it) may run inline.  A reader holding
+ * buffers for reading waits for nothing: whoever waits for its readers
+ * may hold what it would wait for.  No thread waits for a free buffer
+ * while it holds one.  Lock order: c->lock, a stripe lock, a device's
+ * lock.
  *
  * Buffer states and the functions behind each transition:
  *
@@ -26,29 +44,38 @@
  *                      |                     v
  *                      `--buf_discard--> FREE  DIRTY <--buf_mark_dirty-- CLEAN
  *                                            |  ^
- *                         flush_buf/bio_submit  |  bio_done (error: BF_WERR)
+ *                          write_run/bio_submit |  bio_done (error: BF_WERR)
  *                                            v  |
  *                                          WRITING --bio_done--> CLEAN
  *   CLEAN/INVAL (hold 0) --alloc_buf (CLOCK eviction)--> reused
+ *   DIRTY with BF_WERR beyond an object's werr_max --werr_trim--> FREE (a
+ *   recorded loss, reported to that object's handles)
  *
  * Invariants (checked by cache_invariants() in CLIO_DEBUG builds):
- *  1. A buffer is in the hash iff its state is not FREE; on the free list
- *     iff it is FREE and unheld.
- *  2. A buffer is on the dirty list iff it is DIRTY; ndirty counts them,
- *     nwerr those with BF_WERR, and each object's o_ndirty its own.
+ *  1. A buffer is in the hash, and on its object's buffer list, iff its
+ *     state is not FREE.  On the free list (b_onfree) means FREE and
+ *     unheld; a FREE unheld buffer off the free list has BF_FREEPEND (its
+ *     last holder, lockless, is about to put it there).
+ *  2. A buffer is on the cache's dirty list and its object's iff it is
+ *     DIRTY; ndirty counts them, nwerr those with BF_WERR, and each
+ *     object's o_ndirty and o_nwerr its own.
  *  3. A DIRTY or WRITING buffer is never evicted or reused: only CLEAN or
  *     INVAL buffers with no holder are.  A dirty buffer leaves the cache
  *     only by a successful write, a truncate past it, or a recorded loss
- *     at the last close after a failed write-back.
+ *     (its write-back failed, and it was the object's last close or the
+ *     object had more than werr_max failed buffers).
  *  4. nio counts READING and WRITING buffers; o_nio those of the object.
  *  5. nvalid counts CLEAN, DIRTY and WRITING buffers.
  *  6. At most one buffer per (object, block).
  *  7. On the virtual clock, using a buffer first advances the clock to the
  *     completion of its last I/O (b_ready): the caller waited for it.
- *  8. 0 <= b_readers <= b_hold: a reader holds its buffer, which is
- *     therefore never reused while it copies.
+ *  8. b_readers <= b_hold: a reader holds its buffer, which is therefore
+ *     never reused while it copies; nobody changes the data of a buffer
+ *     with readers, and no reader starts on one with BF_WLOCK.
  *  9. At most one background flush per object is in flight (o_flushing);
  *     obj_wait_io() waits for it as for the object's buffers.
+ * 10. While o_truncating, nothing of the object is written back and no
+ *     handle writes to it: the device's new end stays where it was put.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -69,6 +96,13 @@ hash_of(const clio_cache *c, const struct cobj *o, uint64_t lbn)
 	return (uint32_t)h & c->hmask;
 }
 
+struct stripe *
+stripe_of(clio_cache *c, const struct cobj *o, uint64_t lbn)
+{
+	return &c->stripes[hash_of(c, o, lbn) & c->smask];
+}
+
+/* Called with c->lock or the block's stripe lock held. */
 struct buf *
 buf_lookup(clio_cache *c, struct cobj *o, uint64_t lbn)
 {
@@ -80,31 +114,32 @@ buf_lookup(clio_cache *c, struct cobj *o, uint64_t lbn)
 	return NULL;
 }
 
+/* Hash b under (b_obj, b_lbn) and put it on its object's list. */
 static void
 hash_insert(clio_cache *c, struct buf *b)
 {
-	uint32_t h = hash_of(c, b->b_obj, b->b_lbn);
+	struct cobj *o = b->b_obj;
+	uint32_t h = hash_of(c, o, b->b_lbn);
+	struct stripe *s = &c->stripes[h & c->smask];
 
+	pthread_mutex_lock(&s->lock);
 	b->b_hnext = c->hash[h];
 	c->hash[h] = b;
+	pthread_mutex_unlock(&s->lock);
+	b->b_oprev = NULL;
+	b->b_onext = o->o_bufs;
+	if (o->o_bufs != NULL)
+		o->o_bufs->b_oprev = b;
+	o->o_bufs = b;
 }
 
-static void
-hash_remove(clio_cache *c, struct buf *b)
-{
-	struct buf **pp = &c->hash[hash_of(c, b->b_obj, b->b_lbn)];
-
-	while (*pp != b)
-		pp = &(*pp)->b_hnext;
-	*pp = b->b_hnext;
-	b->b_hnext = NULL;
-}
-
-/* ------------------------------------------------------------ dirty list */
+/* ------------------------------------------------------------ dirty lists */
 
 static void
 dirty_append(clio_cache *c, struct buf *b)
 {
+	struct cobj *o = b->b_obj;
+
 	b->b_dnext = NULL;
 	b->b_dprev = c->dirty_tail;
 	if (c->dirty_tail != NULL)
@@ -112,15 +147,26 @@ dirty_append(clio_cache *c, struct buf *b)
 	else
 		c->dirty_head = b;
 	c->dirty_tail = b;
+	b->b_odnext = NULL;
+	b->b_odprev = o->o_dtail;
+	if (o->o_dtail != NULL)
+		o->o_dtail->b_odnext = b;
+	else
+		o->o_dhead = b;
+	o->o_dtail = b;
 	c->ndirty++;
-	b->b_obj->o_ndirty++;
-	if (b->b_flags & BF_WERR)
+	o->o_ndirty++;
+	if (b->b_flags & BF_WERR) {
 		c->nwerr++;
+		o->o_nwerr++;
+	}
 }
 
 static void
 dirty_remove(clio_cache *c, struct buf *b)
 {
+	struct cobj *o = b->b_obj;
+
 	if (b->b_dprev != NULL)
 		b->b_dprev->b_dnext = b->b_dnext;
 	else
@@ -130,10 +176,21 @@ dirty_remove(clio_cache *c, struct buf *b)
 	else
 		c->dirty_tail = b->b_dprev;
 	b->b_dprev = b->b_dnext = NULL;
+	if (b->b_odprev != NULL)
+		b->b_odprev->b_odnext = b->b_odnext;
+	else
+		o->o_dhead = b->b_odnext;
+	if (b->b_odnext != NULL)
+		b->b_odnext->b_odprev = b->b_odprev;
+	else
+		o->o_dtail = b->b_odprev;
+	b->b_odprev = b->b_odnext = NULL;
 	c->ndirty--;
-	b->b_obj->o_ndirty--;
-	if (b->b_flags & BF_WERR)
+	o->o_ndirty--;
+	if (b->b_flags & BF_WERR) {
 		c->nwerr--;
+		o->o_nwerr--;
+	}
 }
 
 void
@@ -143,10 +200,10 @@ buf_mark_dirty(clio_cache *c, struct buf *b)
 		return;
 	if (b->b_state != B_CLEAN)
 		c->nvalid++;
-	b->b_state = B_DIRTY;
 	b->b_dirtied = now_monotonic();
-	b->b_flags &= ~(BF_RA | BF_RAM);
+	atomic_fetch_and(&b->b_flags, ~(unsigned)(BF_RA | BF_RAM));
 	dirty_append(c, b);
+	b->b_state = B_DIRTY;
 }
 
 /* ------------------------------------------------------------ buffers */
@@ -172,17 +229,64 @@ buf_wait(clio_cache *c, struct buf *b)
 	buf_release(c, b);
 }
 
+static void
+freelist_push(clio_cache *c, struct buf *b)
+{
+	b->b_flags = 0;
+	b->b_fnext = c->freelist;
+	c->freelist = b;
+	b->b_onfree = true;
+}
+
+static struct buf *
+freelist_pop(clio_cache *c)
+{
+	struct buf *b = c->freelist;
+
+	if (b != NULL) {
+		c->freelist = b->b_fnext;
+		b->b_fnext = NULL;
+		b->b_onfree = false;
+	}
+	return b;
+}
+
+/* A holder let go of b and may have been its last: free it if it was
+ * discarded meanwhile, and wake whoever waits for it. */
+static void
+buf_after_release(clio_cache *c, struct buf *b, int hold)
+{
+	unsigned fl = b->b_flags;
+
+	if (hold == 0 && b->b_state == B_FREE && !b->b_onfree)
+		freelist_push(c, b);
+	if (b->b_state == B_INVAL || (hold == 0 && (fl & BF_WANT)) ||
+	    (hold == 0 && c->alloc_waiting > 0)) {
+		atomic_fetch_and(&b->b_flags, ~(unsigned)BF_WANT);
+		pthread_cond_broadcast(&c->cv);
+	}
+}
+
 void
 buf_release(clio_cache *c, struct buf *b)
 {
-	if (--b->b_hold == 0 && b->b_state == B_FREE) {
-		b->b_fnext = c->freelist;
-		c->freelist = b;
-	}
-	if (b->b_state == B_INVAL ||
-	    (b->b_hold == 0 && (b->b_flags & BF_WANT))) {
-		b->b_flags &= ~BF_WANT;
-		pthread_cond_broadcast(&c->cv);
+	buf_after_release(c, b, atomic_fetch_sub(&b->b_hold, 1) - 1);
+}
+
+void
+buf_release_unlocked(clio_cache *c, struct buf *b)
+{
+	int hold = atomic_fetch_sub(&b->b_hold, 1) - 1;
+
+	/* each side wrote its own word first (see the top of this file) */
+	if ((b->b_flags & BF_WAKE) || (hold == 0 && c->alloc_waiting > 0)) {
+		pthread_mutex_lock(&c->lock);
+		if (b->b_flags & BF_RWAIT) {
+			atomic_fetch_and(&b->b_flags, ~(unsigned)BF_RWAIT);
+			pthread_cond_broadcast(&c->cv);
+		}
+		buf_after_release(c, b, b->b_hold);
+		pthread_mutex_unlock(&c->lock);
 	}
 }
 
@@ -197,46 +301,125 @@ void
 buf_read_end(clio_cache *c, struct buf *b)
 {
 	if (--b->b_readers == 0 && (b->b_flags & BF_RWAIT)) {
-		b->b_flags &= ~BF_RWAIT;
+		atomic_fetch_and(&b->b_flags, ~(unsigned)BF_RWAIT);
 		pthread_cond_broadcast(&c->cv);
 	}
 }
 
 bool
-buf_wait_readers(clio_cache *c, struct buf *b)
+buf_write_begin(clio_cache *c, struct buf *b)
 {
 	bool waited = false;
 
-	while (b->b_readers > 0) {
+	while (b->b_state != B_FREE) {
+		struct stripe *s = stripe_of(c, b->b_obj, b->b_lbn);
+		int readers;
+
+		pthread_mutex_lock(&s->lock);
+		b->b_flags |= BF_WLOCK; /* no lockless reader starts now */
+		readers = b->b_readers;
+		pthread_mutex_unlock(&s->lock);
+		if (readers == 0)
+			break;
 		b->b_flags |= BF_RWAIT;
+		if (b->b_readers == 0)
+			continue;
 		pthread_cond_wait(&c->cv, &c->lock);
 		waited = true;
 	}
 	return waited;
 }
 
-/* Drop a buffer's identity; it becomes FREE (free-listed once unheld). */
 void
-buf_discard(clio_cache *c, struct buf *b)
+buf_write_end(clio_cache *c, struct buf *b)
 {
+	(void)c;
+	atomic_fetch_and(&b->b_flags, ~(unsigned)BF_WLOCK);
+}
+
+/* Drop b's identity, with its stripe lock held; it becomes FREE, and goes
+ * on the free list now or when its last holder lets go. */
+static void
+discard_locked(clio_cache *c, struct buf *b, uint32_t h)
+{
+	struct cobj *o = b->b_obj;
+	struct buf **pp = &c->hash[h];
+
 	if (b->b_state == B_DIRTY)
 		dirty_remove(c, b);
-	if (b->b_state == B_CLEAN || b->b_state == B_DIRTY ||
-	    b->b_state == B_WRITING)
+	if (buf_valid(b))
 		c->nvalid--;
-	hash_remove(c, b);
+	while (*pp != b)
+		pp = &(*pp)->b_hnext;
+	*pp = b->b_hnext;
+	b->b_hnext = NULL;
+	if (b->b_oprev != NULL)
+		b->b_oprev->b_onext = b->b_onext;
+	else
+		o->o_bufs = b->b_onext;
+	if (b->b_onext != NULL)
+		b->b_onext->b_oprev = b->b_oprev;
+	b->b_oprev = b->b_onext = NULL;
 	b->b_state = B_FREE;
-	b->b_flags = 0;
 	b->b_obj = NULL;
-	if (b->b_hold == 0) {
-		b->b_fnext = c->freelist;
-		c->freelist = b;
-	}
+	b->b_flags = BF_FREEPEND;
+	if (b->b_hold == 0)
+		freelist_push(c, b);
 	pthread_cond_broadcast(&c->cv);
 }
 
+void
+buf_discard(clio_cache *c, struct buf *b)
+{
+	uint32_t h = hash_of(c, b->b_obj, b->b_lbn);
+	struct stripe *s = &c->stripes[h & c->smask];
+
+	pthread_mutex_lock(&s->lock);
+	discard_locked(c, b, h);
+	pthread_mutex_unlock(&s->lock);
+}
+
+bool
+buf_discard_unheld(clio_cache *c, struct buf *b)
+{
+	uint32_t h = hash_of(c, b->b_obj, b->b_lbn);
+	struct stripe *s = &c->stripes[h & c->smask];
+	bool held;
+
+	b->b_flags |= BF_WANT;
+	pthread_mutex_lock(&s->lock);
+	held = b->b_hold > 0;
+	if (!held)
+		discard_locked(c, b, h);
+	pthread_mutex_unlock(&s->lock);
+	return !held;
+}
+
+/* Evict b if it is still CLEAN or INVAL and unheld (a lockless reader may
+ * have taken it since the clock hand looked). */
+static bool
+evict(clio_cache *c, struct buf *b)
+{
+	uint32_t h = hash_of(c, b->b_obj, b->b_lbn);
+	struct stripe *s = &c->stripes[h & c->smask];
+	bool ok;
+
+	pthread_mutex_lock(&s->lock);
+	ok = b->b_hold == 0 &&
+	     (b->b_state == B_CLEAN || b->b_state == B_INVAL);
+	if (ok) {
+		/* invariant 7: reusing it waits for its last I/O */
+		buf_touch(c, b);
+		c->st.evictions++;
+		discard_locked(c, b, h);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return ok;
+}
+
 /* CLOCK: a candidate is CLEAN or INVAL and unheld; BF_REF buys one more
- * turn.  Returns NULL when a full sweep (twice round) finds none. */
+ * turn.  Returns a free buffer, or NULL when a full sweep (twice round)
+ * finds none. */
 static struct buf *
 clock_victim(clio_cache *c)
 {
@@ -250,49 +433,96 @@ clock_victim(clio_cache *c)
 		    (b->b_state != B_CLEAN && b->b_state != B_INVAL))
 			continue;
 		if (b->b_flags & BF_REF) {
-			b->b_flags &= ~BF_REF;
+			atomic_fetch_and(&b->b_flags, ~(unsigned)BF_REF);
 			continue;
 		}
-		return b;
+		if (evict(c, b))
+			return freelist_pop(c);
 	}
 	return NULL;
+}
+
+/* Drop the oldest failed buffer of o that nobody holds: its loss is
+ * recorded and reported to o's handles.  False if there is none. */
+static bool
+werr_drop_one(clio_cache *c, struct cobj *o)
+{
+	struct buf *b;
+
+	for (b = o->o_dhead; b != NULL; b = b->b_odnext) {
+		if (!(b->b_flags & BF_WERR) || b->b_hold > 0)
+			continue;
+		if (!buf_discard_unheld(c, b)) {
+			atomic_fetch_and(&b->b_flags, ~(unsigned)BF_WANT);
+			continue;
+		}
+		c->st.lost_bytes += c->conf.bsize;
+		o->o_errseq++;
+		if (o->o_err == 0)
+			o->o_err = EIO;
+		return true;
+	}
+	return false;
+}
+
+/* An object keeps at most werr_max buffers whose write-back failed: the
+ * oldest beyond that are dropped, so that a failing device cannot fill
+ * the cache that other devices share. */
+static void
+werr_trim(clio_cache *c, struct cobj *o)
+{
+	while (o->o_nwerr > c->werr_max && werr_drop_one(c, o))
+		;
+}
+
+/* Nothing to evict and nothing to write: if every dirty buffer has
+ * failed, drop the oldest failed one (of whichever object). */
+static bool
+werr_drop_oldest(clio_cache *c)
+{
+	struct buf *b;
+
+	if (c->ndirty == 0 || c->ndirty > c->nwerr)
+		return false;
+	for (b = c->dirty_head; b != NULL; b = b->b_dnext)
+		if ((b->b_flags & BF_WERR) && b->b_hold == 0 &&
+		    !b->b_obj->o_truncating)
+			return werr_drop_one(c, b->b_obj);
+	return false;
 }
 
 static struct buf *
 alloc_buf(clio_cache *c, bool nowait, bool *dropped, int *err)
 {
 	for (;;) {
-		struct buf *b = c->freelist;
+		struct buf *b = freelist_pop(c);
+		int r;
 
-		if (b != NULL) {
-			c->freelist = b->b_fnext;
-			b->b_fnext = NULL;
+		if (b == NULL)
+			b = clock_victim(c);
+		if (b != NULL || nowait)
 			return b;
-		}
-		b = clock_victim(c);
-		if (b != NULL) {
-			/* invariant 7: reusing it waits for its last I/O */
-			buf_touch(c, b);
-			c->st.evictions++;
-			buf_discard(c, b);
-			c->freelist = b->b_fnext;
-			b->b_fnext = NULL;
-			return b;
-		}
-		if (nowait)
-			return NULL;
 		*dropped = true;
-		if (c->ndirty > c->nwerr) {
-			flush_oldest(c);
+		r = flush_oldest(c);
+		if (r > 0)
 			continue;
+		if (r < 0) {
+			*err = r;
+			return NULL;
 		}
-		if (c->nio > 0) {
+		if (werr_drop_oldest(c))
+			continue;
+		/* every buffer is held, under I/O, or its object is being
+		 * truncated: wait for one to come free */
+		c->alloc_waiting++;
+		b = clock_victim(c);
+		if (b == NULL)
+			b = freelist_pop(c);
+		if (b == NULL)
 			pthread_cond_wait(&c->cv, &c->lock);
-			continue;
-		}
-		/* everything is held or dirty and unwritable */
-		*err = c->nwerr > 0 ? -EIO : -ENOBUFS;
-		return NULL;
+		c->alloc_waiting--;
+		if (b != NULL)
+			return b;
 	}
 }
 
@@ -316,8 +546,7 @@ getblk(clio_cache *c, struct cobj *o, uint64_t lbn, bool nowait, int *err)
 		if (nb == NULL)
 			return NULL;
 		if (dropped && buf_lookup(c, o, lbn) != NULL) {
-			nb->b_fnext = c->freelist;
-			c->freelist = nb;
+			freelist_push(c, nb);
 			continue;
 		}
 		nb->b_obj = o;
@@ -325,6 +554,7 @@ getblk(clio_cache *c, struct cobj *o, uint64_t lbn, bool nowait, int *err)
 		nb->b_state = B_INVAL;
 		nb->b_flags = 0;
 		nb->b_hold = 1;
+		nb->b_readers = 0;
 		nb->b_ready = 0;
 		hash_insert(c, nb);
 		return nb;
@@ -333,15 +563,46 @@ getblk(clio_cache *c, struct cobj *o, uint64_t lbn, bool nowait, int *err)
 
 /* ------------------------------------------------------------ I/O */
 
-struct bio {
-	struct clio_req req;
-	clio_cache *c;
-	struct cobj *o;
-	bool waited, done;
-	int n;
-	struct buf **bufs;
-	struct iovec *iov;
-};
+/* A request for n buffers, from the free list of its size class: no
+ * allocation once the cache has run for a while. */
+static struct bio *
+bio_get(clio_cache *c, int n)
+{
+	int cls = 0;
+	struct bio *io;
+
+	while ((1 << cls) < n)
+		cls++;
+	if (cls >= BIO_CLASSES)
+		return NULL;
+	io = c->bio_free[cls];
+	if (io != NULL) {
+		c->bio_free[cls] = io->next;
+	} else {
+		size_t cap = (size_t)1 << cls;
+
+		io = malloc(sizeof(*io) +
+			    cap * (sizeof(struct buf *) + sizeof(struct iovec)));
+		if (io == NULL)
+			return NULL;
+		io->bufs = (struct buf **)(io + 1);
+		io->iov = (struct iovec *)(io->bufs + cap);
+		io->cls = cls;
+	}
+	memset(&io->req, 0, sizeof(io->req));
+	io->c = c;
+	io->n = n;
+	io->done = false;
+	io->next = NULL;
+	return io;
+}
+
+static void
+bio_put(clio_cache *c, struct bio *io)
+{
+	io->next = c->bio_free[io->cls];
+	c->bio_free[io->cls] = io;
+}
 
 /*
  * flush_behind: once a device has taken conf.flush_behind bytes of
@@ -420,16 +681,17 @@ bio_done(struct clio_req *req)
 		b->b_ready = virt ? req->t_done : 0;
 		if (req->op == CLIO_OP_READ) {
 			if (ok) {
-				b->b_state = B_CLEAN;
 				c->nvalid++;
+				b->b_state = B_CLEAN; /* publishes the data */
 			} else {
 				o->o_rerr = (int)-req->result;
+				o->o_rerrseq++;
 				b->b_state = B_INVAL; /* no garbage stays valid */
 				buf_discard(c, b);
 			}
 		} else if (ok) {
+			atomic_fetch_and(&b->b_flags, ~(unsigned)BF_WERR);
 			b->b_state = B_CLEAN;
-			b->b_flags &= ~BF_WERR;
 		} else {
 			/* a failed write-back: the buffer stays dirty */
 			b->b_state = B_CLEAN;
@@ -444,6 +706,7 @@ bio_done(struct clio_req *req)
 			o->o_err = (int)-req->result;
 			o->o_errseq++;
 			c->st.write_errors++;
+			werr_trim(c, o);
 		} else {
 			o->o_wbehind += (uint64_t)req->result;
 			flush = c->conf.flush_behind > 0 && !o->o_flushing &&
@@ -456,9 +719,8 @@ bio_done(struct clio_req *req)
 	}
 	io->done = true;
 	pthread_cond_broadcast(&c->cv);
-	if (!io->waited) {
-		free(io);
-	}
+	if (!io->waited)
+		bio_put(c, io);
 	pthread_mutex_unlock(&c->lock);
 	if (flush)
 		flush_behind(c, o);
@@ -469,12 +731,11 @@ bio_submit(clio_cache *c, struct cobj *o, enum clio_op op, struct buf **bufs,
 	   int n, bool wait)
 {
 	size_t bsize = c->conf.bsize;
-	uint64_t off = bufs[0]->b_lbn * bsize;
+	uint64_t off = bufs[0]->b_lbn * bsize, size = obj_size(o);
 	struct bio *io;
 	int i, r;
 
-	io = calloc(1, sizeof(*io) + (size_t)n * (sizeof(struct buf *) +
-						   sizeof(struct iovec)));
+	io = bio_get(c, n);
 	if (io == NULL) {
 		for (i = 0; i < n; i++) {
 			if (op == CLIO_OP_READ)
@@ -482,11 +743,7 @@ bio_submit(clio_cache *c, struct cobj *o, enum clio_op op, struct buf **bufs,
 		}
 		return -ENOMEM;
 	}
-	io->bufs = (struct buf **)(io + 1);
-	io->iov = (struct iovec *)(io->bufs + n);
-	io->c = c;
 	io->o = o;
-	io->n = n;
 	io->waited = wait;
 	for (i = 0; i < n; i++) {
 		struct buf *b = bufs[i];
@@ -506,8 +763,8 @@ bio_submit(clio_cache *c, struct cobj *o, enum clio_op op, struct buf **bufs,
 	/* no request reaches past the end the readers see (a fixed device
 	 * ends there, maybe inside a block): a read gets zeros there */
 	io->req.iovcnt = n;
-	if (off + (uint64_t)n * bsize > o->o_size) {
-		uint64_t keep = o->o_size > off ? o->o_size - off : 0;
+	if (off + (uint64_t)n * bsize > size) {
+		uint64_t keep = size > off ? size - off : 0;
 
 		io->req.iovcnt = (int)DIV_ROUND_UP(keep, bsize);
 		if (keep % bsize)
@@ -551,59 +808,105 @@ bio_submit(clio_cache *c, struct cobj *o, enum clio_op op, struct buf **bufs,
 	r = io->req.result < 0 ? (int)io->req.result : 0;
 	if (o->o_dev->is_virtual)
 		vclock_advance_to(io->req.t_done);
-	free(io);
+	bio_put(c, io);
 	return r;
 }
 
 /* ------------------------------------------------------------ write-back */
 
+bool
+buf_flushable(const struct buf *b)
+{
+	return b->b_state == B_DIRTY && !(b->b_flags & BF_WERR) &&
+	       !b->b_obj->o_truncating;
+}
+
+/* May fsync pass gen (0: no pass, the flusher or a writer) write b in a
+ * run?  The buffer a run is built for (must) goes whether tried or not. */
+static bool
+run_member(const struct buf *b, uint64_t gen, const struct buf *must)
+{
+	if (b == NULL || b->b_state != B_DIRTY || b->b_obj->o_truncating)
+		return false;
+	if (b == must)
+		return true;
+	return gen ? b->b_tried != gen : !(b->b_flags & BF_WERR);
+}
+
+/*
+ * The one place where write runs are gathered: write the dirty buffers
+ * from lbn on, as long as they are contiguous and may be written, up to
+ * max blocks, as one request.  Returns the blocks submitted (0 if lbn's
+ * buffer may not be written) or -errno.
+ */
+static int
+write_run(clio_cache *c, struct cobj *o, uint64_t lbn, uint32_t max,
+	  uint64_t gen, const struct buf *must)
+{
+	struct buf *run[1024];
+	int n = 0, r;
+
+	if (max > 1024)
+		max = 1024;
+	while ((uint32_t)n < max) {
+		struct buf *p = buf_lookup(c, o, lbn + (uint64_t)n);
+
+		if (!run_member(p, gen, must))
+			break;
+		if (gen)
+			p->b_tried = gen;
+		run[n++] = p;
+	}
+	if (n == 0)
+		return 0;
+	r = bio_submit(c, o, CLIO_OP_WRITE, run, n, false);
+	return r < 0 ? r : n;
+}
+
 /*
  * Write b together with the dirty buffers around it, backwards then
- * forwards, up to one write cluster, as one request.  Buffers already
- * tried by fsync pass `gen` are left alone (gen 0: no pass).
+ * forwards, up to one write cluster, as one request.  Neighbours already
+ * tried by fsync pass `gen` are left alone (gen 0: no pass, and failed
+ * neighbours are left alone too); b itself goes in any case, unless its
+ * object is being truncated.
  */
 int
 flush_buf(clio_cache *c, struct buf *b, uint64_t gen)
 {
 	struct cobj *o = b->b_obj;
-	uint32_t max = c->wcluster;
-	struct buf *run[1024];
-	uint64_t first = b->b_lbn, last = b->b_lbn, l;
-	int n = 0;
+	uint32_t max = MIN(c->wcluster, 1024u);
+	uint64_t first = b->b_lbn;
 
-	if (max > 1024)
-		max = 1024;
-	while (last - first + 1 < max && first > 0) {
-		struct buf *p = buf_lookup(c, o, first - 1);
-		if (p == NULL || p->b_state != B_DIRTY ||
-		    (gen && p->b_tried == gen))
-			break;
+	if (!run_member(b, gen, b))
+		return 0;
+	while (b->b_lbn - first + 1 < max && first > 0 &&
+	       run_member(buf_lookup(c, o, first - 1), gen, NULL))
 		first--;
-	}
-	while (last - first + 1 < max) {
-		struct buf *p = buf_lookup(c, o, last + 1);
-		if (p == NULL || p->b_state != B_DIRTY ||
-		    (gen && p->b_tried == gen))
-			break;
-		last++;
-	}
-	for (l = first; l <= last; l++) {
-		struct buf *p = buf_lookup(c, o, l);
-		if (gen)
-			p->b_tried = gen;
-		run[n++] = p;
-	}
-	return bio_submit(c, o, CLIO_OP_WRITE, run, n, false);
+	return write_run(c, o, first, max, gen, b);
 }
 
-/* Write the oldest dirty buffer that has not failed, with neighbours. */
+/* Write the dirty buffers of [first, last] in runs of contiguous blocks
+ * (write-behind: the run a writer has just completed). */
+void
+push_range(clio_cache *c, struct cobj *o, uint64_t first, uint64_t last)
+{
+	uint64_t l = first;
+
+	while (l <= last) {
+		int n = write_run(c, o, l, (uint32_t)MIN(last - l + 1, 1024u), 0,
+				  NULL);
+
+		l += n > 0 ? (uint64_t)n : 1;
+	}
+}
+
 int
 flush_oldest(clio_cache *c)
 {
 	struct buf *b;
 
 	for (b = c->dirty_head; b != NULL; b = b->b_dnext)
-		if (!(b->b_flags & BF_WERR))
+		if (buf_flushable(b))
 			return flush_buf(c, b, 0);
 	return 0;
 }
@@ -615,8 +918,9 @@ throttle_writer(clio_cache *c)
 	if (c->ndirty - c->nwerr <= c->dirty_hi_bufs)
 		return;
 	c->st.throttles++;
-	while (c->ndirty - c->nwerr > c->dirty_lo_bufs && c->dirty_head != NULL)
-		flush_oldest(c);
+	while (c->ndirty - c->nwerr > c->dirty_lo_bufs)
+		if (flush_oldest(c) <= 0)
+			break;
 }
 
 void
@@ -626,9 +930,18 @@ obj_wait_io(clio_cache *c, struct cobj *o)
 		pthread_cond_wait(&c->cv, &c->lock);
 }
 
+void
+obj_wait_truncate(clio_cache *c, struct cobj *o)
+{
+	while (o->o_truncating)
+		pthread_cond_wait(&c->cv, &c->lock);
+}
+
 /*
  * Write back every dirty buffer of o, each tried once (a failed one stays
  * dirty), and wait for the writes.  Returns the first error of this pass.
+ * It walks o's own dirty list: a written buffer leaves it and a failed one
+ * goes to its end, so the untried ones are found from its head.
  */
 int
 obj_writeback(clio_cache *c, struct cobj *o)
@@ -639,14 +952,18 @@ obj_writeback(clio_cache *c, struct cobj *o)
 	int r = 0, e;
 
 	for (;;) {
-		for (b = c->dirty_head; b != NULL; b = b->b_dnext)
-			if (b->b_obj == o && b->b_tried != gen)
+		obj_wait_truncate(c, o);
+		for (b = o->o_dhead; b != NULL; b = b->b_odnext)
+			if (b->b_tried != gen)
 				break;
 		if (b == NULL)
 			break;
 		e = flush_buf(c, b, gen);
-		if (e < 0 && r == 0)
-			r = e; /* not submitted: it stays dirty */
+		if (e < 0) {
+			b->b_tried = gen; /* not submitted: it stays dirty */
+			if (r == 0)
+				r = e;
+		}
 	}
 	obj_wait_io(c, o);
 	if (o->o_dev->is_virtual)
@@ -689,11 +1006,12 @@ flusher_main(void *arg)
 		now = now_monotonic();
 		for (;;) {
 			for (b = c->dirty_head; b != NULL; b = b->b_dnext)
-				if (!(b->b_flags & BF_WERR))
+				if (buf_flushable(b))
 					break;
 			if (b == NULL || now - b->b_dirtied < c->conf.dirty_age)
 				break;
-			flush_buf(c, b, 0);
+			if (flush_buf(c, b, 0) <= 0)
+				break;
 		}
 	}
 	pthread_mutex_unlock(&c->lock);
@@ -702,10 +1020,32 @@ flusher_main(void *arg)
 
 /* ------------------------------------------------------------ invariants */
 
+static bool
+obj_invariants(clio_cache *c, struct cobj *o)
+{
+	uint64_t nd = 0, nw = 0;
+	struct buf *b;
+
+	for (b = o->o_dhead; b != NULL; b = b->b_odnext) {
+		if (b->b_state != B_DIRTY || b->b_obj != o)
+			return false;				/* 2 */
+		nd++;
+		nw += (b->b_flags & BF_WERR) != 0;
+	}
+	if (nd != o->o_ndirty || nw != o->o_nwerr)
+		return false;					/* 2 */
+	for (b = o->o_bufs; b != NULL; b = b->b_onext)
+		if (b->b_obj != o || b->b_state == B_FREE ||
+		    buf_lookup(c, o, b->b_lbn) != b)
+			return false;				/* 1 */
+	return true;
+}
+
 bool
 cache_invariants(clio_cache *c)
 {
-	uint64_t ndirty = 0, nwerr = 0, nvalid = 0, nio = 0, nfree = 0;
+	uint64_t ndirty = 0, nwerr = 0, nvalid = 0, nio = 0, nonlist = 0;
+	uint64_t nobj = 0;
 	struct buf *b;
 	struct cobj *o;
 	uint32_t i;
@@ -718,26 +1058,26 @@ cache_invariants(clio_cache *c)
 	}
 	if (ndirty != c->ndirty || nwerr != c->nwerr)
 		return false;					/* 2 */
-	for (b = c->freelist; b != NULL; b = b->b_fnext) {
-		if (b->b_state != B_FREE || b->b_hold != 0)
+	for (b = c->freelist; b != NULL; b = b->b_fnext)
+		if (b->b_state != B_FREE || b->b_hold != 0 || !b->b_onfree)
 			return false;				/* 1 */
-		nfree++;
-	}
 	for (i = 0; i < c->nbuf; i++) {
 		b = &c->bufs[i];
-		if (b->b_hold < 0 || b->b_readers < 0 || b->b_readers > b->b_hold)
+		/* lockless holders come and go: only signs can be checked */
+		if (b->b_hold < 0 || b->b_readers < 0)
 			return false;				/* 8 */
 		if (b->b_state == B_FREE) {
-			if (b->b_obj != NULL)
+			if (b->b_obj != NULL || (b->b_hold == 0 && !b->b_onfree &&
+						 !(b->b_flags & BF_FREEPEND)))
 				return false;			/* 1 */
 			continue;
 		}
-		if (buf_lookup(c, b->b_obj, b->b_lbn) != b)
+		nonlist++;
+		if (b->b_onfree || buf_lookup(c, b->b_obj, b->b_lbn) != b)
 			return false;				/* 1, 6 */
 		if (b->b_state == B_READING || b->b_state == B_WRITING)
 			nio++;					/* 4 */
-		if (b->b_state == B_CLEAN || b->b_state == B_DIRTY ||
-		    b->b_state == B_WRITING)
+		if (buf_valid(b))
 			nvalid++;				/* 5 */
 		if ((b->b_state == B_DIRTY) != (b->b_dprev != NULL ||
 						 c->dirty_head == b))
@@ -746,13 +1086,12 @@ cache_invariants(clio_cache *c)
 	if (nio != c->nio || nvalid != c->nvalid)
 		return false;
 	for (o = c->objs; o != NULL; o = o->o_next) {
-		uint64_t od = 0;
-		for (b = c->dirty_head; b != NULL; b = b->b_dnext)
-			od += b->b_obj == o;
-		if (od != o->o_ndirty)
-			return false;				/* 2 */
+		if (!obj_invariants(c, o))
+			return false;
+		for (b = o->o_bufs; b != NULL; b = b->b_onext)
+			nobj++;
 	}
-	return true;
+	return nobj == nonlist;					/* 1 */
 }
 
 #include <assert.h>
@@ -760,8 +1099,9 @@ void
 cache_check(clio_cache *c)
 {
 #ifdef CLIO_DEBUG
-	/* walking every buffer is costly: every call on small caches */
-	if (c->nbuf <= 512 || (++c->checks & 63) == 0)
+	/* walking every buffer is costly: every call on small caches, and
+	 * on big ones so often that a call walks 512 buffers on average */
+	if (c->nbuf <= 512 || ++c->checks % (c->nbuf / 512) == 0)
 		assert(cache_invariants(c));
 #else
 	(void)c;
@@ -774,7 +1114,7 @@ int
 clio_cache_new(const struct clio_conf *conf, clio_cache **cp)
 {
 	clio_cache *c;
-	uint32_t i, hsize;
+	uint32_t i, hsize, nstripes;
 	int r;
 
 	r = clio_conf_check(conf, NULL, 0);
@@ -795,22 +1135,29 @@ clio_cache_new(const struct clio_conf *conf, clio_cache **cp)
 	for (hsize = 64; hsize < 2 * c->nbuf; hsize <<= 1)
 		;
 	c->hmask = hsize - 1;
+	nstripes = MIN(hsize, 256u);
+	c->smask = nstripes - 1;
 	c->hash = calloc(hsize, sizeof(*c->hash));
 	c->bufs = calloc(c->nbuf, sizeof(*c->bufs));
-	if (c->arena == MAP_FAILED || c->hash == NULL || c->bufs == NULL) {
+	c->stripes = aligned_alloc(64, nstripes * sizeof(*c->stripes));
+	if (c->arena == MAP_FAILED || c->hash == NULL || c->bufs == NULL ||
+	    c->stripes == NULL) {
 		if (c->arena != MAP_FAILED)
 			munmap(c->arena, c->arena_len);
 		free(c->hash);
 		free(c->bufs);
+		free(c->stripes);
 		free(c);
 		return -ENOMEM;
 	}
+	memset(c->stripes, 0, nstripes * sizeof(*c->stripes));
+	for (i = 0; i < nstripes; i++)
+		pthread_mutex_init(&c->stripes[i].lock, NULL);
 	for (i = c->nbuf; i-- > 0;) {
 		struct buf *b = &c->bufs[i];
 		b->b_data = c->arena + (size_t)i * conf->bsize;
 		b->b_state = B_FREE;
-		b->b_fnext = c->freelist;
-		c->freelist = b;
+		freelist_push(c, b);
 	}
 	switch (conf->cluster) {
 	case CLIO_CLUSTER_ON:
@@ -833,6 +1180,9 @@ clio_cache_new(const struct clio_conf *conf, clio_cache **cp)
 	c->dirty_lo_bufs = (uint64_t)c->nbuf * conf->dirty_lo / 100;
 	if (c->dirty_hi_bufs < 1)
 		c->dirty_hi_bufs = 1;
+	/* a failing device may keep an eighth of the cache in failed
+	 * buffers, and at least one write cluster's worth */
+	c->werr_max = MAX((uint64_t)c->nbuf / 8, (uint64_t)c->wcluster);
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->cv, NULL);
 	{
@@ -850,24 +1200,58 @@ clio_cache_new(const struct clio_conf *conf, clio_cache **cp)
 	return 0;
 }
 
+/* Free o if nothing uses it any more: no handle, no pin, not kept.  Its buffers
+ * go; a dirty one left is a write-back that failed for good, a recorded
+ * loss. */
+void
+obj_free_if_unused(clio_cache *c, struct cobj *o)
+{
+	struct cobj **pp;
+	struct buf *b, *next;
+
+	if (o->o_nhandles > 0 || o->o_pins > 0 || o->o_keep)
+		return;
+	obj_wait_io(c, o);
+	if (o->o_nhandles > 0 || o->o_pins > 0 || o->o_keep)
+		return; /* reopened while we waited */
+	for (b = o->o_bufs; b != NULL; b = next) {
+		next = b->b_onext;
+		if (b->b_state == B_DIRTY)
+			c->st.lost_bytes += c->conf.bsize;
+		buf_discard(c, b);
+	}
+	for (pp = &c->objs; *pp != o; pp = &(*pp)->o_next)
+		;
+	*pp = o->o_next;
+	free(o);
+}
+
 int
 clio_sync(clio_cache *c)
 {
-	struct cobj *o;
+	struct cobj *o, *next;
 	int r = 0, e;
 
 	pthread_mutex_lock(&c->lock);
-	for (o = c->objs; o != NULL; o = o->o_next) {
-		o->o_nhandles++; /* keep it while the lock is dropped */
+	o = c->objs;
+	if (o != NULL)
+		o->o_pins++; /* kept while the lock is dropped */
+	while (o != NULL) {
 		e = obj_writeback(c, o);
 		if (e < 0 && r == 0)
 			r = e;
 		pthread_mutex_unlock(&c->lock);
 		e = clio_dev_flush(o->o_dev);
 		pthread_mutex_lock(&c->lock);
-		o->o_nhandles--;
 		if (e < 0 && r == 0)
 			r = e;
+		next = o->o_next;
+		if (next != NULL)
+			next->o_pins++;
+		o->o_pins--;
+		pthread_cond_broadcast(&c->cv); /* clio_cache_forget waits */
+		obj_free_if_unused(c, o);
+		o = next;
 	}
 	pthread_mutex_unlock(&c->lock);
 	return r;
@@ -876,7 +1260,8 @@ clio_sync(clio_cache *c)
 int
 clio_cache_free(clio_cache *c)
 {
-	int r;
+	uint32_t i;
+	int r, k;
 
 	if (c == NULL)
 		return 0;
@@ -898,12 +1283,22 @@ clio_cache_free(clio_cache *c)
 		c->objs = o->o_next;
 		free(o);
 	}
+	for (k = 0; k < BIO_CLASSES; k++) {
+		while (c->bio_free[k] != NULL) {
+			struct bio *io = c->bio_free[k];
+			c->bio_free[k] = io->next;
+			free(io);
+		}
+	}
+	for (i = 0; i <= c->smask; i++)
+		pthread_mutex_destroy(&c->stripes[i].lock);
 	pthread_mutex_destroy(&c->lock);
 	pthread_cond_destroy(&c->cv);
 	pthread_cond_destroy(&c->flusher_cv);
 	munmap(c->arena, c->arena_len);
 	free(c->hash);
 	free(c->bufs);
+	free(c->stripes);
 	free(c);
 	return r;
 }
@@ -911,10 +1306,18 @@ clio_cache_free(clio_cache *c)
 void
 clio_cache_stats(clio_cache *c, struct clio_cache_stats *st)
 {
+	uint32_t i;
+
 	pthread_mutex_lock(&c->lock);
 	*st = c->st;
 	st->dirty_bytes = c->ndirty * c->conf.bsize;
 	st->cached_bytes = c->nvalid * c->conf.bsize;
 	st->nbuf = c->nbuf;
+	for (i = 0; i <= c->smask; i++) {
+		struct stripe *s = &c->stripes[i];
+
+		st->hits += s->hits;
+		st->readahead_used += s->readahead_used;
+	}
 	pthread_mutex_unlock(&c->lock);
 }

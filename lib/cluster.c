@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * cluster.c - BSD-style clustering: a read miss becomes one synchronous
  * cluster plus asynchronous read-ahead; full blocks written in sequence
@@ -140,7 +141,8 @@ read_start(clio_cache *c, struct cobj *o, uint64_t lbn, uint64_t end)
 /*
  * A miss on lbn: read one synchronous cluster covering up to totread
  * bytes (at least the block), then start read-ahead, then wait for the
- * cluster.  On success *bp is lbn's buffer, valid and held.
+ * cluster.  On success *bp is lbn's buffer, held: valid, or FREE if a
+ * truncate or a direct write dropped it meanwhile (look again).
  */
 int
 cluster_read(clio_cache *c, struct cobj *o, uint64_t lbn, size_t totread,
@@ -149,6 +151,7 @@ cluster_read(clio_cache *c, struct cobj *o, uint64_t lbn, size_t totread,
 	uint64_t eof = obj_nblocks(c, o), nblks;
 	struct buf *b;
 	int err = 0, r = 0;
+	uint64_t rerrseq;
 
 	for (;;) {
 		b = getblk(c, o, lbn, false, &err);
@@ -174,6 +177,7 @@ cluster_read(clio_cache *c, struct cobj *o, uint64_t lbn, size_t totread,
 	if (nblks < 1)
 		nblks = 1;
 	/* the synchronous cluster, then read-ahead, then wait for ours */
+	rerrseq = o->o_rerrseq;
 	if (!ahead || seq == 0) {
 		/* no read-ahead to start: the read runs in this thread */
 		build_read(c, o, lbn, lbn + nblks, b, false, true, &r);
@@ -185,40 +189,20 @@ cluster_read(clio_cache *c, struct cobj *o, uint64_t lbn, size_t totread,
 	while (b->b_state == B_READING)
 		pthread_cond_wait(&c->cv, &c->lock);
 	/* valid: another thread may have dirtied or begun writing it since
-	 * the read completed; a failed read left it FREE */
-	if (r < 0 || (b->b_state != B_CLEAN && b->b_state != B_DIRTY &&
-		      b->b_state != B_WRITING)) {
+	 * the read completed; a failed read left it FREE, and so did a
+	 * truncate or a direct write that dropped it after the read: that
+	 * one is no error, the caller looks again */
+	if (r == 0 && b->b_state == B_FREE && o->o_rerrseq == rerrseq) {
+		*bp = b;
+		return 0;
+	}
+	if (r < 0 || !buf_valid(b)) {
 		buf_release(c, b);
 		return r < 0 ? r : -(o->o_rerr ? o->o_rerr : EIO);
 	}
 	buf_touch(c, b);
 	*bp = b;
 	return 0;
-}
-
-/* Write the dirty buffers of [first, last] in runs of contiguous blocks. */
-void
-push_range(clio_cache *c, struct cobj *o, uint64_t first, uint64_t last)
-{
-	uint64_t l;
-
-	for (l = first; l <= last; l++) {
-		struct buf *b = buf_lookup(c, o, l);
-
-		if (b != NULL && b->b_state == B_DIRTY &&
-		    !(b->b_flags & BF_WERR)) {
-			struct buf *run[1024];
-			int n = 0;
-
-			while (l <= last && n < 1024 && b != NULL &&
-			       b->b_state == B_DIRTY &&
-			       !(b->b_flags & BF_WERR)) {
-				run[n++] = b;
-				b = ++l <= last ? buf_lookup(c, o, l) : NULL;
-			}
-			bio_submit(c, o, CLIO_OP_WRITE, run, n, false);
-		}
-	}
 }
 
 /*

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * conf.c - the tunables: setting them by name from strings, and checking
  * a whole configuration.  The names are the seeds' (bsize, maxbsize,

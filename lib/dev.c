@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * dev.c - the device layer: opening a backend from a string, asynchronous
  * requests with iovec lists, cutting them into pieces at the device's

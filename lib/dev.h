@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * dev.h - the device object and the contract between the device layer
  * (dev.c) and its backends (the files of lib/dev/).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * file.c - handles and the byte-offset API: pread, pwrite, fsync,
  * ftruncate, close; the per-handle sequential heuristic; the direct (raw)
@@ -22,6 +23,18 @@
  *     16th of the cache at most) and waits for nothing while it holds
  *     them; before taking a run it waits for the run's blocks in flight
  *     and starts reading its missing ones, holding nothing.
+ *  6. A read first takes the blocks that are valid, not being changed and
+ *     carry no trip wire for it with stripe locks only (hit_lockless());
+ *     the first block that is not such a hit, and all after it, go the
+ *     way of a miss, under c->lock.
+ *  7. A call that fails changes nothing: a truncate sets the new size and
+ *     drops the blocks past it only after the device took the new size,
+ *     and while it runs (o_truncating) writers and write-back of the
+ *     object wait, so no write lands past the end it is setting.
+ *  8. Sizes and offsets stay at or below INT64_MAX (clio_fsize returns
+ *     the size as an int64_t): a write or truncate beyond gets -EFBIG.
+ *  9. The sequential counts of a handle shared by threads are updated
+ *     without a lock: a race only makes the heuristic guess worse.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -35,19 +48,24 @@ static uint32_t
 seq_update(clio_file *f, int rw, uint64_t off, size_t len)
 {
 	uint32_t seqmax = f->f_cache->conf.seqmax;
-	uint32_t *seq = &f->f_seq[rw];
+	uint32_t seq = atomic_load_explicit(&f->f_seq[rw], memory_order_relaxed);
+	uint32_t old = seq;
+	uint64_t next = atomic_load_explicit(&f->f_nextoff[rw],
+					     memory_order_relaxed);
 
-	if (off == f->f_nextoff[rw] || (off == 0 && *seq > 0)) {
+	if (off == next || (off == 0 && seq > 0)) {
 		uint64_t add = DIV_ROUND_UP((uint64_t)len, SEQ_UNIT);
-		if (len >= (uint64_t)seqmax * SEQ_UNIT || *seq + add > seqmax)
-			*seq = seqmax;
+		if (len >= (uint64_t)seqmax * SEQ_UNIT || seq + add > seqmax)
+			seq = seqmax;
 		else
-			*seq += (uint32_t)add;
+			seq += (uint32_t)add;
 	} else {
-		*seq = *seq > 1 ? 1 : 0;
+		seq = seq > 1 ? 1 : 0;
 	}
-	f->f_nextoff[rw] = off + len;
-	return *seq;
+	if (seq != old)
+		atomic_store_explicit(&f->f_seq[rw], seq, memory_order_relaxed);
+	atomic_store_explicit(&f->f_nextoff[rw], off + len, memory_order_relaxed);
+	return seq;
 }
 
 static struct cobj *
@@ -72,26 +90,8 @@ obj_get(clio_cache *c, clio_dev *d)
 static void
 obj_put(clio_cache *c, struct cobj *o)
 {
-	struct cobj **pp;
-	uint32_t i;
-
-	if (--o->o_nhandles > 0)
-		return;
-	obj_wait_io(c, o);
-	for (i = 0; i < c->nbuf; i++) {
-		struct buf *b = &c->bufs[i];
-		if (b->b_obj != o || b->b_state == B_FREE)
-			continue;
-		if (b->b_state == B_DIRTY) {
-			/* a write-back that failed for good: record the loss */
-			c->st.lost_bytes += c->conf.bsize;
-		}
-		buf_discard(c, b);
-	}
-	for (pp = &c->objs; *pp != o; pp = &(*pp)->o_next)
-		;
-	*pp = o->o_next;
-	free(o);
+	o->o_nhandles--;
+	obj_free_if_unused(c, o);
 }
 
 int
@@ -100,7 +100,7 @@ clio_open(clio_cache *c, clio_dev *d, int flags, clio_file **fp)
 	clio_file *f;
 
 	if ((flags & CLIO_ACCMODE) == CLIO_ACCMODE ||
-	    (flags & ~(CLIO_ACCMODE | CLIO_DIRECT)) != 0)
+	    (flags & ~(CLIO_ACCMODE | CLIO_DIRECT | CLIO_KEEP)) != 0)
 		return -EINVAL;
 	if ((flags & CLIO_ACCMODE) != CLIO_RDONLY && d->readonly)
 		return -EROFS;
@@ -115,9 +115,14 @@ clio_open(clio_cache *c, clio_dev *d, int flags, clio_file **fp)
 		return -ENOMEM;
 	}
 	f->f_obj->o_nhandles++;
+	if (flags & CLIO_KEEP)
+		f->f_obj->o_keep = true;
 	f->f_cache = c;
 	f->f_flags = flags;
-	f->f_seq[0] = f->f_seq[1] = 1;
+	atomic_init(&f->f_seq[0], 1);
+	atomic_init(&f->f_seq[1], 1);
+	atomic_init(&f->f_nextoff[0], 0);
+	atomic_init(&f->f_nextoff[1], 0);
 	f->f_errseen = f->f_obj->o_errseq;
 	f->f_lastw = -1;
 	cache_check(c);
@@ -175,12 +180,7 @@ clio_close(clio_file *f)
 int64_t
 clio_fsize(clio_file *f)
 {
-	int64_t s;
-
-	pthread_mutex_lock(&f->f_cache->lock);
-	s = (int64_t)f->f_obj->o_size;
-	pthread_mutex_unlock(&f->f_cache->lock);
-	return s;
+	return (int64_t)obj_size(f->f_obj);
 }
 
 /* ------------------------------------------------------------ direct */
@@ -207,7 +207,8 @@ direct_sync_range(clio_cache *c, struct cobj *o, uint64_t off, size_t len,
 			 * and another thread dirtied it again since) */
 			if (b->b_tried == gen && (b->b_flags & BF_WERR))
 				return -(o->o_err ? o->o_err : EIO);
-			flush_buf(c, b, gen);
+			if (flush_buf(c, b, gen) == 0)
+				obj_wait_truncate(c, o);
 			l--; /* look again */
 			continue;
 		}
@@ -218,16 +219,13 @@ direct_sync_range(clio_cache *c, struct cobj *o, uint64_t off, size_t len,
 			continue;
 		}
 		buf_touch(c, b);
-		if (drop && b->b_hold > 0) {
+		if (drop && !buf_discard_unheld(c, b)) {
 			/* a reader may have filled it from storage before the
 			 * write landed: let it copy out, then drop it */
-			b->b_flags |= BF_WANT;
 			pthread_cond_wait(&c->cv, &c->lock);
 			l--;
 			continue;
 		}
-		if (drop)
-			buf_discard(c, b);
 	}
 	return 0;
 }
@@ -244,21 +242,24 @@ direct_io(clio_file *f, enum clio_op op, void *buf, size_t len, uint64_t off)
 	/* as O_DIRECT: a read at or past EOF returns 0 however aligned, so
 	 * that a reader's next read after a short one sees the end */
 	if ((off | len) % d->sector != 0 &&
-	    !(op == CLIO_OP_READ && (int64_t)off >= clio_fsize(f)))
+	    !(op == CLIO_OP_READ && off >= obj_size(o)))
 		return -EINVAL;
+	if (op == CLIO_OP_WRITE && off + len > (uint64_t)INT64_MAX)
+		return -EFBIG;
 	pthread_mutex_lock(&c->lock);
+	obj_wait_truncate(c, o);
 	if (op == CLIO_OP_READ) {
-		if (off >= o->o_size) {
+		if (off >= obj_size(o)) {
 			pthread_mutex_unlock(&c->lock);
 			return 0;
 		}
-		len = MIN((uint64_t)len, o->o_size - off);
+		len = MIN((uint64_t)len, obj_size(o) - off);
 	} else if (!o->o_resizable) {
-		if (off >= o->o_size) {
+		if (off >= obj_size(o)) {
 			pthread_mutex_unlock(&c->lock);
 			return len ? -ENOSPC : 0;
 		}
-		len = MIN((uint64_t)len, o->o_size - off);
+		len = MIN((uint64_t)len, obj_size(o) - off);
 	}
 	r = direct_sync_range(c, o, off, len, op == CLIO_OP_WRITE);
 	pthread_mutex_unlock(&c->lock);
@@ -280,7 +281,7 @@ direct_io(clio_file *f, enum clio_op op, void *buf, size_t len, uint64_t off)
 	if (op == CLIO_OP_WRITE) {
 		(void)direct_sync_range(c, o, off, done, true);
 		/* a write of nothing past EOF grows nothing */
-		if (done > 0 && off + done > o->o_size)
+		if (done > 0 && off + done > obj_size(o))
 			o->o_size = off + done;
 	}
 	pthread_mutex_unlock(&c->lock);
@@ -387,30 +388,147 @@ read_prepare_run(clio_cache *c, struct cobj *o, uint64_t pos, uint64_t end)
 	}
 }
 
+/* The valid buffer of (o, lbn), held for reading, if a hit with only its
+ * stripe lock can serve it: valid, not being changed, and no trip wire
+ * that a sequential reader must act on.  NULL: take the way of a miss.
+ * *ra says it was read ahead and not used before (BF_RA, now cleared). */
+static struct buf *
+hit_lockless(clio_cache *c, struct cobj *o, uint64_t lbn, uint32_t seq,
+	     bool *ra)
+{
+	struct stripe *s = stripe_of(c, o, lbn);
+	struct buf *b;
+	unsigned fl;
+
+	pthread_mutex_lock(&s->lock);
+	b = buf_lookup(c, o, lbn);
+	if (b == NULL || !buf_valid(b)) {
+		pthread_mutex_unlock(&s->lock);
+		return NULL;
+	}
+	fl = b->b_flags;
+	if ((fl & BF_WLOCK) || ((fl & BF_RAM) && seq > 0)) {
+		pthread_mutex_unlock(&s->lock);
+		return NULL;
+	}
+	b->b_hold++;
+	b->b_readers++;
+	*ra = (fl & BF_RA) != 0;
+	if (*ra)
+		atomic_fetch_and(&b->b_flags, ~(unsigned)BF_RA);
+	if (seq <= 1 && !(fl & BF_REF))
+		b->b_flags |= BF_REF;
+	pthread_mutex_unlock(&s->lock);
+	buf_touch(c, b);
+	return b;
+}
+
+/* Let go of a run held by read_lockless(); with undo, it was not used:
+ * its read-ahead marks go back. */
+static void
+release_lockless(clio_cache *c, struct buf **run, const bool *ra, int n,
+		 bool undo)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (undo && ra[i])
+			run[i]->b_flags |= BF_RA;
+		atomic_fetch_sub(&run[i]->b_readers, 1);
+		buf_release_unlocked(c, run[i]);
+	}
+}
+
+/* Lend the lockless hits from off on to view, run by run, up to len
+ * bytes; *done grows by what was viewed.  A run is viewed only whole
+ * (the full READ_RUN, or up to len): one cut short by a block that is no
+ * such hit is let go, and the way of a miss takes it from its start, so
+ * the runs are those the locked path would make.  Returns view's nonzero
+ * return, or 0; *last says the final call was made. */
+static int
+read_lockless(clio_file *f, size_t len, uint64_t off, uint32_t seq,
+	      clio_view_fn *view, void *arg, size_t *done, bool *last)
+{
+	clio_cache *c = f->f_cache;
+	struct cobj *o = f->f_obj;
+	uint64_t bs = c->conf.bsize;
+	int maxrun = (int)MAX(1u, MIN((uint32_t)READ_RUN, c->nbuf / READ_RUN_SHARE));
+
+	*last = false;
+	while (*done < len) {
+		struct buf *run[READ_RUN];
+		struct iovec iov[READ_RUN];
+		bool ra[READ_RUN];
+		size_t got = 0;
+		int i, nrun = 0, nra = 0, vr;
+		struct stripe *s;
+
+		while (*done + got < len && nrun < maxrun) {
+			uint64_t pos = off + *done + got;
+			size_t boff = (size_t)(pos % bs);
+			struct buf *b = hit_lockless(c, o, pos / bs, seq, &ra[nrun]);
+
+			if (b == NULL)
+				break;
+			run[nrun] = b;
+			iov[nrun].iov_base = b->b_data + boff;
+			iov[nrun].iov_len = MIN(bs - boff, len - *done - got);
+			got += iov[nrun++].iov_len;
+		}
+		if (nrun < maxrun && *done + got < len) {
+			release_lockless(c, run, ra, nrun, true);
+			return 0;
+		}
+		*done += got;
+		for (i = 0; i < nrun; i++)
+			nra += ra[i];
+		s = stripe_of(c, o, (off + *done) / bs);
+		atomic_fetch_add_explicit(&s->hits, (uint64_t)nrun,
+					  memory_order_relaxed);
+		if (nra > 0)
+			atomic_fetch_add_explicit(&s->readahead_used, (uint64_t)nra,
+						  memory_order_relaxed);
+		*last = *done == len;
+		vr = view(arg, iov, nrun, *last);
+		release_lockless(c, run, ra, nrun, false);
+		if (vr != 0)
+			return vr;
+	}
+	return 0;
+}
+
 /* Hands the bytes [off, off + len) to view run by run: each call gets the
- * held buffers of one lock hold as iovecs (last set on the final call,
- * which comes at EOF too, even with no bytes).  A view's nonzero return
- * stops the read and is returned. */
+ * held buffers of one hold as iovecs (last set on the final call, which
+ * comes at EOF too, even with no bytes).  A view's nonzero return stops
+ * the read and is returned. */
 static ssize_t
 read_runs(clio_file *f, size_t len, uint64_t off, clio_view_fn *view,
 	  void *arg)
 {
 	clio_cache *c = f->f_cache;
 	struct cobj *o = f->f_obj;
-	uint64_t bs = c->conf.bsize;
+	uint64_t bs = c->conf.bsize, size = obj_size(o);
 	double t0 = dev_now(o->o_dev);
 	size_t done = 0;
-	uint32_t seq;
+	uint32_t seq = seq_update(f, 0, off, len);
 	int r = 0, maxrun;
 	bool last = false;
 
+	len = off >= size ? 0 : (size_t)MIN((uint64_t)len, size - off);
+	if (len > 0) {
+		r = read_lockless(f, len, off, seq, view, arg, &done, &last);
+		if (r != 0 || last)
+			goto out;
+	}
+
 	pthread_mutex_lock(&c->lock);
 	cache_check(c);
-	seq = seq_update(f, 0, off, len);
-	if (off >= o->o_size)
-		len = 0;
+	/* the file may have shrunk meanwhile */
+	size = obj_size(o);
+	if (off + done >= size)
+		len = done;
 	else
-		len = MIN((uint64_t)len, o->o_size - off);
+		len = MIN(len, (size_t)(size - off));
 	maxrun = (int)MAX(1u, MIN((uint32_t)READ_RUN, c->nbuf / READ_RUN_SHARE));
 	while (!last) {
 		struct buf *run[READ_RUN];
@@ -464,6 +582,7 @@ read_runs(clio_file *f, size_t len, uint64_t off, clio_view_fn *view,
 	}
 	cache_check(c);
 	pthread_mutex_unlock(&c->lock);
+out:
 	dev_account_front(o->o_dev, CLIO_OP_READ, done, dev_now(o->o_dev) - t0);
 	if (r < 0)
 		return r;
@@ -549,7 +668,7 @@ clio_pwrite(clio_file *f, const void *buf, size_t len, uint64_t off)
 
 	if ((f->f_flags & CLIO_ACCMODE) == CLIO_RDONLY)
 		return -EBADF;
-	if (off + len < off)
+	if (off + len < off || off + len > (uint64_t)INT64_MAX)
 		return -EFBIG;
 	if (f->f_flags & CLIO_DIRECT) {
 		ssize_t n = direct_io(f, CLIO_OP_WRITE, (void *)buf, len, off);
@@ -559,6 +678,7 @@ clio_pwrite(clio_file *f, const void *buf, size_t len, uint64_t off)
 	}
 	pthread_mutex_lock(&c->lock);
 	cache_check(c);
+	obj_wait_truncate(c, o);
 	seq = seq_update(f, 1, off, len);
 	if (!o->o_resizable) {
 		if (off >= o->o_size && len > 0) {
@@ -628,17 +748,21 @@ clio_pwrite(clio_file *f, const void *buf, size_t len, uint64_t off)
 				continue;
 			}
 		}
-		if (buf_wait_readers(c, b) && b->b_state != B_CLEAN &&
-		    b->b_state != B_DIRTY) {
+		if (buf_write_begin(c, b) && b->b_state != B_CLEAN &&
+		    b->b_state != B_DIRTY && b->b_state != B_INVAL) {
+			buf_write_end(c, b);
 			buf_release(c, b); /* it changed while readers copied */
 			continue;
 		}
-		if (b->b_state == B_FREE) {
+		if (b->b_state == B_FREE || o->o_truncating) {
+			buf_write_end(c, b);
 			buf_release(c, b);
+			obj_wait_truncate(c, o);
 			continue;
 		}
 		memcpy(b->b_data + boff, (const char *)buf + done, n);
 		buf_mark_dirty(c, b);
+		buf_write_end(c, b);
 		if (pos + n > o->o_size)
 			o->o_size = pos + n;
 		if (boff + n == bs)
@@ -654,6 +778,23 @@ clio_pwrite(clio_file *f, const void *buf, size_t len, uint64_t off)
 	if (done == 0 && r < 0)
 		return r;
 	return (ssize_t)done;
+}
+
+int
+clio_writeback(clio_file *f)
+{
+	clio_cache *c = f->f_cache;
+	struct cobj *o = f->f_obj;
+	int r;
+
+	pthread_mutex_lock(&c->lock);
+	r = obj_writeback(c, o);
+	if (r < 0)
+		f->f_errseen = o->o_errseq;
+	else
+		r = pending_error(f);
+	pthread_mutex_unlock(&c->lock);
+	return r;
 }
 
 int
@@ -682,56 +823,71 @@ clio_fsync(clio_file *f)
 	return r;
 }
 
+/* Drop o's buffers past size and zero the rest of the block it ends in,
+ * once nothing of o is in flight and no reader copies from that block. */
+static void
+truncate_buffers(clio_cache *c, struct cobj *o, uint64_t size)
+{
+	uint64_t bs = c->conf.bsize;
+
+	for (;;) {
+		struct buf *b, *next;
+		bool busy = false;
+
+		obj_wait_io(c, o);
+		for (b = o->o_bufs; b != NULL && !busy; b = next) {
+			next = b->b_onext;
+			if (b->b_state == B_INVAL && b->b_hold > 0) {
+				busy = true;
+				buf_wait(c, b);
+			} else if (b->b_lbn * bs >= size) {
+				buf_discard(c, b);
+			} else if ((b->b_lbn + 1) * bs > size &&
+				   b->b_state != B_INVAL) {
+				size_t keep = (size_t)(size - b->b_lbn * bs);
+
+				b->b_hold++;
+				busy = buf_write_begin(c, b);
+				if (!busy && b->b_state != B_FREE)
+					memset(b->b_data + keep, 0, bs - keep);
+				buf_write_end(c, b);
+				buf_release(c, b);
+			}
+		}
+		if (!busy && o->o_nio == 0)
+			return;
+	}
+}
+
 int
 clio_ftruncate(clio_file *f, uint64_t size)
 {
 	clio_cache *c = f->f_cache;
 	struct cobj *o = f->f_obj;
-	uint64_t bs = c->conf.bsize;
-	uint32_t i;
 	int r;
 
 	if ((f->f_flags & CLIO_ACCMODE) == CLIO_RDONLY)
 		return -EBADF;
+	if (size > (uint64_t)INT64_MAX)
+		return -EFBIG;
 	if (!o->o_resizable)
 		return size == clio_dev_size(o->o_dev) ? 0 : -EINVAL;
 	pthread_mutex_lock(&c->lock);
 	cache_check(c);
-	/* nothing in flight may land past the new end */
-	for (;;) {
-		bool busy = false;
-		obj_wait_io(c, o);
-		for (i = 0; i < c->nbuf; i++) {
-			struct buf *b = &c->bufs[i];
-			if (b->b_obj != o || b->b_state == B_FREE)
-				continue;
-			if (b->b_state == B_INVAL && b->b_hold > 0) {
-				busy = true;
-				buf_wait(c, b);
-				break;
-			}
-			if (b->b_lbn * bs >= size) {
-				buf_discard(c, b);
-			} else if ((b->b_lbn + 1) * bs > size &&
-				   b->b_state != B_INVAL) {
-				size_t keep = (size_t)(size - b->b_lbn * bs);
-				if (b->b_readers > 0) {
-					busy = true;
-					b->b_hold++;
-					buf_wait_readers(c, b);
-					buf_release(c, b);
-					break;
-				}
-				memset(b->b_data + keep, 0, bs - keep);
-			}
-		}
-		if (!busy && o->o_nio == 0)
-			break;
-	}
-	o->o_size = size;
+	/* one truncate at a time; then writers and write-back wait for it,
+	 * and nothing in flight may land past the new end */
+	obj_wait_truncate(c, o);
+	o->o_truncating = true;
+	obj_wait_io(c, o);
 	pthread_mutex_unlock(&c->lock);
 	r = clio_dev_resize(o->o_dev, size);
 	pthread_mutex_lock(&c->lock);
+	if (r == 0) {
+		truncate_buffers(c, o, size);
+		o->o_size = size;
+	}
+	o->o_truncating = false;
+	pthread_cond_broadcast(&c->cv);
 	cache_check(c);
 	pthread_mutex_unlock(&c->lock);
 	return r;

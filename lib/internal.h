@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * internal.h - what the parts of libclio share and users do not see.
  * The device object and the backend contract are in dev.h.

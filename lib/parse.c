@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * parse.c - the small parsers every layer shares: sizes with dd's
  * suffixes, numbers, errno names, "k=v,k=v" lists.

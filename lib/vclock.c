@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * vclock.c - the virtual clock of the simulated devices.
  *

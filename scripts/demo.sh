@@ -1,7 +1,9 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # make demo: the seeds' experiments on the calibrated simulated disks,
 # each beside the figures the seed published, then clio against the Linux
-# kernel on a small temporary file.  Plots go to build/plots.
+# kernel on a small temporary file, and the library's core against its
+# peers (clio bench core).  Plots go to build/plots.
 #   scripts/demo.sh PATH_TO_CLIO
 set -e
 CLIO=${1:-build/clio}

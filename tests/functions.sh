@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # functions.sh - what the end-to-end tests share.  Source it first:
 #   . "$(dirname "$0")/functions.sh"
 # It checks $CLIO, makes $tmp (removed on exit), and defines fail,

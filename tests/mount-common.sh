@@ -1,6 +1,8 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # mount-common.sh - sourced by tests/test-mount-*.sh: skip without FUSE,
 # mount in the background with -f, wait for it, always unmount.
-#   mount_start SOURCE MNT [OPTS...]   sets $mount_pid
+#   mount_start SOURCE MNT [OPTS...]   sets $mount_pid; the command is run
+#                                      through $run_as (a function) when set
 #   mount_stop MNT                     clio umount, then waits for the daemon
 : "${CLIO:?CLIO must name the clio command}"
 
@@ -43,7 +45,7 @@ trap 'exit 1' INT TERM
 mount_start() {
 	src=$1 mnt=$2
 	shift 2
-	"$CLIO" mount -f "$@" "$src" "$mnt" 2>"$tmp/mount.err" &
+	$run_as "$CLIO" mount -f "$@" "$src" "$mnt" 2>"$tmp/mount.err" &
 	mount_pid=$!
 	mounted="$mounted $mnt"
 	i=0

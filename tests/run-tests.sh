@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # Run every test of one build flavour with a time limit each, and print
 # the closing line "N passed, N failed, N skipped".
 #   tests/run-tests.sh BUILD_DIR FLAVOUR     (FLAVOUR: plain, asan, tsan)

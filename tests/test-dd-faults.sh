@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # test-dd-faults.sh - I/O errors injected under clio dd reach the user:
 # a write error in the output exits 74 (EX_IOERR) with a message, with
 # conv=fsync and without it (the write-back at close fails), and the rest

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # test-dd-operands.sh - clio dd's operands: bad ones exit 64 with one line
 # naming the value and touch nothing; good copies (file to file, ibs != obs,
 # skip/seek/count, conv=notrunc, iflag/oflag=direct, pipes) give the same

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # test-dd-seed000.sh - seed 000 (NetBSD PR kern/1718) on the simulated
 # RZ25: dd of 86 MiB onto 8K blocks with clusters limited to MAXBSIZE took
 # 105 s with MAXBSIZE 16K and 52 s with 64K.  clio must land within 15% of

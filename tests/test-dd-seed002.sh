@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # test-dd-seed002.sh - seed 002 (FreeBSD UFS, 2002) on the simulated
 # da2002: rewriting a file with 1 KiB writes (dd bs=1k conv=notrunc, 8K
 # blocks) read each block alone before writing it: 14 KB/t, 11.2 MB/s.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # test-info.sh - clio info: a file (size, engine uring, and threads with
 # the reason when CLIO_NO_URING=1 forces the fallback), a sim preset with
 # its model's parameters, a fault device with its inner one, --json parsed

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # test-mount-disk.sh - clio mount of a device (mem:size=64M): one file,
 # disk, of the device's size; dd writes at 4k and 1M with conv=notrunc
 # read back equal; bad options exit 64 and mount nothing; max_pages=16
@@ -45,7 +46,7 @@ mountpoint -q "$mnt" && fail "still mounted"
 # max_pages=16: no FUSE write of more than 64 KiB reaches clio
 mount_start mem:size=16M "$mnt" -o max_pages=16
 dd if=/dev/zero of="$mnt/disk" bs=1M count=16 conv=notrunc,fsync 2>/dev/null
-"$CLIO" stat "$mnt" >"$tmp/s"
+"$CLIO" stat --raw "$mnt" >"$tmp/s"
 w=$(sed -n 's/^disk front_writes: //p' "$tmp/s")
 b=$(sed -n 's/^disk front_write_bytes: //p' "$tmp/s")
 [ "$w" -gt 0 ] && [ "$b" -eq 16777216 ] || fail "max_pages=16: $w writes, $b bytes"

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # test-mount-durability.sh - clio mount of a directory: data written and
 # fsync'd survives kill -9 of the daemon; data written without fsync is
 # in the source directory after a clean clio umount; SIGTERM writes back

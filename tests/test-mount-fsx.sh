@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # test-mount-fsx.sh - the model-based random test through clio mount:
 # tests/tools/mountfsx (built by `make tests` beside clio) runs seeded
 # random pwrite, pread, ftruncate, fsync, reopen (several descriptors,

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # test-mount-meta.sh - clio mount of a directory, the operations besides
 # data and names: extended attributes (both ways, list, remove, the size
 # protocol, a symlink's own, ro), fallocate (grow, keep size, punch hole

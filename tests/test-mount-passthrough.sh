@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # test-mount-passthrough.sh - clio mount of a directory: a 100 MiB copy,
 # dd rewrites at 1k, 4k, 64k and 1M (buffered and O_DIRECT) checked in the
 # source directory after unmount, a tar extraction diffed against the

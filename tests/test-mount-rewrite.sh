@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
 # test-mount-rewrite.sh - a 1 KiB rewrite through the mount (seed 002's
 # dd bs=1k conv=notrunc) on an image file of 32 MiB, with each kernel
 # cache setting:
@@ -23,7 +24,7 @@ for kc in on off; do
 	mount_start "$img" "$mnt" -o kernel_cache=$kc,cache_size=16M
 	dd if="$tmp/new" of="$mnt/disk" bs=1k conv=notrunc 2>/dev/null ||
 		fail "kernel_cache=$kc: dd bs=1k"
-	"$CLIO" stat "$mnt" >"$tmp/s"
+	"$CLIO" stat --raw "$mnt" >"$tmp/s"
 	reads=$(val 'disk front_reads' "$tmp/s")
 	writes=$(val 'disk front_writes' "$tmp/s")
 	kicks=$(val kernel_readahead_kicks "$tmp/s")

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fault.c - fault injection around any device: `fault:OPTS@INNER`.
  *
@@ -10,6 +11,8 @@
  *                                        probability P (seeded, repeatable)
  *   short=1                              transfers move half their bytes
  *                                        (at least one sector) per call
+ *   resize_delay=SECONDS                 a resize sleeps this long first
+ *                                        (widens races with a truncate)
  * A request fails when its operation has an errno, it overlaps the range,
  * more than `after` requests came before it, and the coin says so.  A
  * failing write changes nothing underneath.  The wrapper takes the inner
@@ -21,6 +24,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "internal.h"
 
@@ -32,6 +36,7 @@ struct fault_dev {
 	double prob;
 	uint64_t rng;
 	int shorten;
+	double resize_delay;
 	pthread_mutex_t lock;
 	uint64_t count; /* requests seen */
 };
@@ -97,6 +102,12 @@ fault_resize(clio_dev *d, uint64_t size)
 
 	if (f->inner->ops->resize == NULL)
 		return -ENOTSUP;
+	if (f->resize_delay > 0) {
+		struct timespec ts = { (time_t)f->resize_delay,
+			(long)((f->resize_delay - (double)(time_t)f->resize_delay) * 1e9) };
+		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+			;
+	}
 	r = f->inner->ops->resize(f->inner, size);
 	if (r == 0)
 		f->inner->size = size;
@@ -194,6 +205,13 @@ fault_opt(void *arg, const char *k, const char *v)
 	} else if (strcmp(k, "prob") == 0) {
 		if (parse_double(v, &f->prob) < 0 || f->prob < 0 || f->prob > 1) {
 			set_err(a->err, a->errlen, "fault: bad prob '%s' (0 to 1)", v);
+			return -EINVAL;
+		}
+	} else if (strcmp(k, "resize_delay") == 0) {
+		if (parse_double(v, &f->resize_delay) < 0 || f->resize_delay < 0 ||
+		    f->resize_delay > 60) {
+			set_err(a->err, a->errlen,
+				"fault: bad resize_delay '%s' (0 to 60 seconds)", v);
 			return -EINVAL;
 		}
 	} else if (strcmp(k, "short") == 0) {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * file.c - the file backend: `/path` or `file:/path[?direct=0|1][&qd=N]
  * [&maxio=N][&engine=uring|threads]`, a regular file or a block device.

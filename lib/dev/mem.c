@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * mem.c - the memory backend: `mem:size=N`.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * sim.c - the simulated disk: `sim:preset=NAME[,PARAM=V ...]`.
  *

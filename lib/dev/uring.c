@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * uring.c - the io_uring engine of the file backend: one ring per device
  * and one thread that reaps its completions.

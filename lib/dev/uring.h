@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * uring.h - an io_uring ring that runs the pieces of one file descriptor
  * (lib/dev/uring.c), for the file backend's engine=uring.

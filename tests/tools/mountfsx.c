@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * mountfsx.c - a seeded, model-based random test of one file through a
  * mounted file system (written for `clio mount`), with ordinary system

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * xprobe - for tests/test-mount-meta.sh, the system calls that the shell
  * tools cannot make as the test needs them:

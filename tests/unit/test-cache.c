@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test-cache.c - the buffer cache and its clustering, seen from the
  * device: tunables, read and write clustering, cluster=off and lite, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test-dev.c - the device layer: the shared parsers, device strings and
  * their errors, the mem, file and fault backends, splitting at maxio,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test-fsx.c - a seeded, model-based random test in the spirit of fsx.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test-sim.c - the simulated disk: each preset against the seed figures it
  * was calibrated on, data integrity, sparse storage, the parser's errors,

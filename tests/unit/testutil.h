@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * testutil.h - small helpers shared by the cmocka unit tests.
  *

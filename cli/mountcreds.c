@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * mountcreds.c - the caller's identity for the requests of `clio mount`
+ * that create objects (create, mknod, mkdir, symlink), so that what they
+ * make is what the same call would make on a local file system.
+ *
+ * Invariants:
+ *  1. The mode the kernel sends is final: the kernel has applied the
+ *     caller's umask (the connection does not ask for FUSE_CAP_DONT_MASK),
+ *     so the daemon applies none.  Each FUSE worker thread gets its own
+ *     file system attributes (unshare(CLONE_FS), once per thread) with
+ *     umask 0; the process's umask, and that of every other thread, stay.
+ *  2. As root, between mount_creds_enter and mount_creds_leave the thread
+ *     has the caller's fsuid, fsgid and supplementary groups (read by
+ *     fuse_req_getgroups), so the local file system checks the directory
+ *     against all of the caller's groups and gives a new object in a
+ *     setgid directory, or with a setgid mode, what it would give the
+ *     caller.  setfsuid, setfsgid and the raw setgroups system call are
+ *     per thread on Linux (glibc's setgroups() changes every thread), so
+ *     concurrent requests on other threads keep their own.
+ *  3. mount_creds_leave restores the thread's fsuid, fsgid and groups as
+ *     they were at mount_creds_init (the daemon's), on every path.
+ *  4. Not root: the objects are the daemon's user's, as with any FUSE
+ *     file system a user mounts; only invariant 1 applies.
+ */
+#include <errno.h>
+#include <grp.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/fsuid.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "mount.h"
+
+#define GROUPS_ON_STACK 64
+
+static gid_t *daemon_groups;
+static int daemon_ngroups;
+static bool daemon_root;
+
+static _Thread_local bool thread_fs_private;
+static _Thread_local bool cred_saved;
+static _Thread_local uid_t cred_uid;
+static _Thread_local gid_t cred_gid;
+
+int
+mount_creds_init(void)
+{
+	int n;
+
+	daemon_root = geteuid() == 0;
+	if (!daemon_root)
+		return 0;
+	n = getgroups(0, NULL);
+	if (n < 0)
+		return -errno;
+	daemon_groups = calloc((size_t)n + 1, sizeof(gid_t));
+	if (daemon_groups == NULL)
+		return -ENOMEM;
+	n = getgroups(n, daemon_groups);
+	if (n < 0)
+		return -errno;
+	daemon_ngroups = n;
+	return 0;
+}
+
+static int
+thread_setgroups(int n, const gid_t *list)
+{
+	return syscall(SYS_setgroups, (size_t)n, list) < 0 ? -errno : 0;
+}
+
+/* The caller's supplementary groups on this thread; 0 or -errno. */
+static int
+caller_groups(fuse_req_t req)
+{
+	gid_t stack[GROUPS_ON_STACK], *list = stack;
+	int n = fuse_req_getgroups(req, GROUPS_ON_STACK, stack), r;
+
+	if (n < 0)
+		return n;
+	if (n > GROUPS_ON_STACK) {
+		int want = n;
+		list = calloc((size_t)want, sizeof(gid_t));
+		if (list == NULL)
+			return -ENOMEM;
+		n = fuse_req_getgroups(req, want, list);
+		if (n > want)
+			n = want; /* joined a group meanwhile: the first ones */
+	}
+	r = n < 0 ? n : thread_setgroups(n, list);
+	if (list != stack)
+		free(list);
+	return r;
+}
+
+int
+mount_creds_enter(fuse_req_t req)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	int r;
+
+	cred_saved = false;
+	if (!thread_fs_private) {
+		if (unshare(CLONE_FS) < 0)
+			return -errno;
+		umask(0);
+		thread_fs_private = true;
+	}
+	if (!daemon_root || ctx == NULL)
+		return 0;
+	/* without its groups the caller could get more than it has */
+	if ((r = caller_groups(req)) < 0 && (r = thread_setgroups(0, NULL)) < 0)
+		return r;
+	cred_gid = (gid_t)setfsgid(ctx->gid);
+	cred_uid = (uid_t)setfsuid(ctx->uid);
+	cred_saved = true;
+	return 0;
+}
+
+void
+mount_creds_leave(void)
+{
+	if (!cred_saved)
+		return;
+	setfsuid(cred_uid);
+	setfsgid(cred_gid);
+	thread_setgroups(daemon_ngroups, daemon_groups);
+	cred_saved = false;
+}

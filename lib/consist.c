@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * consist.c - consistency of cached objects with a source that others
+ * change: validators (close-to-open), and objects kept across closes.
+ *
+ * A front end tells the cache what it knows of the source's version (a
+ * struct clio_validator: size, times, id, change attribute) when it opens
+ * a file (clio_revalidate) and after its own writes changed the source
+ * (clio_validator_set).  The same calls serve a directory under clio
+ * mount, a remote file whose attributes come from the server, and a disk
+ * tier after a restart.
+ *
+ * Invariants:
+ *  1. An object's recorded validator is the version its clean buffers
+ *     hold; clio_revalidate() with another one drops every clean buffer
+ *     (waiting for their holders and for reads in flight, which may bring
+ *     old data) before it returns.
+ *  2. Dirty and in-flight writes are never dropped: they are newer than
+ *     any version of the source, and the size covers them.
+ *  3. A kept object (CLIO_KEEP) lives, with its clean buffers, until
+ *     clio_cache_forget() or clio_cache_free(); the device must outlive
+ *     it.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "cache.h"
+
+static bool
+same_version(const struct clio_validator *a, const struct clio_validator *b)
+{
+	return a->size == b->size && a->mtime_ns == b->mtime_ns &&
+	       a->ctime_ns == b->ctime_ns && a->id == b->id &&
+	       a->change == b->change;
+}
+
+/* Drop every clean buffer of o; return the end of its newest data that
+ * stays (dirty or being written), 0 if none. */
+static uint64_t
+drop_clean(clio_cache *c, struct cobj *o)
+{
+	uint64_t bs = c->conf.bsize, end;
+	struct buf *b, *next;
+
+again:
+	end = 0;
+	for (b = o->o_bufs; b != NULL; b = next) {
+		next = b->b_onext;
+		if (b->b_state == B_READING ||
+		    (b->b_state == B_INVAL && b->b_hold > 0)) {
+			buf_wait(c, b);
+			goto again;
+		}
+		if (b->b_state == B_DIRTY || b->b_state == B_WRITING) {
+			end = MAX(end, (b->b_lbn + 1) * bs);
+			continue;
+		}
+		if (!buf_discard_unheld(c, b)) {
+			/* a reader copies out of it: let it finish */
+			pthread_cond_wait(&c->cv, &c->lock);
+			goto again;
+		}
+	}
+	return MIN(end, obj_size(o));
+}
+
+int
+clio_revalidate(clio_file *f, const struct clio_validator *v)
+{
+	clio_cache *c = f->f_cache;
+	struct cobj *o = f->f_obj;
+	uint64_t keep;
+	int r = 0;
+
+	if (v == NULL || v->size > (uint64_t)INT64_MAX)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	obj_wait_truncate(c, o);
+	if (o->o_have_v && !same_version(&o->o_v, v)) {
+		keep = drop_clean(c, o);
+		o->o_size = MAX(v->size, keep);
+		r = 1;
+	} else if (!o->o_have_v && o->o_ndirty == 0 && o->o_nio == 0) {
+		/* the first word on its version: the size is the source's */
+		o->o_size = v->size;
+	}
+	o->o_v = *v;
+	o->o_have_v = true;
+	cache_check(c);
+	pthread_mutex_unlock(&c->lock);
+	return r;
+}
+
+int
+clio_validator_set(clio_file *f, const struct clio_validator *v)
+{
+	clio_cache *c = f->f_cache;
+
+	if (v == NULL)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	f->f_obj->o_v = *v;
+	f->f_obj->o_have_v = true;
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
+int
+clio_cache_forget(clio_cache *c, clio_dev *d)
+{
+	struct cobj *o;
+	int r = 0;
+
+	pthread_mutex_lock(&c->lock);
+	for (o = c->objs; o != NULL; o = o->o_next)
+		if (o->o_dev == d)
+			break;
+	if (o == NULL) {
+		pthread_mutex_unlock(&c->lock);
+		return 0;
+	}
+	if (o->o_nhandles > 0) {
+		pthread_mutex_unlock(&c->lock);
+		return -EBUSY;
+	}
+	o->o_pins++;
+	if (o->o_ndirty > 0)
+		r = obj_writeback(c, o);
+	/* nothing may touch the device once this returns: wait out every
+	 * I/O and every other pin (a clio_sync flushing it) at one time */
+	while (o->o_nio > 0 || o->o_flushing || o->o_pins > 1)
+		pthread_cond_wait(&c->cv, &c->lock);
+	o->o_keep = false;
+	o->o_pins--;
+	if (o->o_nhandles == 0)
+		obj_free_if_unused(c, o);
+	pthread_mutex_unlock(&c->lock);
+	return r;
+}
