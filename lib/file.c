@@ -418,8 +418,10 @@ hit_lockless(clio_cache *c, struct cobj *o, uint64_t lbn, uint32_t seq,
 		atomic_fetch_and(&b->b_flags, ~(unsigned)BF_RA);
 	if (seq <= 1 && !(fl & BF_REF))
 		b->b_flags |= BF_REF;
-	pthread_mutex_unlock(&s->lock);
+	/* under the stripe lock: a truncate may discard b meanwhile, which
+	 * clears b->b_obj (held, b stays ours, but not its identity) */
 	buf_touch(c, b);
+	pthread_mutex_unlock(&s->lock);
 	return b;
 }
 
