@@ -13,12 +13,13 @@ SAN     ?=
 DEFS    ?=
 CFLAGS  += -std=c11 -D_GNU_SOURCE $(OPT) -g -Wall -Wextra -Wshadow -Wvla \
            -Iinclude -Ilib -pthread $(SAN) $(DEFS) $(CPPFLAGS)
-LDLIBS  += -pthread -lm
+LDLIBS  += -pthread -lm $(URING_LIBS)
 LDFLAGS += $(SAN)
 # libfuse 3 for `clio mount` (cli/mount*.c only)
 FUSE_CFLAGS = $(shell pkg-config --cflags fuse3 2>/dev/null)
 FUSE_LIBS   = $(shell pkg-config --libs fuse3 2>/dev/null || echo -lfuse3)
-# liburing for clio bench core's peer (its io_uring reads)
+# liburing for the file backend's io_uring engine (lib/dev/uring.c) and
+# clio bench core's peer (its io_uring reads)
 URING_LIBS  = $(shell pkg-config --libs liburing 2>/dev/null || echo -luring)
 
 # where `make install` puts things (DESTDIR is prepended to each)
@@ -81,7 +82,8 @@ TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tests/tools/%)
 # libclio.a as one relocatable object whose other globals are made local.
 all: $(BUILD)/clio $(BUILD)/libclio.a $(BUILD)/$(SOFILE)
 
-$(BUILD)/obj/%.o: %.c include/clio.h lib/internal.h $(wildcard lib/*.h) $(wildcard cli/*.h)
+$(BUILD)/obj/%.o: %.c include/clio.h lib/internal.h $(wildcard lib/*.h) $(wildcard lib/dev/*.h) \
+		$(wildcard cli/*.h)
 	@mkdir -p $(dir $@)
 	$(call say,CC,$<)
 	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
@@ -117,7 +119,7 @@ $(BUILD)/$(SOFILE): $(LIB_OBJ) lib/libclio.map
 
 $(BUILD)/clio: $(CLI_OBJ) $(BUILD)/libclio-internal.a
 	$(call say,LD,$@)
-	$(Q)$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libclio-internal.a $(FUSE_LIBS) $(URING_LIBS) $(LDLIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libclio-internal.a $(FUSE_LIBS) $(LDLIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libclio-internal.a tests/unit/testutil.h
 	@mkdir -p $(dir $@)

@@ -19,6 +19,7 @@ usage(FILE *fp)
 		"       clio mount [-f] [-d] [-o OPTS] SOURCE MOUNTPOINT\n"
 		"       clio umount MOUNTPOINT\n"
 		"       clio stat MOUNTPOINT\n"
+		"       clio info DEVICE [--json]\n"
 		"       clio version\n"
 		"       clio help\n"
 		"See clio(1).\n");
@@ -65,6 +66,8 @@ main(int argc, char **argv)
 		return cmd_umount(argc - 1, argv + 1);
 	if (strcmp(argv[1], "stat") == 0)
 		return cmd_stat(argc - 1, argv + 1);
+	if (strcmp(argv[1], "info") == 0)
+		return cmd_info(argc - 1, argv + 1);
 	if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0) {
 		printf("clio %s\n", CLIO_VERSION);
 		return 0;

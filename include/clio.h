@@ -49,7 +49,8 @@ typedef struct clio_file clio_file;
 
 /*
  * Open a device from a string:
- *   /path  or  file:/path[?direct=0|1]     a regular file or block device
+ *   /path  or  file:/path[?direct=0|1][&engine=uring|threads][&qd=N]
+ *                                           a regular file or block device
  *   mem:size=N                              sparse memory
  *   sim:preset=NAME[,size=N][,clock=virtual|real][,PARAM=V ...]
  *   fault:OPTS@INNER                        fault injection around INNER
@@ -61,8 +62,9 @@ int clio_dev_open(const char *spec, int flags, clio_dev **devp);
 int clio_dev_open_err(const char *spec, int flags, clio_dev **devp,
 		      char *errbuf, size_t errlen);
 int clio_dev_close(clio_dev *d);
-/* Queue depth (worker threads) of blocking devices opened later whose
- * string does not say qd=; the default is 4. */
+/* Queue depth (requests in flight at the backend) of file and other
+ * blocking devices opened later whose string does not say qd=; the
+ * default is 4. */
 void clio_dev_set_default_queue_depth(uint32_t qd);
 
 const char *clio_dev_name(const clio_dev *d);	/* the string it was opened from */
@@ -70,6 +72,27 @@ uint64_t clio_dev_size(const clio_dev *d);
 uint32_t clio_dev_sector_size(const clio_dev *d);
 uint32_t clio_dev_maxio(const clio_dev *d);	/* 0: no limit */
 int clio_dev_is_virtual(const clio_dev *d);	/* runs on the virtual clock */
+
+/* What a device is (clio info). */
+struct clio_dev_info {
+	uint64_t size;
+	uint32_t sector;	/* logical sector size */
+	uint32_t maxio;		/* 0: no limit */
+	uint32_t queue_depth;	/* requests in flight at the backend at most */
+	uint32_t inflight_peak;	/* the most seen in flight at once so far */
+	int is_virtual;		/* clock: virtual (1) or real (0) */
+	int readonly;
+	int resizable;
+	char type[16];		/* the backend: "file", "mem", "sim", "fault" */
+	char engine[96];	/* how requests run: "inline" (in the caller's
+				   thread), "uring", or "threads (why)" */
+};
+int clio_dev_info(clio_dev *d, struct clio_dev_info *info);
+/* The backend's parameters as "key=value" lines (a sim device's model,
+ * a file's path and engine, a fault device's rules and its inner device's
+ * parameters prefixed "inner.").  Writes at most len bytes, NUL included,
+ * and returns the length of the whole text, as snprintf does. */
+int clio_dev_params(clio_dev *d, char *buf, size_t len);
 
 /* Asynchronous requests.  The callback runs once, on any thread, possibly
  * before clio_dev_submit returns; the request must stay allocated until

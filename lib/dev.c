@@ -1,25 +1,45 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * dev.c - the device layer: opening a backend from a string, asynchronous
- * requests with iovec lists, splitting at the device's maxio, worker
- * threads for blocking backends, and per-device statistics.
+ * requests with iovec lists, cutting them into pieces at the device's
+ * maxio, the queue of pieces waiting for a slot, the process-wide worker
+ * pool that runs blocking backends, and per-device statistics.  The
+ * backend contract is in dev.h.
  *
  * Invariants:
- *  1. Every byte that reaches storage passes through exec_piece(), which is
- *     the only caller of a backend's io().
- *  2. A request is split into pieces of at most maxio bytes; its callback
- *     runs exactly once, after its last piece, with the total byte count or
- *     the first error.
- *  3. A piece is retried until it has moved all its bytes, failed, or (a
- *     read) reached EOF, where the rest reads as zeros.
- *  4. d->lock protects the statistics, the queue and d->size.  No lock is
- *     held while a backend's io() runs or a callback is called.
- *  5. busy time grows only while at least one piece is outstanding
- *     (real clock) or by each piece's service time (virtual clock).
+ *  1. Every byte that reaches storage passes through a backend call made
+ *     here: io() in run_inline() or pool_main(), submit() in
+ *     piece_issue(); each call ends in attempt_done(), which accounts it.
+ *  2. A request is cut into pieces only at maxio bytes and at DEV_IOV_MAX
+ *     iovecs; its callback runs exactly once, after its last piece, with
+ *     the total byte count or the first error.
+ *  3. A piece is issued again for its rest until it has moved all its
+ *     bytes, failed, or (a read) reached EOF, where the rest reads as zeros.
+ *  4. d->inflight <= d->queue_depth: a piece for the pool or submit() takes
+ *     a slot or waits on d->pend_*; a finished piece hands its slot to the
+ *     first waiting one.  Pieces run inline (non-blocking io(), or a
+ *     CLIO_REQ_SYNC request in its caller's thread) take no slot.
+ *  5. d->lock protects the back-end statistics, the pending queue, the
+ *     slots, the free list of pieces, d->size and each request's state
+ *     (struct req_state in req->internal).  No lock is held while a
+ *     backend is called or a callback runs.
+ *  6. d->outstanding counts requests submitted whose callback has not
+ *     returned; clio_dev_close() waits for 0, and nothing here touches a
+ *     device after the decrement that follows a callback.
+ *  7. Front-end statistics live in DEV_FRONT_SLOTS cache-line-aligned
+ *     slots, each with its own lock; a thread always uses the same slot.
+ *     Readers sum them.
+ *  8. busy time grows only while at least one backend call is outstanding
+ *     (real clock) or by each call's service time (virtual clock).
+ * dev_check() asserts invariant 4 in CLIO_DEBUG builds.
  */
+#include <assert.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -28,28 +48,74 @@
 
 /* Latency histogram: bucket k covers [2^(k/4), 2^((k+1)/4)) microseconds. */
 #define LAT_BUCKETS 128
+#define DEV_FRONT_SLOTS 16
+#define POOL_MAX 64	/* worker threads of the pool at most */
+#define CACHE_LINE 64
 
 struct dev_stat_acc {
 	struct clio_iostat s;
 	uint64_t lat[LAT_BUCKETS];
 };
 
-/* One request in flight: shared by its pieces. */
-struct req_track {
-	atomic_int left;
-	atomic_llong result; /* bytes, or the first -errno */
-	double t_done;	     /* max over pieces; under d->lock */
-	struct clio_req *req;
+struct dev_front_slot {
+	_Alignas(CACHE_LINE) pthread_mutex_t lock;
+	struct dev_stat_acc acc;
 };
 
-struct dev_work {
-	struct dev_work *next;
-	struct req_track *track;
-	struct dev_io io;
-	double t_enqueued;
-	int iovcnt;
-	struct iovec iov[]; /* the piece's slice of the request's iovec */
+/* A request's state, in its internal[] space; under d->lock. */
+struct req_state {
+	int left;		/* pieces not finished */
+	ssize_t result;		/* 0, or the first -errno */
+	double t_done;		/* max over the pieces' completions */
 };
+_Static_assert(sizeof(struct req_state) <= sizeof(((struct clio_req *)0)->internal),
+	       "struct req_state must fit in clio_req.internal");
+
+/* One piece of a request; kept on the device's free list when done. */
+struct dev_piece {
+	struct dev_io io;	/* the attempt the backend sees */
+	struct dev_piece *next;	/* pending queue, pool queue, free list */
+	clio_dev *d;
+	struct clio_req *req;
+	ssize_t result;		/* of the piece: 0 or -errno */
+	double t_queued;	/* real clock: latencies count from here */
+	bool sync;		/* CLIO_REQ_SYNC */
+	bool deferred;		/* io() on the pool (dev_piece_defer) */
+	bool begun;		/* a backend call is counted busy */
+	struct iovec *vec;	/* owned iovecs, for a split or a retry */
+	int veccap;
+};
+
+static struct req_state *
+req_state(struct clio_req *req)
+{
+	return (struct req_state *)(void *)req->internal;
+}
+
+static struct dev_piece *
+piece_of(struct dev_io *io)
+{
+	return (struct dev_piece *)(void *)((char *)io - offsetof(struct dev_piece, io));
+}
+
+#ifdef CLIO_DEBUG
+/* Invariant 4 and the counters' signs; under d->lock. */
+static int
+dev_check(const clio_dev *d)
+{
+	uint32_t qd = MAX(1u, d->queue_depth);
+
+	return d->inflight <= qd && (d->pend_head == NULL) == (d->pend_tail == NULL) &&
+	       (d->pend_head == NULL || d->inflight == qd) && d->busy >= 0 &&
+	       d->inflight_peak >= d->inflight;
+}
+#define DEV_CHECK(d) assert(dev_check(d))
+#else
+#define DEV_CHECK(d) ((void)0)
+#endif
+
+/* A thread completing pieces from a backend's completion path. */
+static _Thread_local bool in_async_completion;
 
 /* ------------------------------------------------------------ iovecs */
 
@@ -193,13 +259,41 @@ acc_percentile(const struct dev_stat_acc *a, double q)
 	return pow(2.0, ((double)k + 0.5) / 4.0) * 1e-6;
 }
 
+/* Add b into a. */
+static void
+acc_merge(struct dev_stat_acc *a, const struct dev_stat_acc *b)
+{
+	int k;
+
+	a->s.reads += b->s.reads;
+	a->s.writes += b->s.writes;
+	a->s.flushes += b->s.flushes;
+	a->s.read_bytes += b->s.read_bytes;
+	a->s.write_bytes += b->s.write_bytes;
+	a->s.errors += b->s.errors;
+	a->s.busy_s += b->s.busy_s;
+	for (k = 0; k < CLIO_HIST_BUCKETS; k++)
+		a->s.size_hist[k] += b->s.size_hist[k];
+	for (k = 0; k < LAT_BUCKETS; k++)
+		a->lat[k] += b->lat[k];
+}
+
+static _Thread_local unsigned front_slot_id = UINT_MAX;
+static atomic_uint front_slot_next;
+
 void
 dev_account_front(clio_dev *d, enum clio_op op, size_t len, double lat)
 {
-	pthread_mutex_lock(&d->lock);
-	acc_add(d->front, op, len, lat, 0);
-	d->front->s.busy_s += lat;
-	pthread_mutex_unlock(&d->lock);
+	struct dev_front_slot *s;
+
+	if (front_slot_id == UINT_MAX)
+		front_slot_id = atomic_fetch_add(&front_slot_next, 1) %
+				DEV_FRONT_SLOTS;
+	s = &d->front[front_slot_id];
+	pthread_mutex_lock(&s->lock);
+	acc_add(&s->acc, op, len, lat, 0);
+	s->acc.s.busy_s += lat;
+	pthread_mutex_unlock(&s->lock);
 }
 
 static void
@@ -213,10 +307,19 @@ export_acc(const struct dev_stat_acc *a, struct clio_iostat *out)
 void
 clio_dev_stats(clio_dev *d, struct clio_dev_stats *st)
 {
+	struct dev_stat_acc sum;
+	int i;
+
+	memset(&sum, 0, sizeof(sum));
+	for (i = 0; i < DEV_FRONT_SLOTS; i++) {
+		pthread_mutex_lock(&d->front[i].lock);
+		acc_merge(&sum, &d->front[i].acc);
+		pthread_mutex_unlock(&d->front[i].lock);
+	}
+	export_acc(&sum, &st->front);
 	pthread_mutex_lock(&d->lock);
-	export_acc(d->front, &st->front);
 	export_acc(d->back, &st->back);
-	if (!d->is_virtual && d->inflight > 0)
+	if (!d->is_virtual && d->busy > 0)
 		st->back.busy_s += now_monotonic() - d->busy_since;
 	pthread_mutex_unlock(&d->lock);
 }
@@ -224,10 +327,16 @@ clio_dev_stats(clio_dev *d, struct clio_dev_stats *st)
 void
 clio_dev_stats_reset(clio_dev *d)
 {
+	int i;
+
+	for (i = 0; i < DEV_FRONT_SLOTS; i++) {
+		pthread_mutex_lock(&d->front[i].lock);
+		memset(&d->front[i].acc, 0, sizeof(d->front[i].acc));
+		pthread_mutex_unlock(&d->front[i].lock);
+	}
 	pthread_mutex_lock(&d->lock);
-	memset(d->front, 0, sizeof(*d->front));
 	memset(d->back, 0, sizeof(*d->back));
-	if (d->inflight > 0)
+	if (d->busy > 0)
 		d->busy_since = now_monotonic();
 	pthread_mutex_unlock(&d->lock);
 }
@@ -238,229 +347,487 @@ dev_now(const clio_dev *d)
 	return d->is_virtual ? vclock_now() : now_monotonic();
 }
 
-/* ------------------------------------------------------------ execution */
+/* ------------------------------------------------------------ the pool */
 
-/* Run one piece to the end (invariant 3) and account for it. */
-static void
-exec_piece(clio_dev *d, struct dev_work *w)
-{
-	struct dev_io *p = &w->io;
-	size_t done = 0;
-	ssize_t r = 0;
-	struct iovec sub[64];
+/*
+ * One worker pool for the process: the blocking io() of every device
+ * (and pieces that async backends defer) runs on it.  Devices register
+ * the threads they may keep busy; the pool grows to their sum, at most
+ * POOL_MAX, and stops when the last device leaves.
+ */
+static struct {
+	pthread_mutex_t lock;	/* the queue and `stopping` */
+	pthread_cond_t cv;
+	struct dev_piece *head, *tail;
+	bool stopping;
+	pthread_mutex_t admin;	/* registration: threads, want, users */
+	pthread_t threads[POOL_MAX];
+	int nthreads, want, users;
+} pool = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, NULL,
+	   false, PTHREAD_MUTEX_INITIALIZER, { 0 }, 0, 0, 0 };
 
-	if (p->op != CLIO_OP_FLUSH && p->len == 0)
-		goto complete; /* nothing to move */
-	do {
-		struct dev_io q = *p;
-		double t0 = 0;
-
-		if (p->op != CLIO_OP_FLUSH) {
-			q.iovcnt = iov_slice(w->iov, w->iovcnt, done,
-					     p->len - done, sub, 64);
-			q.iov = sub;
-			q.len = iov_length(sub, q.iovcnt);
-			q.off = p->off + done;
-		}
-		if (!d->is_virtual) {
-			t0 = now_monotonic();
-			pthread_mutex_lock(&d->lock);
-			if (d->inflight++ == 0)
-				d->busy_since = t0;
-			pthread_mutex_unlock(&d->lock);
-		}
-		r = d->ops->io(d, &q);
-		pthread_mutex_lock(&d->lock);
-		if (d->is_virtual) {
-			d->back->s.busy_s += MAX(0.0, q.t_done - q.t_start);
-			acc_add(d->back, p->op, r > 0 ? (size_t)r : 0,
-				q.t_done - q.t_submit, r < 0);
-			p->t_done = q.t_done;
-			p->t_submit = q.t_done; /* a retry is issued then */
-		} else {
-			double t1 = now_monotonic();
-			if (--d->inflight == 0)
-				d->back->s.busy_s += t1 - d->busy_since;
-			acc_add(d->back, p->op, r > 0 ? (size_t)r : 0,
-				t1 - w->t_enqueued, r < 0);
-		}
-		pthread_mutex_unlock(&d->lock);
-		if (r < 0 || p->op == CLIO_OP_FLUSH)
-			break;
-		if (r == 0) {
-			if (p->op == CLIO_OP_READ) {
-				iov_memset(w->iov, w->iovcnt, done, 0,
-					   p->len - done);
-				done = p->len;
-			} else {
-				r = -EIO;
-			}
-			break;
-		}
-		done += (size_t)r;
-	} while (done < p->len);
-
-	if (r >= 0 && p->op == CLIO_OP_WRITE && d->ops->resize != NULL) {
-		pthread_mutex_lock(&d->lock);
-		if (p->off + p->len > d->size)
-			d->size = p->off + p->len;
-		pthread_mutex_unlock(&d->lock);
-	}
-
-complete:
-	/* complete the request if this was its last piece */
-	struct req_track *t = w->track;
-	if (r < 0) {
-		long long expect = atomic_load(&t->result);
-		while (expect >= 0 &&
-		       !atomic_compare_exchange_weak(&t->result, &expect, r))
-			;
-	}
-	pthread_mutex_lock(&d->lock);
-	if (p->t_done > t->t_done)
-		t->t_done = p->t_done;
-	pthread_mutex_unlock(&d->lock);
-	if (atomic_fetch_sub(&t->left, 1) == 1) {
-		struct clio_req *req = t->req;
-		long long res = atomic_load(&t->result);
-		req->result = res < 0 ? (ssize_t)res
-				      : (ssize_t)iov_length(req->iov, req->iovcnt);
-		if (req->op == CLIO_OP_FLUSH && res >= 0)
-			req->result = 0;
-		req->t_done = t->t_done;
-		free(t);
-		req->done(req);
-	}
-	free(w);
-}
+static void run_pooled(struct dev_piece *p);
 
 static void *
-worker_main(void *arg)
+pool_main(void *arg)
 {
-	clio_dev *d = arg;
-
-	pthread_mutex_lock(&d->lock);
+	(void)arg;
+	pthread_mutex_lock(&pool.lock);
 	for (;;) {
-		struct dev_work *w;
+		struct dev_piece *p;
 
-		while (d->q_head == NULL && !d->stopping)
-			pthread_cond_wait(&d->q_cv, &d->lock);
-		if (d->q_head == NULL && d->stopping)
+		while (pool.head == NULL && !pool.stopping)
+			pthread_cond_wait(&pool.cv, &pool.lock);
+		if (pool.head == NULL)
 			break;
-		w = d->q_head;
-		d->q_head = w->next;
-		if (d->q_head == NULL)
-			d->q_tail = NULL;
-		pthread_mutex_unlock(&d->lock);
-		exec_piece(d, w);
-		pthread_mutex_lock(&d->lock);
+		p = pool.head;
+		pool.head = p->next;
+		if (pool.head == NULL)
+			pool.tail = NULL;
+		pthread_mutex_unlock(&pool.lock);
+		run_pooled(p);
+		pthread_mutex_lock(&pool.lock);
 	}
-	pthread_mutex_unlock(&d->lock);
+	pthread_mutex_unlock(&pool.lock);
 	return NULL;
 }
 
+static void
+pool_push(struct dev_piece *p)
+{
+	p->next = NULL;
+	pthread_mutex_lock(&pool.lock);
+	if (pool.tail != NULL)
+		pool.tail->next = p;
+	else
+		pool.head = p;
+	pool.tail = p;
+	pthread_cond_signal(&pool.cv); /* one worker per piece */
+	pthread_mutex_unlock(&pool.lock);
+}
+
 static int
-start_workers(clio_dev *d)
+pool_register(int threads)
 {
-	int i, n = (int)MAX(1u, d->queue_depth);
+	int r = 0;
 
-	d->workers = calloc((size_t)n, sizeof(pthread_t));
-	if (d->workers == NULL)
-		return -ENOMEM;
-	for (i = 0; i < n; i++) {
-		if (pthread_create(&d->workers[i], NULL, worker_main, d) != 0)
+	pthread_mutex_lock(&pool.admin);
+	pool.users++;
+	pool.want += threads;
+	while (pool.nthreads < MIN(pool.want, POOL_MAX)) {
+		if (pthread_create(&pool.threads[pool.nthreads], NULL,
+				   pool_main, NULL) != 0)
 			break;
+		pool.nthreads++;
 	}
-	d->nworkers = i;
-	return i > 0 ? 0 : -EAGAIN;
+	if (pool.nthreads == 0) {
+		pool.users--;
+		pool.want -= threads;
+		r = -EAGAIN;
+	}
+	pthread_mutex_unlock(&pool.admin);
+	return r;
 }
 
-static struct dev_work *
-make_piece(struct req_track *t, struct clio_req *req, uint64_t skip,
-	   size_t len, double t_submit)
+static void
+pool_unregister(int threads)
 {
-	struct dev_work *w;
-	int n = req->op == CLIO_OP_FLUSH ? 0 : req->iovcnt;
+	int i;
 
-	w = calloc(1, sizeof(*w) + (size_t)n * sizeof(struct iovec));
-	if (w == NULL)
-		return NULL;
-	w->track = t;
-	w->io.op = req->op;
-	w->io.off = req->offset + skip;
-	w->io.len = len;
-	if (n > 0)
-		w->iovcnt = iov_slice(req->iov, req->iovcnt, skip, len, w->iov, n);
-	w->io.iov = w->iov;
-	w->io.iovcnt = w->iovcnt;
-	w->io.t_submit = t_submit;
-	return w;
+	pthread_mutex_lock(&pool.admin);
+	pool.want -= threads;
+	if (--pool.users == 0) {
+		pthread_mutex_lock(&pool.lock);
+		pool.stopping = true;
+		pthread_cond_broadcast(&pool.cv);
+		pthread_mutex_unlock(&pool.lock);
+		for (i = 0; i < pool.nthreads; i++)
+			pthread_join(pool.threads[i], NULL);
+		pool.nthreads = 0;
+		pthread_mutex_lock(&pool.lock);
+		pool.stopping = false;
+		pthread_mutex_unlock(&pool.lock);
+	}
+	pthread_mutex_unlock(&pool.admin);
 }
+
+/* The threads a device may keep busy on the pool. */
+static int
+pool_share(const clio_dev *d)
+{
+	return d->ops->submit != NULL ? 2 : (int)MAX(1u, d->queue_depth);
+}
+
+/* ------------------------------------------------------------ pieces */
+
+static int
+piece_reserve(struct dev_piece *p, int n)
+{
+	struct iovec *v;
+
+	if (n <= p->veccap)
+		return 0;
+	v = realloc(p->vec, (size_t)n * sizeof(*v));
+	if (v == NULL)
+		return -ENOMEM;
+	p->vec = v;
+	p->veccap = n;
+	return 0;
+}
+
+/* The bytes of [skip, ...) that at most `max` iovecs and `len` bytes hold. */
+static size_t
+piece_extent(const struct iovec *iov, int iovcnt, size_t skip, size_t len,
+	     int max)
+{
+	size_t take = 0;
+	int i, n = 0;
+
+	for (i = 0; i < iovcnt && take < len && n < max; i++) {
+		size_t l = iov[i].iov_len;
+		if (skip >= l) {
+			skip -= l;
+			continue;
+		}
+		take += MIN(l - skip, len - take);
+		skip = 0;
+		n++;
+	}
+	return take;
+}
+
+/* Account the start of a backend call. */
+static void
+call_begin(clio_dev *d, struct dev_piece *p)
+{
+	p->begun = true;
+	if (d->is_virtual)
+		return;
+	pthread_mutex_lock(&d->lock);
+	if (d->busy++ == 0)
+		d->busy_since = now_monotonic();
+	pthread_mutex_unlock(&d->lock);
+}
+
+/* Call the request back; the last touch of d (invariant 6). */
+static void
+req_complete(clio_dev *d, struct clio_req *req)
+{
+	struct req_state *st = req_state(req);
+
+	if (st->result < 0)
+		req->result = st->result;
+	else if (req->op == CLIO_OP_FLUSH)
+		req->result = 0;
+	else
+		req->result = (ssize_t)iov_length(req->iov, req->iovcnt);
+	req->t_done = st->t_done;
+	req->done(req);
+	pthread_mutex_lock(&d->lock);
+	if (--d->outstanding == 0)
+		pthread_cond_broadcast(&d->idle_cv);
+	pthread_mutex_unlock(&d->lock);
+}
+
+/*
+ * The end of one backend call on p with result r (invariants 1 and 3).
+ * Returns true when the rest of the piece must be issued again (p keeps
+ * its slot).  Otherwise the piece is finished and freed; with a slot, the
+ * slot goes to the first pending piece, returned in *next; if the piece
+ * was its request's last, the request is returned in *done.
+ */
+static bool
+attempt_done(clio_dev *d, struct dev_piece *p, ssize_t r, bool slot,
+	     struct dev_piece **next, struct clio_req **done)
+{
+	struct dev_io *io = &p->io;
+	enum clio_op op = io->op;
+	size_t moved = r > 0 ? (size_t)r : 0;
+	uint64_t end = io->off + moved;
+	double t_submit = io->t_submit, t_start = io->t_start;
+	double t_done = io->t_done, t1 = d->is_virtual ? 0 : now_monotonic();
+	struct clio_req *req = p->req;
+	bool again = false;
+
+	*next = NULL;
+	*done = NULL;
+	p->begun = false;
+	if (r < 0) {
+		p->result = r;
+	} else if (op == CLIO_OP_FLUSH) {
+		/* nothing to move */
+	} else if (r == 0) {
+		if (op == CLIO_OP_READ)
+			iov_memset(io->iov, io->iovcnt, 0, 0, io->len);
+		else
+			p->result = -EIO;
+	} else if (moved < io->len) {
+		/* the rest, in the piece's own iovecs (in place if already) */
+		int n = io->iovcnt;
+
+		if (io->iov == p->vec || piece_reserve(p, n) == 0) {
+			io->iovcnt = iov_slice(io->iov, n, moved, io->len - moved,
+					       p->vec, n);
+			io->iov = p->vec;
+			io->off += moved;
+			io->len -= moved;
+			io->t_submit = t_done; /* a retry is issued then */
+			again = true;
+		} else {
+			p->result = -ENOMEM;
+		}
+	}
+
+	pthread_mutex_lock(&d->lock);
+	if (d->is_virtual) {
+		d->back->s.busy_s += MAX(0.0, t_done - t_start);
+		acc_add(d->back, op, moved, t_done - t_submit, r < 0);
+	} else {
+		if (--d->busy == 0)
+			d->back->s.busy_s += t1 - d->busy_since;
+		acc_add(d->back, op, moved, t1 - p->t_queued, r < 0);
+	}
+	if (op == CLIO_OP_WRITE && d->ops->resize != NULL && end > d->size)
+		d->size = end;
+	if (again) {
+		pthread_mutex_unlock(&d->lock);
+		return true;
+	}
+	{
+		struct req_state *st = req_state(req);
+		if (p->result < 0 && st->result == 0)
+			st->result = p->result;
+		if (t_done > st->t_done)
+			st->t_done = t_done;
+	}
+	if (slot) {
+		if (d->pend_head != NULL) {
+			*next = d->pend_head;
+			d->pend_head = (*next)->next;
+			if (d->pend_head == NULL)
+				d->pend_tail = NULL;
+		} else {
+			d->inflight--;
+		}
+	}
+	p->next = d->free_pieces;
+	d->free_pieces = p;
+	if (--req_state(req)->left == 0)
+		*done = req;
+	DEV_CHECK(d);
+	pthread_mutex_unlock(&d->lock);
+	return false;
+}
+
+/* Hand a piece that holds a slot to the backend (invariant 1).  Touches
+ * neither d nor p once the backend has them. */
+static void
+piece_issue(clio_dev *d, struct dev_piece *p)
+{
+	if (d->ops->submit != NULL && !p->deferred) {
+		call_begin(d, p);
+		d->ops->submit(d, &p->io);
+	} else {
+		pool_push(p);
+	}
+}
+
+static void
+run_inline(clio_dev *d, struct dev_piece *p)
+{
+	struct dev_piece *next;
+	struct clio_req *done;
+	ssize_t r;
+
+	do {
+		call_begin(d, p);
+		r = d->ops->io(d, &p->io);
+	} while (attempt_done(d, p, r, false, &next, &done));
+	if (done != NULL)
+		req_complete(d, done);
+}
+
+static void
+run_pooled(struct dev_piece *p)
+{
+	clio_dev *d = p->d;
+	struct dev_piece *next;
+	struct clio_req *done;
+	ssize_t r;
+
+	do {
+		if (!p->begun)
+			call_begin(d, p);
+		r = d->ops->io(d, &p->io);
+	} while (attempt_done(d, p, r, true, &next, &done));
+	if (next != NULL)
+		piece_issue(d, next);
+	if (done != NULL)
+		req_complete(d, done);
+}
+
+void
+dev_piece_done(struct dev_io *io, ssize_t result)
+{
+	struct dev_piece *p = piece_of(io), *next;
+	clio_dev *d = p->d;
+	struct clio_req *done;
+	bool was = in_async_completion;
+
+	in_async_completion = true;
+	if (attempt_done(d, p, result, true, &next, &done)) {
+		piece_issue(d, p);
+	} else {
+		if (next != NULL)
+			piece_issue(d, next);
+		if (done != NULL)
+			req_complete(d, done);
+	}
+	in_async_completion = was;
+}
+
+void
+dev_piece_defer(struct dev_io *io)
+{
+	struct dev_piece *p = piece_of(io);
+
+	p->deferred = true;
+	pool_push(p);
+}
+
+/* Start a piece (invariant 4). */
+static void
+piece_start(clio_dev *d, struct dev_piece *p)
+{
+	bool has_io = d->ops->io != NULL;
+
+	/* dev.h rule 5; and a completion thread that waited on its own
+	 * ring would wait for ever: its synchronous flushes run here too */
+	if (d->ops->submit == NULL
+		    ? !d->blocking || p->sync
+		    : has_io && p->sync &&
+			      (p->io.op != CLIO_OP_FLUSH || in_async_completion)) {
+		run_inline(d, p);
+		return;
+	}
+	pthread_mutex_lock(&d->lock);
+	if (d->inflight >= MAX(1u, d->queue_depth)) {
+		p->next = NULL;
+		if (d->pend_tail != NULL)
+			d->pend_tail->next = p;
+		else
+			d->pend_head = p;
+		d->pend_tail = p;
+		pthread_mutex_unlock(&d->lock);
+		return;
+	}
+	if (++d->inflight > d->inflight_peak)
+		d->inflight_peak = d->inflight;
+	DEV_CHECK(d);
+	pthread_mutex_unlock(&d->lock);
+	piece_issue(d, p);
+}
+
+/* ------------------------------------------------------------ submission */
 
 int
 clio_dev_submit(clio_dev *d, struct clio_req *req)
 {
-	size_t len = req->op == CLIO_OP_FLUSH ? 0 : iov_length(req->iov, req->iovcnt);
-	size_t piece = d->maxio ? d->maxio : len;
-	size_t npieces, i;
-	struct dev_work **ws;
-	struct req_track *t;
+	struct req_state *st = req_state(req);
+	bool flush = req->op == CLIO_OP_FLUSH;
+	size_t len = flush ? 0 : iov_length(req->iov, req->iovcnt);
+	size_t maxio = d->maxio ? d->maxio : SIZE_MAX;
+	bool whole = flush || (len <= maxio && req->iovcnt <= DEV_IOV_MAX);
 	double t_submit = d->is_virtual ? vclock_now() : 0.0;
-	uint64_t size;
+	double t_queued = now_monotonic();
+	struct dev_piece *list = NULL, **tail = &list, *p;
+	size_t skip = 0;
+	int r = 0;
 
-	if (req->op != CLIO_OP_FLUSH && req->op != CLIO_OP_READ &&
-	    req->op != CLIO_OP_WRITE)
+	if (!flush && req->op != CLIO_OP_READ && req->op != CLIO_OP_WRITE)
 		return -EINVAL;
 	if (req->op == CLIO_OP_WRITE && d->readonly)
 		return -EROFS;
-	pthread_mutex_lock(&d->lock);
-	size = d->size;
-	pthread_mutex_unlock(&d->lock);
-	if (req->op != CLIO_OP_FLUSH && d->ops->resize == NULL &&
-	    (req->offset > size || len > size - req->offset))
-		return req->op == CLIO_OP_WRITE ? -ENOSPC : -EINVAL;
-	if (piece == 0)
-		piece = 1;
-	npieces = req->op == CLIO_OP_FLUSH || len == 0 ? 1 : DIV_ROUND_UP(len, piece);
+	if (!flush && (req->iovcnt < 0 || (req->iovcnt > 0 && req->iov == NULL)))
+		return -EINVAL;
 
-	t = calloc(1, sizeof(*t));
-	ws = calloc(npieces, sizeof(*ws));
-	if (t == NULL || ws == NULL) {
-		free(t);
-		free(ws);
-		return -ENOMEM;
-	}
-	atomic_init(&t->left, (int)npieces);
-	atomic_init(&t->result, 0);
-	t->req = req;
-	for (i = 0; i < npieces; i++) {
-		size_t skip = i * piece;
-		ws[i] = make_piece(t, req, skip, MIN(piece, len - skip), t_submit);
-		if (ws[i] == NULL) {
-			while (i-- > 0)
-				free(ws[i]);
-			free(ws);
-			free(t);
-			return -ENOMEM;
-		}
-		ws[i]->t_enqueued = now_monotonic();
-	}
-	if (!d->blocking || d->nworkers == 0 || (req->flags & CLIO_REQ_SYNC)) {
-		for (i = 0; i < npieces; i++)
-			exec_piece(d, ws[i]);
-	} else {
-		pthread_mutex_lock(&d->lock);
-		for (i = 0; i < npieces; i++) {
-			if (d->q_tail != NULL)
-				d->q_tail->next = ws[i];
-			else
-				d->q_head = ws[i];
-			d->q_tail = ws[i];
-			pthread_cond_signal(&d->q_cv); /* one worker per piece */
-		}
+	/* the pieces, all before any starts: a shortage fails the request
+	 * with nothing done and no callback */
+	pthread_mutex_lock(&d->lock);
+	if (!flush && d->ops->resize == NULL &&
+	    (req->offset > d->size || len > d->size - req->offset)) {
 		pthread_mutex_unlock(&d->lock);
+		return req->op == CLIO_OP_WRITE ? -ENOSPC : -EINVAL;
 	}
-	free(ws);
+	while (flush || skip < len) { /* a transfer of 0 bytes has none */
+		size_t plen = whole ? len
+				    : piece_extent(req->iov, req->iovcnt, skip,
+						   MIN(maxio, len - skip),
+						   DEV_IOV_MAX);
+		p = d->free_pieces;
+		if (p != NULL)
+			d->free_pieces = p->next;
+		else if ((p = calloc(1, sizeof(*p))) == NULL)
+			r = -ENOMEM;
+		if (p != NULL && !whole) {
+			int n = MIN(req->iovcnt, DEV_IOV_MAX);
+			if (piece_reserve(p, n) < 0)
+				r = -ENOMEM;
+			else
+				p->io.iovcnt = iov_slice(req->iov, req->iovcnt,
+							 skip, plen, p->vec, n);
+			p->io.iov = p->vec;
+		} else if (p != NULL) {
+			p->io.iov = flush ? NULL : req->iov;
+			p->io.iovcnt = flush ? 0 : req->iovcnt;
+		}
+		if (p != NULL) {
+			p->next = NULL;
+			*tail = p;
+			tail = &p->next;
+		}
+		if (r < 0)
+			break;
+		p->d = d;
+		p->req = req;
+		p->result = 0;
+		p->t_queued = t_queued;
+		p->sync = (req->flags & CLIO_REQ_SYNC) != 0;
+		p->deferred = p->begun = false;
+		p->io.op = req->op;
+		p->io.off = req->offset + skip;
+		p->io.len = plen;
+		p->io.t_submit = t_submit;
+		p->io.t_start = p->io.t_done = t_submit;
+		skip += plen;
+		if (flush)
+			break;
+	}
+	if (r < 0) {
+		*tail = d->free_pieces;
+		d->free_pieces = list;
+		pthread_mutex_unlock(&d->lock);
+		return r;
+	}
+	st->left = 0;
+	st->result = 0;
+	st->t_done = 0;
+	for (p = list; p != NULL; p = p->next)
+		st->left++;
+	d->outstanding++;
+	pthread_mutex_unlock(&d->lock);
+
+	if (list == NULL) { /* nothing to move */
+		req_complete(d, req);
+		return 0;
+	}
+	/* the last piece to finish calls back: from here on, neither req
+	 * nor a started piece is ours */
+	while (list != NULL) {
+		p = list;
+		list = p->next;
+		piece_start(d, p);
+	}
 	return 0;
 }
 
@@ -579,13 +946,15 @@ int
 dev_alloc(const struct dev_ops *ops, const char *name, clio_dev **dp)
 {
 	clio_dev *d = calloc(1, sizeof(*d));
+	int i;
 
 	if (d == NULL)
 		return -ENOMEM;
 	d->ops = ops;
 	d->name = strdup(name);
-	d->front = calloc(1, sizeof(*d->front));
 	d->back = calloc(1, sizeof(*d->back));
+	d->front = aligned_alloc(CACHE_LINE,
+				 DEV_FRONT_SLOTS * sizeof(*d->front));
 	if (d->name == NULL || d->front == NULL || d->back == NULL) {
 		free(d->name);
 		free(d->front);
@@ -593,10 +962,14 @@ dev_alloc(const struct dev_ops *ops, const char *name, clio_dev **dp)
 		free(d);
 		return -ENOMEM;
 	}
+	memset(d->front, 0, DEV_FRONT_SLOTS * sizeof(*d->front));
+	for (i = 0; i < DEV_FRONT_SLOTS; i++)
+		pthread_mutex_init(&d->front[i].lock, NULL);
 	d->sector = 512;
 	d->queue_depth = 1;
+	strcpy(d->engine, "inline");
 	pthread_mutex_init(&d->lock, NULL);
-	pthread_cond_init(&d->q_cv, NULL);
+	pthread_cond_init(&d->idle_cv, NULL);
 	*dp = d;
 	return 0;
 }
@@ -604,9 +977,18 @@ dev_alloc(const struct dev_ops *ops, const char *name, clio_dev **dp)
 void
 dev_free(clio_dev *d)
 {
+	int i;
+
+	while (d->free_pieces != NULL) {
+		struct dev_piece *p = d->free_pieces;
+		d->free_pieces = p->next;
+		free(p->vec);
+		free(p);
+	}
+	for (i = 0; i < DEV_FRONT_SLOTS; i++)
+		pthread_mutex_destroy(&d->front[i].lock);
 	pthread_mutex_destroy(&d->lock);
-	pthread_cond_destroy(&d->q_cv);
-	free(d->workers);
+	pthread_cond_destroy(&d->idle_cv);
 	free(d->name);
 	free(d->front);
 	free(d->back);
@@ -696,17 +1078,21 @@ clio_dev_open_err(const char *spec, int flags, clio_dev **devp, char *errbuf,
 
 	if (errbuf && errlen)
 		errbuf[0] = '\0';
-	r = dev_open_spec(spec, flags, &d, errbuf, errlen);
+	r = dev_open_spec(spec, flags & (CLIO_DEV_RDONLY | CLIO_DEV_CREATE),
+			  &d, errbuf, errlen);
 	if (r < 0)
 		return r;
 	if (flags & CLIO_DEV_RDONLY)
 		d->readonly = true;
-	if (d->blocking) {
-		r = start_workers(d);
+	if (d->blocking || d->ops->submit != NULL) {
+		r = pool_register(pool_share(d));
 		if (r < 0) {
+			set_err(errbuf, errlen, "%s: cannot start worker threads",
+				spec);
 			d->ops->close(d);
 			return r;
 		}
+		d->uses_pool = true;
 	}
 	*devp = d;
 	return 0;
@@ -721,17 +1107,20 @@ clio_dev_open(const char *spec, int flags, clio_dev **devp)
 int
 clio_dev_close(clio_dev *d)
 {
-	int i;
+	bool uses_pool;
+	int share;
 
 	if (d == NULL)
 		return 0;
 	pthread_mutex_lock(&d->lock);
-	d->stopping = true;
-	pthread_cond_broadcast(&d->q_cv);
+	while (d->outstanding > 0)
+		pthread_cond_wait(&d->idle_cv, &d->lock);
 	pthread_mutex_unlock(&d->lock);
-	for (i = 0; i < d->nworkers; i++)
-		pthread_join(d->workers[i], NULL);
+	uses_pool = d->uses_pool;
+	share = pool_share(d);
 	d->ops->close(d); /* frees d through dev_free */
+	if (uses_pool)
+		pool_unregister(share);
 	return 0;
 }
 
@@ -768,4 +1157,79 @@ int
 clio_dev_is_virtual(const clio_dev *d)
 {
 	return d->is_virtual;
+}
+
+/* ------------------------------------------------------------ description */
+
+struct dev_params {
+	char *buf;
+	size_t len, used;	/* used may pass len: the length wanted */
+	const char *prefix;
+};
+
+void
+dev_param(struct dev_params *o, const char *key, const char *fmt, ...)
+{
+	char val[256];
+	va_list ap;
+	size_t room = o->used < o->len ? o->len - o->used : 0;
+	int n;
+
+	va_start(ap, fmt);
+	vsnprintf(val, sizeof(val), fmt, ap);
+	va_end(ap);
+	n = snprintf(room ? o->buf + o->used : NULL, room, "%s%s=%s\n",
+		     o->prefix, key, val);
+	if (n > 0)
+		o->used += (size_t)n;
+}
+
+void
+dev_params_of(clio_dev *inner, const char *prefix, struct dev_params *o)
+{
+	const char *saved = o->prefix;
+	char pre[64];
+
+	snprintf(pre, sizeof(pre), "%s%s", saved, prefix);
+	o->prefix = pre;
+	if (inner->ops->params != NULL)
+		inner->ops->params(inner, o);
+	o->prefix = saved;
+}
+
+int
+clio_dev_params(clio_dev *d, char *buf, size_t len)
+{
+	struct dev_params o = { buf, len, 0, "" };
+
+	if (buf == NULL && len > 0)
+		return -EINVAL;
+	if (len > 0)
+		buf[0] = '\0';
+	if (d->ops->params != NULL)
+		d->ops->params(d, &o);
+	if (o.used > INT_MAX)
+		return -EOVERFLOW;
+	return (int)o.used;
+}
+
+int
+clio_dev_info(clio_dev *d, struct clio_dev_info *info)
+{
+	if (d == NULL || info == NULL)
+		return -EINVAL;
+	memset(info, 0, sizeof(*info));
+	pthread_mutex_lock(&d->lock);
+	info->size = d->size;
+	info->inflight_peak = d->inflight_peak;
+	pthread_mutex_unlock(&d->lock);
+	info->sector = d->sector;
+	info->maxio = d->maxio;
+	info->queue_depth = d->queue_depth;
+	info->is_virtual = d->is_virtual;
+	info->readonly = d->readonly;
+	info->resizable = d->ops->resize != NULL;
+	snprintf(info->type, sizeof(info->type), "%s", d->ops->scheme);
+	snprintf(info->engine, sizeof(info->engine), "%s", d->engine);
+	return 0;
 }

@@ -16,7 +16,10 @@
  * A request fails when its operation has an errno, it overlaps the range,
  * more than `after` requests came before it, and the coin says so.  A
  * failing write changes nothing underneath.  The wrapper takes the inner
- * device's size, sector, maxio and clock, and calls its io() directly.
+ * device's size, sector, maxio, queue depth and clock, and calls its io()
+ * directly (dev.h rule 8): the inner runs synchronously inside the
+ * wrapper's piece, on the worker pool when the inner may block, and a file
+ * inside uses the threads engine.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -76,11 +79,12 @@ fault_io(clio_dev *d, struct dev_io *p)
 	}
 	if (f->shorten && p->op != CLIO_OP_FLUSH && p->len > d->sector) {
 		struct dev_io q = *p;
-		struct iovec sub[64];
+		struct iovec sub[DEV_IOV_MAX];
 		size_t half = (p->len / 2 + d->sector - 1) / d->sector * d->sector;
 
 		q.len = MIN(half, p->len);
-		q.iovcnt = iov_slice(p->iov, p->iovcnt, 0, q.len, sub, 64);
+		q.iovcnt = iov_slice(p->iov, p->iovcnt, 0, q.len, sub,
+				     DEV_IOV_MAX);
 		q.iov = sub;
 		r = in->ops->io(in, &q);
 		p->t_start = q.t_start;
@@ -121,11 +125,34 @@ fault_close(clio_dev *d)
 	dev_free(d);
 }
 
+static void
+fault_params(clio_dev *d, struct dev_params *o)
+{
+	static const char *const ops[] = { "read", "write", "flush" };
+	struct fault_dev *f = d->priv;
+	int i;
+
+	for (i = 0; i < 3; i++)
+		if (f->err[i] != 0)
+			dev_param(o, ops[i], "%s", errno_name(f->err[i]));
+	dev_param(o, "offset", "%llu", (unsigned long long)f->offset);
+	if (f->length != UINT64_MAX)
+		dev_param(o, "length", "%llu", (unsigned long long)f->length);
+	else
+		dev_param(o, "length", "all");
+	dev_param(o, "after", "%llu", (unsigned long long)f->after);
+	dev_param(o, "prob", "%g", f->prob);
+	dev_param(o, "short", "%d", f->shorten);
+	dev_param(o, "inner", "%s", clio_dev_name(f->inner));
+	dev_params_of(f->inner, "inner.", o);
+}
+
 static const struct dev_ops fault_ops = {
 	.scheme = "fault",
 	.io = fault_io,
 	.resize = fault_resize,
 	.close = fault_close,
+	.params = fault_params,
 };
 
 static const struct dev_ops fault_fixed_ops = {
@@ -133,6 +160,7 @@ static const struct dev_ops fault_fixed_ops = {
 	.io = fault_io,
 	.resize = NULL,
 	.close = fault_close,
+	.params = fault_params,
 };
 
 struct fault_args {
@@ -227,7 +255,7 @@ dev_fault_open(const char *opts, const char *inner, int flags, clio_dev **dp,
 	}
 	if (f->length != UINT64_MAX && f->offset + f->length < f->offset)
 		f->length = UINT64_MAX - f->offset;
-	r = dev_open_spec(inner, flags, &in, err, errlen);
+	r = dev_open_spec(inner, flags | DEV_OPEN_INNER, &in, err, errlen);
 	if (r < 0) {
 		free(f);
 		return r;
@@ -255,6 +283,9 @@ dev_fault_open(const char *opts, const char *inner, int flags, clio_dev **dp,
 	d->queue_depth = in->queue_depth;
 	d->blocking = in->blocking;
 	d->is_virtual = in->is_virtual;
+	if (d->blocking)
+		snprintf(d->engine, sizeof(d->engine),
+			 "threads (the inner device runs synchronously)");
 	*dp = d;
 	return 0;
 }

@@ -1,16 +1,26 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * file.c - the file backend: `/path` or `file:/path[?direct=0|1][&qd=N]
- * [&maxio=N]`, a regular file or a block device.
+ * [&maxio=N][&engine=uring|threads]`, a regular file or a block device.
  *
- * preadv/pwritev at an offset, fdatasync for flush.  With direct=1 the
- * file is opened O_DIRECT and every piece whose memory, offset or length
- * is not aligned goes through an aligned bounce buffer (a write of
- * unaligned edges reads them first; it runs alone among the writes, since
- * it rewrites the rest of its edge units and may pad the file and cut it
- * back).  A regular file is resizable
- * (ftruncate); a block device has the size the kernel reports.  Requests
- * run on the device layer's worker threads (`blocking`).
+ * Two engines move the data (engine=, default uring):
+ *  - uring: the pieces go to an io_uring ring of the device (uring.c):
+ *    readv/writev at an offset, fdatasync as IORING_OP_FSYNC with
+ *    IORING_FSYNC_DATASYNC; one completion thread, up to qd pieces in
+ *    flight from any number of submitters.  When io_uring cannot be set
+ *    up (no kernel support, seccomp, EPERM) or CLIO_NO_URING is set in the
+ *    environment, the device falls back to threads and records why in its
+ *    engine string; with engine=uring given, opening fails instead.
+ *  - threads: preadv/pwritev/fdatasync in io(), on the device layer's
+ *    worker pool.
+ * With direct=1 the file is opened O_DIRECT and every piece whose memory,
+ * offset or length is not aligned goes through an aligned bounce buffer in
+ * io() (under uring, such a piece is deferred to the pool).  A bounce write
+ * of unaligned edges reads them first; it runs alone among the writes
+ * (`gate`: aligned writes share it, from submission to completion, a
+ * bounce write and a resize take it alone), since it rewrites the rest of
+ * its edge units and may pad the file and cut it back.  A regular file is
+ * resizable (ftruncate); a block device has the size the kernel reports.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,15 +32,64 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "dev/uring.h"
+
+/* Shared and exclusive holds that may end on another thread than the one
+ * that took them (a ring write ends on the completion thread). */
+struct file_gate {
+	pthread_mutex_t m;
+	pthread_cond_t cv;
+	int shared;
+	bool excl;
+};
 
 struct file_dev {
 	int fd;
 	bool direct;
 	uint32_t align; /* O_DIRECT alignment of memory, offset and length */
 	bool regular;
-	pthread_rwlock_t wlock;	/* direct: writes share it, a bounce write
-				   and a resize take it alone */
+	struct file_gate gate;	/* direct writes (see above) */
+	struct uring_ring *ring; /* NULL: the threads engine */
+	char *path;
 };
+
+static void
+gate_shared_enter(struct file_gate *g)
+{
+	pthread_mutex_lock(&g->m);
+	while (g->excl)
+		pthread_cond_wait(&g->cv, &g->m);
+	g->shared++;
+	pthread_mutex_unlock(&g->m);
+}
+
+static void
+gate_shared_leave(struct file_gate *g)
+{
+	pthread_mutex_lock(&g->m);
+	if (--g->shared == 0)
+		pthread_cond_broadcast(&g->cv);
+	pthread_mutex_unlock(&g->m);
+}
+
+static void
+gate_excl_enter(struct file_gate *g)
+{
+	pthread_mutex_lock(&g->m);
+	while (g->excl || g->shared > 0)
+		pthread_cond_wait(&g->cv, &g->m);
+	g->excl = true;
+	pthread_mutex_unlock(&g->m);
+}
+
+static void
+gate_excl_leave(struct file_gate *g)
+{
+	pthread_mutex_lock(&g->m);
+	g->excl = false;
+	pthread_cond_broadcast(&g->cv);
+	pthread_mutex_unlock(&g->m);
+}
 
 static bool
 iov_aligned(const struct iovec *iov, int iovcnt, uint32_t align)
@@ -41,6 +100,14 @@ iov_aligned(const struct iovec *iov, int iovcnt, uint32_t align)
 		if (((uintptr_t)iov[i].iov_base | iov[i].iov_len) & (align - 1))
 			return false;
 	return true;
+}
+
+static bool
+needs_bounce(const struct file_dev *f, const struct dev_io *p)
+{
+	return f->direct && p->op != CLIO_OP_FLUSH &&
+	       ((((p->off | p->len) & (f->align - 1)) != 0 ||
+		 !iov_aligned(p->iov, p->iovcnt, f->align)));
 }
 
 /* Read an aligned stretch of an O_DIRECT file.  A short read that ends
@@ -122,22 +189,22 @@ out:
 	return r;
 }
 
+/* The threads engine, and any piece the uring engine hands back. */
 static ssize_t
 file_io(clio_dev *d, struct dev_io *p)
 {
 	struct file_dev *f = d->priv;
-	bool bounce, lock = f->direct && p->op == CLIO_OP_WRITE;
+	bool bounce, gate = f->direct && p->op == CLIO_OP_WRITE;
 	ssize_t r;
 
 	if (p->op == CLIO_OP_FLUSH)
 		return fdatasync(f->fd) < 0 ? -errno : 0;
-	bounce = f->direct && (((p->off | p->len) & (f->align - 1)) != 0 ||
-			       !iov_aligned(p->iov, p->iovcnt, f->align));
+	bounce = needs_bounce(f, p);
 	/* two pieces that share an aligned unit must not both rewrite it */
-	if (lock && bounce)
-		pthread_rwlock_wrlock(&f->wlock);
-	else if (lock)
-		pthread_rwlock_rdlock(&f->wlock);
+	if (gate && bounce)
+		gate_excl_enter(&f->gate);
+	else if (gate)
+		gate_shared_enter(&f->gate);
 	if (bounce) {
 		r = bounce_io(f, p);
 	} else {
@@ -150,9 +217,41 @@ file_io(clio_dev *d, struct dev_io *p)
 		if (r < 0)
 			r = -errno;
 	}
-	if (lock)
-		pthread_rwlock_unlock(&f->wlock);
+	if (gate && bounce)
+		gate_excl_leave(&f->gate);
+	else if (gate)
+		gate_shared_leave(&f->gate);
 	return r;
+}
+
+/* The uring engine: aligned pieces and flushes to the ring. */
+static void
+file_submit(clio_dev *d, struct dev_io *p)
+{
+	struct file_dev *f = d->priv;
+	bool gate = f->direct && p->op == CLIO_OP_WRITE;
+
+	if (needs_bounce(f, p)) {
+		dev_piece_defer(p);
+		return;
+	}
+	if (gate)
+		gate_shared_enter(&f->gate);
+	if (!uring_ring_start(f->ring, p)) {
+		if (gate)
+			gate_shared_leave(&f->gate);
+		dev_piece_defer(p);
+	}
+}
+
+static void
+file_ring_done(void *arg, struct dev_io *p, int res)
+{
+	struct file_dev *f = arg;
+
+	if (f->direct && p->op == CLIO_OP_WRITE)
+		gate_shared_leave(&f->gate);
+	dev_piece_done(p, res);
 }
 
 static int
@@ -162,41 +261,70 @@ file_resize(clio_dev *d, uint64_t size)
 	int r;
 
 	if (f->direct)
-		pthread_rwlock_wrlock(&f->wlock);
+		gate_excl_enter(&f->gate);
 	r = ftruncate(f->fd, (off_t)size) < 0 ? -errno : 0;
 	if (f->direct)
-		pthread_rwlock_unlock(&f->wlock);
+		gate_excl_leave(&f->gate);
 	return r;
+}
+
+static void
+file_free(struct file_dev *f)
+{
+	if (f->ring != NULL)
+		uring_ring_free(f->ring);
+	close(f->fd);
+	pthread_mutex_destroy(&f->gate.m);
+	pthread_cond_destroy(&f->gate.cv);
+	free(f->path);
+	free(f);
 }
 
 static void
 file_close(clio_dev *d)
 {
-	struct file_dev *f = d->priv;
-
-	close(f->fd);
-	pthread_rwlock_destroy(&f->wlock);
-	free(f);
+	file_free(d->priv);
 	dev_free(d);
 }
 
-static const struct dev_ops file_ops = {
-	.scheme = "file",
-	.io = file_io,
-	.resize = file_resize,
-	.close = file_close,
-};
+static void
+file_params(clio_dev *d, struct dev_params *o)
+{
+	struct file_dev *f = d->priv;
 
-static const struct dev_ops blockdev_ops = {
-	.scheme = "file",
-	.io = file_io,
-	.resize = NULL,
-	.close = file_close,
-};
+	dev_param(o, "path", "%s", f->path);
+	dev_param(o, "kind", "%s", f->regular ? "regular file" : "block device");
+	dev_param(o, "direct", "%d", f->direct);
+	if (f->direct)
+		dev_param(o, "align", "%u", f->align);
+	dev_param(o, "engine", "%s", f->ring != NULL ? "uring" : "threads");
+	dev_param(o, "qd", "%u", d->queue_depth);
+	dev_param(o, "maxio", "%u", d->maxio);
+	if (f->ring != NULL)
+		dev_param(o, "ring_sqes", "%llu",
+			  (unsigned long long)uring_ring_submitted(f->ring));
+}
+
+#define FILE_OPS(name_, submit_, resize_)                                    \
+	static const struct dev_ops name_ = {                                \
+		.scheme = "file",                                            \
+		.io = file_io,                                               \
+		.submit = submit_,                                           \
+		.resize = resize_,                                           \
+		.close = file_close,                                         \
+		.params = file_params,                                       \
+	}
+FILE_OPS(file_threads_ops, NULL, file_resize);
+FILE_OPS(file_uring_ops, file_submit, file_resize);
+FILE_OPS(blockdev_threads_ops, NULL, NULL);
+FILE_OPS(blockdev_uring_ops, file_submit, NULL);
+
+enum file_engine { ENGINE_DEFAULT, ENGINE_URING, ENGINE_THREADS };
 
 struct file_args {
 	int direct;
 	uint64_t qd, maxio;
+	enum file_engine engine;
 	char *err;
 	size_t errlen;
 };
@@ -224,6 +352,16 @@ file_opt(void *arg, const char *k, const char *v)
 			set_err(a->err, a->errlen, "file: bad maxio '%s'", v);
 			return -EINVAL;
 		}
+	} else if (strcmp(k, "engine") == 0) {
+		if (strcmp(v, "uring") == 0)
+			a->engine = ENGINE_URING;
+		else if (strcmp(v, "threads") == 0)
+			a->engine = ENGINE_THREADS;
+		else {
+			set_err(a->err, a->errlen,
+				"file: bad engine '%s' (uring or threads)", v);
+			return -EINVAL;
+		}
 	} else {
 		set_err(a->err, a->errlen, "file: unknown parameter '%s'", k);
 		return -EINVAL;
@@ -231,11 +369,61 @@ file_opt(void *arg, const char *k, const char *v)
 	return 0;
 }
 
+/* The engine of a new device: a ring in f->ring, or the threads engine
+ * with the reason in d->engine; -errno if engine=uring cannot be had. */
+static int
+choose_engine(clio_dev *d, struct file_dev *f, const struct file_args *a,
+	      int flags)
+{
+	const char *no = getenv("CLIO_NO_URING");
+	char why[80];
+	int r;
+
+	if (a->engine == ENGINE_THREADS) {
+		snprintf(d->engine, sizeof(d->engine), "threads (engine=threads)");
+		return 0;
+	}
+	if (flags & DEV_OPEN_INNER) {
+		if (a->engine == ENGINE_URING) {
+			set_err(a->err, a->errlen, "file: engine 'uring' "
+				"unavailable inside a wrapper (it runs its inner "
+				"device synchronously)");
+			return -ENOTSUP;
+		}
+		snprintf(d->engine, sizeof(d->engine),
+			 "threads (inside a wrapper, run synchronously)");
+		return 0;
+	}
+	if (no != NULL && *no != '\0' && strcmp(no, "0") != 0) {
+		if (a->engine == ENGINE_URING) {
+			set_err(a->err, a->errlen, "file: engine 'uring' "
+				"unavailable (CLIO_NO_URING=%s)", no);
+			return -ENOTSUP;
+		}
+		snprintf(d->engine, sizeof(d->engine),
+			 "threads (CLIO_NO_URING=%.40s)", no);
+		return 0;
+	}
+	r = uring_ring_new(f->fd, (unsigned)d->queue_depth, file_ring_done, f,
+			   &f->ring, why, sizeof(why));
+	if (r < 0) {
+		if (a->engine == ENGINE_URING) {
+			set_err(a->err, a->errlen,
+				"file: engine 'uring' unavailable (%s)", why);
+			return r;
+		}
+		snprintf(d->engine, sizeof(d->engine), "threads (%s)", why);
+		return 0;
+	}
+	snprintf(d->engine, sizeof(d->engine), "uring");
+	return 0;
+}
+
 int
 dev_file_open(const char *path, const char *query, int flags, clio_dev **dp,
 	      char *err, size_t errlen)
 {
-	struct file_args a = { 0, dev_default_qd, 0, err, errlen };
+	struct file_args a = { 0, dev_default_qd, 0, ENGINE_DEFAULT, err, errlen };
 	struct file_dev *f;
 	struct stat st;
 	clio_dev *d;
@@ -268,7 +456,9 @@ dev_file_open(const char *path, const char *query, int flags, clio_dev **dp,
 	}
 	f = calloc(1, sizeof(*f));
 	name = malloc(strlen(path) + strlen(query) + 8);
-	if (f == NULL || name == NULL) {
+	if (f == NULL || name == NULL || (f->path = strdup(path)) == NULL) {
+		if (f != NULL)
+			free(f->path);
 		free(f);
 		free(name);
 		close(fd);
@@ -282,18 +472,28 @@ dev_file_open(const char *path, const char *query, int flags, clio_dev **dp,
 	f->direct = a.direct;
 	f->regular = S_ISREG(st.st_mode);
 	f->align = 4096;
-	pthread_rwlock_init(&f->wlock, NULL);
-	r = dev_alloc(f->regular ? &file_ops : &blockdev_ops, name, &d);
+	pthread_mutex_init(&f->gate.m, NULL);
+	pthread_cond_init(&f->gate.cv, NULL);
+	r = dev_alloc(&file_threads_ops, name, &d);
 	free(name);
 	if (r < 0) {
-		close(fd);
-		free(f);
+		file_free(f);
 		return r;
 	}
 	d->priv = f;
 	d->blocking = true;
 	d->queue_depth = (uint32_t)a.qd;
 	d->maxio = (uint32_t)a.maxio;
+	r = choose_engine(d, f, &a, flags);
+	if (r < 0) {
+		file_free(f);
+		dev_free(d);
+		return r;
+	}
+	if (f->ring != NULL)
+		d->ops = f->regular ? &file_uring_ops : &blockdev_uring_ops;
+	else
+		d->ops = f->regular ? &file_threads_ops : &blockdev_threads_ops;
 	if (f->regular) {
 		d->size = (uint64_t)st.st_size;
 	} else {

@@ -133,11 +133,27 @@ mem_close(clio_dev *d)
 	dev_free(d);
 }
 
+static void
+mem_params(clio_dev *d, struct dev_params *o)
+{
+	struct mem_dev *m = d->priv;
+	size_t i, n = 0;
+
+	pthread_mutex_lock(&m->lock);
+	for (i = 0; i < m->nchunks; i++)
+		n += m->chunks[i] != NULL;
+	pthread_mutex_unlock(&m->lock);
+	dev_param(o, "size", "%llu", (unsigned long long)clio_dev_size(d));
+	dev_param(o, "maxio", "%u", d->maxio);
+	dev_param(o, "allocated", "%llu", (unsigned long long)(n * CHUNK_SIZE));
+}
+
 static const struct dev_ops mem_ops = {
 	.scheme = "mem",
 	.io = mem_io,
 	.resize = mem_resize,
 	.close = mem_close,
+	.params = mem_params,
 };
 
 struct mem_args {

@@ -48,7 +48,7 @@
  *   rate bus                  MB/s (10^6 B/s): media when rpm=0; host
  *                             transfer (0: instantaneous)
  *   ra wcache maxio size      bytes, with K/M/G/T suffixes
- *   clock=virtual|real  qd=N  clock; worker threads with clock=real
+ *   clock=virtual|real  qd=N  clock; requests in flight with clock=real
  *
  * Clocks: with clock=virtual (the default) io() never sleeps: it reads
  * p->t_submit and stamps p->t_start and p->t_done.  With clock=real the
@@ -216,6 +216,7 @@ struct wc_ent {
 struct sim {
 	pthread_mutex_t lock;
 	struct sim_params p;
+	char preset[16];	/* the preset the parameters started from */
 
 	/* derived, in seconds, bytes per second and sectors */
 	double st;		/* time of one sector under the head */
@@ -714,13 +715,6 @@ sim_close(clio_dev *d)
 	dev_free(d);
 }
 
-static const struct dev_ops sim_ops = {
-	.scheme = "sim",
-	.io = sim_io,
-	.resize = NULL,
-	.close = sim_close,
-};
-
 /* ------------------------------------------------------------ parsing */
 
 enum key_type { K_DOUBLE, K_SIZE, K_UINT, K_CLOCK };
@@ -869,9 +863,11 @@ check_params(const struct sim_params *p, char *err, size_t errlen)
 	return 0;
 }
 
-/* Fill *p from a preset and the user's parameters, in that order. */
+/* Fill *p from a preset and the user's parameters, in that order; the
+ * preset's name goes to preset_out. */
 static int
-parse_opts(const char *opts, struct sim_params *p, char *err, size_t errlen)
+parse_opts(const char *opts, struct sim_params *p, char *preset_out,
+	   size_t preset_len, char *err, size_t errlen)
 {
 	struct kv_list l;
 	const char *preset = DEFAULT_PRESET;
@@ -904,6 +900,7 @@ parse_opts(const char *opts, struct sim_params *p, char *err, size_t errlen)
 			r = -EINVAL;
 		} else {
 			*p = presets[j].p;
+			snprintf(preset_out, preset_len, "%s", presets[j].name);
 		}
 	}
 	for (i = 0; r == 0 && i < l.n; i++)
@@ -915,6 +912,53 @@ parse_opts(const char *opts, struct sim_params *p, char *err, size_t errlen)
 	return r;
 }
 
+/* The model's parameters in the units of its string, then what follows
+ * from them. */
+static void
+sim_params(clio_dev *d, struct dev_params *o)
+{
+	struct sim *s = d->priv;
+	const struct sim_params *p = &s->p;
+	size_t i;
+
+	dev_param(o, "preset", "%s", s->preset);
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		const char *field = (const char *)p + keys[i].off;
+		double dv;
+		uint64_t uv;
+
+		switch (keys[i].type) {
+		case K_DOUBLE:
+			memcpy(&dv, field, sizeof(dv));
+			dev_param(o, keys[i].name, "%g", dv);
+			break;
+		case K_SIZE:
+		case K_UINT:
+			memcpy(&uv, field, sizeof(uv));
+			dev_param(o, keys[i].name, "%llu", (unsigned long long)uv);
+			break;
+		case K_CLOCK:
+			dev_param(o, keys[i].name, "%s", p->real ? "real" : "virtual");
+			break;
+		}
+	}
+	if (p->rpm > 0) {
+		dev_param(o, "revolution_ms", "%.4g", s->rev * 1e3);
+		dev_param(o, "media_mbps", "%.4g",
+			  (double)(p->spt * SECTOR) / s->rev / 1e6);
+		dev_param(o, "cylinders", "%llu",
+			  (unsigned long long)DIV_ROUND_UP(s->nsect, s->per_cyl));
+	}
+}
+
+static const struct dev_ops sim_ops = {
+	.scheme = "sim",
+	.io = sim_io,
+	.resize = NULL,
+	.close = sim_close,
+	.params = sim_params,
+};
+
 int
 dev_sim_open(const char *opts, int flags, clio_dev **dp, char *err,
 	     size_t errlen)
@@ -922,11 +966,11 @@ dev_sim_open(const char *opts, int flags, clio_dev **dp, char *err,
 	struct sim_params p;
 	struct sim *s;
 	clio_dev *d;
-	char *name;
+	char *name, preset[16];
 	int r;
 
 	(void)flags; /* the device layer enforces CLIO_DEV_RDONLY */
-	r = parse_opts(opts, &p, err, errlen);
+	r = parse_opts(opts, &p, preset, sizeof(preset), err, errlen);
 	if (r < 0)
 		return r;
 
@@ -935,6 +979,7 @@ dev_sim_open(const char *opts, int flags, clio_dev **dp, char *err,
 		return -ENOMEM;
 	pthread_mutex_init(&s->lock, NULL);
 	s->p = p;
+	memcpy(s->preset, preset, sizeof(preset));
 	s->nchunks = (size_t)DIV_ROUND_UP(p.size, CHUNK_SIZE);
 	s->chunks = calloc(s->nchunks, sizeof(*s->chunks));
 	name = malloc(strlen(opts) + sizeof("sim:"));
@@ -969,6 +1014,9 @@ dev_sim_open(const char *opts, int flags, clio_dev **dp, char *err,
 	d->is_virtual = !p.real;
 	d->blocking = p.real;
 	d->queue_depth = (uint32_t)p.qd;
+	if (p.real)
+		snprintf(d->engine, sizeof(d->engine),
+			 "threads (clock=real: the model sleeps)");
 	*dp = d;
 	return 0;
 }

@@ -2,7 +2,10 @@
 /*
  * test-dev.c - the device layer: the shared parsers, device strings and
  * their errors, the mem, file and fault backends, splitting at maxio,
- * asynchronous submission with several requests in flight, statistics.
+ * asynchronous submission with several requests in flight, statistics,
+ * the io_uring and threads engines of files (many requests from one
+ * thread, O_DIRECT, flush through the ring, the forced fallback), one
+ * piece per request, and front-end accounting from several threads.
  *
  * Every check looks at what can be observed from outside: the bytes read
  * back (and, for the file backend, what read(2) finds in the file), the
@@ -917,7 +920,7 @@ test_async_submit(void **state)
 	pthread_cond_init(&x.cv, NULL);
 	fd = tu_tmpfile(path, sizeof(path));
 	close(fd);
-	snprintf(spec, sizeof(spec), "file:%s?qd=4", path);
+	snprintf(spec, sizeof(spec), "file:%s?qd=4&engine=threads", path);
 	d = tu_dev_open(spec, 0);
 
 	/* writes, all submitted before any is waited for */
@@ -1019,6 +1022,439 @@ test_async_submit(void **state)
 	free(iov);
 	free(buf);
 	free(rd);
+}
+
+/* ------------------------------------------------------------ engines */
+
+struct many_ctx {
+	pthread_mutex_t m;
+	pthread_cond_t cv;
+	int done;
+};
+
+struct many_req {
+	struct clio_req req;
+	struct iovec iov;
+	struct many_ctx *ctx;
+	int calls;
+};
+
+static void
+many_done(struct clio_req *req)
+{
+	struct many_req *mr = req->priv;
+
+	pthread_mutex_lock(&mr->ctx->m);
+	mr->calls++;
+	mr->ctx->done++;
+	pthread_cond_broadcast(&mr->ctx->cv);
+	pthread_mutex_unlock(&mr->ctx->m);
+}
+
+/* Submit n requests of one op from this thread, each of len bytes at
+ * base + i * stride from buf + i * len, and wait for all of them. */
+static void
+submit_many(clio_dev *d, struct many_req *rq, int n, enum clio_op op,
+	    void *buf, size_t len, uint64_t base, uint64_t stride)
+{
+	struct many_ctx x;
+	int i;
+
+	pthread_mutex_init(&x.m, NULL);
+	pthread_cond_init(&x.cv, NULL);
+	x.done = 0;
+	for (i = 0; i < n; i++) {
+		memset(&rq[i], 0, sizeof(rq[i]));
+		rq[i].ctx = &x;
+		rq[i].iov = (struct iovec){ (char *)buf + (size_t)i * len, len };
+		rq[i].req.op = op;
+		rq[i].req.offset = base + (uint64_t)i * stride;
+		rq[i].req.iov = &rq[i].iov;
+		rq[i].req.iovcnt = 1;
+		rq[i].req.done = many_done;
+		rq[i].req.priv = &rq[i];
+		rq[i].req.result = 12345;
+		assert_int_equal(clio_dev_submit(d, &rq[i].req), 0);
+	}
+	pthread_mutex_lock(&x.m);
+	while (x.done < n)
+		pthread_cond_wait(&x.cv, &x.m);
+	pthread_mutex_unlock(&x.m);
+	for (i = 0; i < n; i++) {
+		assert_int_equal(rq[i].calls, 1);
+		assert_int_equal(rq[i].req.result, (ssize_t)len);
+	}
+	pthread_mutex_destroy(&x.m);
+	pthread_cond_destroy(&x.cv);
+}
+
+/* The value of key in the device's parameters, or -1. */
+static long long
+dev_param_num(clio_dev *d, const char *key)
+{
+	char buf[4096], *p;
+	size_t k = strlen(key);
+
+	assert_true(clio_dev_params(d, buf, sizeof(buf)) < (int)sizeof(buf));
+	for (p = buf; p != NULL && *p; p = strchr(p, '\n'), p = p ? p + 1 : p)
+		if (strncmp(p, key, k) == 0 && p[k] == '=')
+			return strtoll(p + k + 1, NULL, 10);
+	return -1;
+}
+
+#define NMANY 256
+#define MANY_LEN 4096
+
+static void
+test_engines_inflight(void **state)
+{
+	static const char *const engines[] = { "uring", "threads" };
+	struct many_req *rq = calloc(NMANY, sizeof(*rq));
+	unsigned char *buf = malloc((size_t)NMANY * MANY_LEN);
+	unsigned char *rd = malloc((size_t)NMANY * MANY_LEN);
+	char path[256], spec[320];
+	struct clio_dev_stats st;
+	struct clio_dev_info info;
+	size_t e;
+	int fd;
+
+	(void)state;
+	for (e = 0; e < 2; e++) {
+		clio_dev *d;
+		long long sqes;
+
+		fd = tu_tmpfile(path, sizeof(path));
+		close(fd);
+		snprintf(spec, sizeof(spec), "file:%s?qd=64&engine=%s", path,
+			 engines[e]);
+		d = tu_dev_open(spec, 0);
+		assert_int_equal(clio_dev_info(d, &info), 0);
+		print_message("  engine=%s: '%s'\n", engines[e], info.engine);
+		assert_int_equal(strncmp(info.engine, engines[e],
+					 strlen(engines[e])), 0);
+		assert_int_equal(info.queue_depth, 64);
+
+		/* 256 writes in flight from one thread, every other one
+		 * in reverse order of offsets */
+		tu_fill(buf, (size_t)NMANY * MANY_LEN, 0, 71 + e);
+		submit_many(d, rq, NMANY, CLIO_OP_WRITE, buf, MANY_LEN, 0, MANY_LEN);
+		file_has(path, 0, (size_t)NMANY * MANY_LEN, 71 + e);
+		memset(rd, 0, (size_t)NMANY * MANY_LEN);
+		submit_many(d, rq, NMANY, CLIO_OP_READ, rd, MANY_LEN, 0, MANY_LEN);
+		assert_int_equal(tu_check(rd, (size_t)NMANY * MANY_LEN, 0, 71 + e), -1);
+		clio_dev_stats(d, &st);
+		assert_int_equal(st.back.writes, NMANY);
+		assert_int_equal(st.back.reads, NMANY);
+		assert_int_equal(clio_dev_info(d, &info), 0);
+		print_message("  engine=%s: %d in flight at most\n", engines[e],
+			      (int)info.inflight_peak);
+		assert_true(info.inflight_peak >= 2 && info.inflight_peak <= 64);
+
+		/* a flush: through the ring with uring */
+		sqes = dev_param_num(d, "ring_sqes");
+		assert_true(e == 0 ? sqes >= 2 * NMANY : sqes == -1);
+		clio_dev_stats_reset(d);
+		assert_int_equal(clio_dev_flush(d), 0);
+		clio_dev_stats(d, &st);
+		assert_int_equal(st.back.flushes, 1);
+		if (e == 0)
+			assert_int_equal(dev_param_num(d, "ring_sqes"), sqes + 1);
+		/* synchronous reads and writes run in this thread */
+		tu_fill(buf, 3 * MANY_LEN, 5, 73);
+		assert_int_equal(clio_dev_pwrite(d, buf, 3 * MANY_LEN, 5), 3 * MANY_LEN);
+		memset(rd, 0, 3 * MANY_LEN);
+		assert_int_equal(clio_dev_pread(d, rd, 3 * MANY_LEN, 5), 3 * MANY_LEN);
+		assert_int_equal(tu_check(rd, 3 * MANY_LEN, 5, 73), -1);
+		if (e == 0)
+			assert_int_equal(dev_param_num(d, "ring_sqes"), sqes + 1);
+		clio_dev_stats(d, &st);
+		assert_int_equal(st.back.writes, 1);
+		assert_int_equal(st.back.reads, 1);
+		/* past the end: the rest reads as zeros, asynchronously (a
+		 * short count from the ring, then 0) and synchronously */
+		memset(rd, 0xee, 2 * MANY_LEN);
+		submit_many(d, rq, 1, CLIO_OP_READ, rd, 2 * MANY_LEN,
+			    (uint64_t)NMANY * MANY_LEN - 100, 0);
+		assert_int_equal(tu_check(rd, 100, (uint64_t)NMANY * MANY_LEN - 100,
+					  71 + e), -1);
+		assert_int_equal(tu_check_zero(rd + 100, 2 * MANY_LEN - 100), -1);
+		memset(rd, 0xee, 2 * MANY_LEN);
+		assert_int_equal(clio_dev_pread(d, rd, 2 * MANY_LEN,
+						(uint64_t)NMANY * MANY_LEN - 100),
+				 2 * MANY_LEN);
+		assert_int_equal(tu_check_zero(rd + 100, 2 * MANY_LEN - 100), -1);
+		clio_dev_close(d);
+		unlink(path);
+	}
+	free(rq);
+	free(buf);
+	free(rd);
+}
+
+static void
+test_uring_direct(void **state)
+{
+	struct many_req *rq = calloc(64, sizeof(*rq));
+	unsigned char *ubuf = malloc(64 * KiB), *urd = malloc(64 * KiB);
+	char path[256], spec[320], err[256];
+	struct clio_dev_info info;
+	void *al, *ard;
+	clio_dev *d;
+	long long sqes;
+	int fd, r;
+
+	(void)state;
+	assert_int_equal(posix_memalign(&al, 4096, 64 * 16 * KiB), 0);
+	assert_int_equal(posix_memalign(&ard, 4096, 64 * 16 * KiB), 0);
+	fd = tu_tmpfile(path, sizeof(path));
+	close(fd);
+	snprintf(spec, sizeof(spec), "file:%s?direct=1&engine=uring&qd=16", path);
+	r = clio_dev_open_err(spec, 0, &d, err, sizeof(err));
+	if (r < 0) {
+		print_message("  O_DIRECT not supported here (%s): skipped\n", err);
+		goto out;
+	}
+	assert_int_equal(clio_dev_info(d, &info), 0);
+	assert_string_equal(info.engine, "uring");
+	/* 64 aligned 16 KiB writes and reads in flight */
+	tu_fill(al, 64 * 16 * KiB, 0, 81);
+	submit_many(d, rq, 64, CLIO_OP_WRITE, al, 16 * KiB, 0, 16 * KiB);
+	file_has(path, 0, 64 * 16 * KiB, 81);
+	memset(ard, 0, 64 * 16 * KiB);
+	submit_many(d, rq, 64, CLIO_OP_READ, ard, 16 * KiB, 0, 16 * KiB);
+	assert_int_equal(tu_check(ard, 64 * 16 * KiB, 0, 81), -1);
+	sqes = dev_param_num(d, "ring_sqes");
+	assert_true(sqes >= 128);
+	/* unaligned pieces go through the bounce buffer, not the ring */
+	tu_fill(ubuf + 1, 10000, 0, 82);
+	submit_many(d, rq, 1, CLIO_OP_WRITE, ubuf + 1, 10000, 0, 0);
+	assert_int_equal(dev_param_num(d, "ring_sqes"), sqes);
+	file_has(path, 0, 10000, 82);
+	file_has(path, 10000, 64 * 16 * KiB - 10000, 81);
+	memset(urd, 0, 10000);
+	submit_many(d, rq, 1, CLIO_OP_READ, urd + 3, 10000, 0, 0);
+	assert_int_equal(tu_check(urd + 3, 10000, 0, 82), -1);
+	assert_int_equal(dev_param_num(d, "ring_sqes"), sqes);
+	/* and synchronous ones in this thread */
+	tu_fill(ubuf + 1, 10000, 1000, 84);
+	assert_int_equal(clio_dev_pwrite(d, ubuf + 1, 10000, 1000), 10000);
+	file_has(path, 0, 1000, 82);
+	file_has(path, 1000, 10000, 84);
+	memset(urd, 0, 10000);
+	assert_int_equal(clio_dev_pread(d, urd + 3, 10000, 1000), 10000);
+	assert_int_equal(tu_check(urd + 3, 10000, 1000, 84), -1);
+	assert_int_equal(dev_param_num(d, "ring_sqes"), sqes);
+
+	/* an unaligned write that extends the file, then an aligned read
+	 * across its end: short from the ring, the rest is zeros */
+	tu_fill(ubuf, 3333, 64 * 16 * KiB + 100, 83);
+	assert_int_equal(clio_dev_pwrite(d, ubuf, 3333, 64 * 16 * KiB + 100), 3333);
+	assert_true(file_size(path) == 64 * 16 * KiB + 3433);
+	memset(ard, 0xee, 16 * KiB);
+	submit_many(d, rq, 1, CLIO_OP_READ, ard, 16 * KiB, 64 * 16 * KiB, 0);
+	assert_int_equal(tu_check((char *)ard + 100, 3333, 64 * 16 * KiB + 100, 83), -1);
+	assert_int_equal(tu_check_zero((char *)ard + 3433, 16 * KiB - 3433), -1);
+	assert_int_equal(dev_param_num(d, "ring_sqes"), sqes + 1);
+	memset(ard, 0xee, 16 * KiB);
+	assert_int_equal(clio_dev_pread(d, ard, 16 * KiB, 64 * 16 * KiB), 16 * KiB);
+	assert_int_equal(tu_check((char *)ard + 100, 3333, 64 * 16 * KiB + 100, 83), -1);
+	assert_int_equal(tu_check_zero((char *)ard + 3433, 16 * KiB - 3433), -1);
+	assert_int_equal(clio_dev_flush(d), 0);
+	clio_dev_close(d);
+out:
+	unlink(path);
+	free(al);
+	free(ard);
+	free(ubuf);
+	free(urd);
+	free(rq);
+}
+
+static void
+test_uring_fallback(void **state)
+{
+	char path[256], spec[320], err[256];
+	unsigned char buf[8192], rd[8192];
+	struct clio_dev_info info;
+	clio_dev *d = NULL;
+	int fd, r;
+
+	(void)state;
+	fd = tu_tmpfile(path, sizeof(path));
+	close(fd);
+	snprintf(spec, sizeof(spec), "file:%s", path);
+	assert_int_equal(setenv("CLIO_NO_URING", "1", 1), 0);
+	d = tu_dev_open(spec, 0);
+	assert_int_equal(clio_dev_info(d, &info), 0);
+	print_message("  CLIO_NO_URING=1: '%s'\n", info.engine);
+	assert_string_equal(info.engine, "threads (CLIO_NO_URING=1)");
+	assert_int_equal(dev_param_num(d, "ring_sqes"), -1);
+	tu_fill(buf, sizeof(buf), 0, 91);
+	assert_int_equal(clio_dev_pwrite(d, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+	assert_int_equal(clio_dev_pread(d, rd, sizeof(rd), 0), (ssize_t)sizeof(rd));
+	assert_int_equal(tu_check(rd, sizeof(rd), 0, 91), -1);
+	clio_dev_close(d);
+	/* engine=uring given: no fallback, a one-line error naming it */
+	snprintf(spec, sizeof(spec), "file:%s?engine=uring", path);
+	d = NULL;
+	r = clio_dev_open_err(spec, 0, &d, err, sizeof(err));
+	print_message("  %s -> %d \"%s\"\n", spec, r, err);
+	assert_true(r < 0 && r != -EINVAL);
+	assert_null(d);
+	assert_non_null(strstr(err, "uring"));
+	assert_null(strchr(err, '\n'));
+	assert_int_equal(unsetenv("CLIO_NO_URING"), 0);
+	/* CLIO_NO_URING=0 does not force it */
+	assert_int_equal(setenv("CLIO_NO_URING", "0", 1), 0);
+	d = tu_dev_open(spec, 0);
+	assert_int_equal(clio_dev_info(d, &info), 0);
+	assert_string_equal(info.engine, "uring");
+	clio_dev_close(d);
+	assert_int_equal(unsetenv("CLIO_NO_URING"), 0);
+	snprintf(spec, sizeof(spec), "file:%s?engine=aio", path);
+	open_bad(spec, -EINVAL, "aio");
+	/* a wrapper runs its inner device synchronously: no ring there */
+	snprintf(spec, sizeof(spec), "fault:read=EIO@file:%s", path);
+	d = tu_dev_open(spec, 0);
+	assert_int_equal(clio_dev_info(d, &info), 0);
+	assert_string_equal(info.engine, "threads (the inner device runs synchronously)");
+	clio_dev_close(d);
+	snprintf(spec, sizeof(spec), "fault:read=EIO@file:%s?engine=uring", path);
+	d = NULL;
+	r = clio_dev_open_err(spec, 0, &d, err, sizeof(err));
+	print_message("  %s -> %d \"%s\"\n", spec, r, err);
+	assert_true(r < 0 && r != -EINVAL);
+	assert_non_null(strstr(err, "'uring'"));
+	unlink(path);
+}
+
+/* A request of n iovecs of len bytes each: the back-end writes seen. */
+static uint64_t
+pieces_of_write(clio_dev *d, unsigned char *buf, int n, size_t len)
+{
+	struct iovec *iov = calloc((size_t)n, sizeof(*iov));
+	unsigned char *rd = malloc((size_t)n * len);
+	struct clio_dev_stats st;
+	int i;
+
+	tu_fill(buf, (size_t)n * len, 4096, 95);
+	for (i = 0; i < n; i++)
+		iov[i] = (struct iovec){ buf + (size_t)i * len, len };
+	clio_dev_stats_reset(d);
+	assert_int_equal(clio_dev_pwritev(d, iov, n, 4096), (ssize_t)((size_t)n * len));
+	clio_dev_stats(d, &st);
+	memset(rd, 0, (size_t)n * len);
+	assert_int_equal(clio_dev_pread(d, rd, (size_t)n * len, 4096),
+			 (ssize_t)((size_t)n * len));
+	assert_int_equal(tu_check(rd, (size_t)n * len, 4096, 95), -1);
+	free(iov);
+	free(rd);
+	assert_true(st.back.write_bytes == (uint64_t)n * len);
+	return st.back.writes;
+}
+
+static void
+test_one_piece(void **state)
+{
+	unsigned char *buf = malloc(2 * MiB);
+	char path[256], spec[320];
+	struct clio_dev_stats st;
+	clio_dev *d;
+	int fd;
+
+	(void)state;
+	/* 1 MiB of 256 4 KiB iovecs: one piece without maxio */
+	d = tu_dev_open("mem:size=16M", 0);
+	assert_int_equal(pieces_of_write(d, buf, 256, 4 * KiB), 1);
+	clio_dev_stats(d, &st);
+	assert_int_equal(st.back.size_hist[tu_hist_bucket(MiB)], 2); /* and the read */
+	/* above DEV_IOV_MAX iovecs: cut there */
+	assert_int_equal(pieces_of_write(d, buf, 2048, 512), 2);
+	assert_int_equal(pieces_of_write(d, buf, 1024, 512), 1);
+	clio_dev_close(d);
+	/* and four with maxio=256K */
+	d = tu_dev_open("mem:size=16M,maxio=256K", 0);
+	assert_int_equal(pieces_of_write(d, buf, 256, 4 * KiB), 4);
+	clio_dev_stats(d, &st);
+	assert_int_equal(st.back.size_hist[tu_hist_bucket(256 * KiB)], 8);
+	clio_dev_close(d);
+	/* the same on files, through both engines */
+	fd = tu_tmpfile(path, sizeof(path));
+	close(fd);
+	snprintf(spec, sizeof(spec), "file:%s?engine=uring", path);
+	d = tu_dev_open(spec, 0);
+	assert_int_equal(pieces_of_write(d, buf, 256, 4 * KiB), 1);
+	clio_dev_close(d);
+	snprintf(spec, sizeof(spec), "file:%s?engine=threads", path);
+	d = tu_dev_open(spec, 0);
+	assert_int_equal(pieces_of_write(d, buf, 256, 4 * KiB), 1);
+	clio_dev_close(d);
+	snprintf(spec, sizeof(spec), "file:%s?engine=uring&maxio=256K", path);
+	d = tu_dev_open(spec, 0);
+	assert_int_equal(pieces_of_write(d, buf, 256, 4 * KiB), 4);
+	clio_dev_close(d);
+	unlink(path);
+	free(buf);
+}
+
+/* ------------------------------------------------------------ front */
+
+#define FRONT_THREADS 8
+#define FRONT_CALLS 20000
+
+static void *
+front_worker(void *arg)
+{
+	clio_dev *d = arg;
+	int k;
+
+	for (k = 0; k < FRONT_CALLS; k++)
+		dev_account_front(d, k % 2 ? CLIO_OP_WRITE : CLIO_OP_READ,
+				  (size_t)4096 * (k % 4 + 1),
+				  (double)(k % 8) / 1024.0);
+	return NULL;
+}
+
+static void
+test_front_threads(void **state)
+{
+	pthread_t t[FRONT_THREADS];
+	struct clio_dev_stats st;
+	uint64_t rbytes = 0, wbytes = 0;
+	double busy = 0;
+	clio_dev *d = tu_dev_open("mem:size=1M", 0);
+	int i, k;
+
+	(void)state;
+	for (k = 0; k < FRONT_CALLS; k++) {
+		if (k % 2)
+			wbytes += (uint64_t)4096 * (k % 4 + 1);
+		else
+			rbytes += (uint64_t)4096 * (k % 4 + 1);
+		busy += (double)(k % 8) / 1024.0;
+	}
+	for (i = 0; i < FRONT_THREADS; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, front_worker, d), 0);
+	for (i = 0; i < FRONT_THREADS; i++)
+		pthread_join(t[i], NULL);
+	clio_dev_stats(d, &st);
+	assert_int_equal(st.front.reads, FRONT_THREADS * FRONT_CALLS / 2);
+	assert_int_equal(st.front.writes, FRONT_THREADS * FRONT_CALLS / 2);
+	assert_true(st.front.read_bytes == FRONT_THREADS * rbytes);
+	assert_true(st.front.write_bytes == FRONT_THREADS * wbytes);
+	/* multiples of 1/1024 add up exactly in any order */
+	assert_true(st.front.busy_s == FRONT_THREADS * busy);
+	assert_int_equal(tu_hist_total(&st.front), FRONT_THREADS * FRONT_CALLS);
+	assert_int_equal(st.front.size_hist[tu_hist_bucket(4096)],
+			 FRONT_THREADS * FRONT_CALLS / 4);
+	assert_true(st.front.lat_p50_s > 0 && st.front.lat_p50_s <= st.front.lat_p99_s);
+	assert_int_equal(st.back.reads + st.back.writes, 0);
+	clio_dev_stats_reset(d);
+	clio_dev_stats(d, &st);
+	assert_int_equal(st.front.reads + st.front.writes, 0);
+	assert_true(st.front.busy_s == 0);
+	assert_int_equal(tu_hist_total(&st.front), 0);
+	clio_dev_close(d);
 }
 
 /* ------------------------------------------------------------ statistics */
@@ -1126,6 +1562,11 @@ main(void)
 		cmocka_unit_test(test_maxio_split),
 		cmocka_unit_test(test_async_submit),
 		cmocka_unit_test(test_stats),
+		cmocka_unit_test(test_engines_inflight),
+		cmocka_unit_test(test_uring_direct),
+		cmocka_unit_test(test_uring_fallback),
+		cmocka_unit_test(test_one_piece),
+		cmocka_unit_test(test_front_threads),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

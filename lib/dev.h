@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * dev.h - the device object and the contract between the device layer
+ * (dev.c) and its backends (the files of lib/dev/).
+ *
+ * The device layer cuts a request (struct clio_req) into pieces and hands
+ * each piece to the backend as a struct dev_io.  The backend contract:
+ *
+ *  1. A backend moves one contiguous piece at a time.  The device layer has
+ *     already checked that the piece lies inside the device (or that the
+ *     device is resizable) and cut it at maxio bytes and at DEV_IOV_MAX
+ *     iovecs, and nowhere else: a request of N iovecs that fits both limits
+ *     reaches the backend as one piece of N iovecs.
+ *  2. A backend implements io(), submit(), or both:
+ *     a. io(d, p) is synchronous.  It returns the bytes moved or -errno.
+ *        If it never blocks (`blocking` false) it runs inline in the thread
+ *        that submitted the request; otherwise it runs on the one process-
+ *        wide worker pool (`pool` in dev.c), never more than queue_depth
+ *        pieces of the device at once.
+ *     b. submit(d, p) is asynchronous: it starts the piece and returns at
+ *        once; later, from its own completion path (any thread), it calls
+ *        dev_piece_done(p, result) exactly once, with the same meaning of
+ *        result as io()'s return.  One thread can so keep any number of
+ *        pieces in flight; the device layer never has more than queue_depth
+ *        of a device's pieces inside submit()'s backend at once, so a ring
+ *        of queue_depth entries never overflows.  submit() must not call
+ *        dev_piece_done() itself (a completion would run inside the
+ *        submitter's locks); a piece it cannot start goes to
+ *        dev_piece_defer(), which runs io() on the worker pool, so a
+ *        backend with submit() and a piece to defer also implements io().
+ *  3. A short count is no error: the device layer submits the rest of the
+ *     piece again.  0 on a read means end of file: the rest reads as zeros.
+ *     0 on a write is -EIO.
+ *  4. On a virtual-clock device (is_virtual) the backend reads p->t_submit
+ *     and sets p->t_start (when the device began to serve it) and
+ *     p->t_done.  Real-clock backends leave them alone; the device layer
+ *     measures.  clio_dev_submit() never moves the virtual clock; the
+ *     synchronous calls advance it to the completion they waited for.
+ *     Pieces of one split request share t_submit; a retry of the rest is
+ *     submitted at the t_done of the attempt before it.
+ *  5. The reads and writes of a request with CLIO_REQ_SYNC run through
+ *     io() in the caller's thread, also when the backend has submit(): a
+ *     hand-off to a completion thread and back costs more than the call
+ *     (100000 synchronous 4 KiB reads of a cached file: 0.55 s inline,
+ *     2.1 s through a ring); they take no queue slot, as the caller's
+ *     thread is their limit.  Its flushes go through submit() when the
+ *     backend has it, and the caller waits.
+ *  6. close() frees the backend's state and then the device, with
+ *     dev_free().  The device layer calls it only when no piece of the
+ *     device is outstanding.  Read-only opening is the device layer's
+ *     (d->readonly).
+ *  7. params() (optional) writes the backend's parameters as key=value
+ *     pairs with dev_param() (clio_dev_params, `clio info`).
+ *  8. Wrappers (fault) open their inner backend with dev_open_spec() and
+ *     call its io() directly: the inner runs synchronously, inside the
+ *     wrapper's piece, and the wrapper is `blocking` when its inner is.
+ */
+#ifndef CLIO_DEV_H
+#define CLIO_DEV_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "clio.h"
+
+/* A flag of dev_open_spec(): the device is a wrapper's inner (rule 8). */
+#define DEV_OPEN_INNER 0x10000
+
+/* The most iovecs one piece carries (Linux's UIO_MAXIOV). */
+#define DEV_IOV_MAX 1024
+
+/* One piece of a request, as a backend sees it. */
+struct dev_io {
+	enum clio_op op;
+	uint64_t off;
+	const struct iovec *iov;
+	int iovcnt;
+	size_t len;
+	double t_submit, t_start, t_done; /* virtual clock only */
+};
+
+struct dev_params; /* the output of params() (dev.c) */
+
+struct dev_ops {
+	const char *scheme;
+	ssize_t (*io)(clio_dev *d, struct dev_io *p);	 /* rule 2a */
+	void (*submit)(clio_dev *d, struct dev_io *p);	 /* rule 2b */
+	int (*resize)(clio_dev *d, uint64_t size);	 /* NULL: fixed size */
+	void (*close)(clio_dev *d);
+	void (*params)(clio_dev *d, struct dev_params *o); /* rule 7 */
+};
+
+struct dev_stat_acc;   /* dev.c */
+struct dev_front_slot; /* dev.c */
+struct dev_piece;      /* dev.c */
+
+struct clio_dev {
+	const struct dev_ops *ops;
+	void *priv;		/* the backend's state */
+	char *name;		/* the string it was opened from */
+	uint64_t size;
+	uint32_t sector;	/* logical sector size: direct transfers align to it */
+	uint32_t maxio;		/* largest piece a backend takes; 0 = no limit */
+	uint32_t queue_depth;	/* pieces in flight at the backend at most */
+	bool blocking;		/* io() may block: it runs on the worker pool */
+	bool is_virtual;
+	bool readonly;
+	char engine[96];	/* how pieces run: "inline", "uring", "threads (why)" */
+
+	/* dev.c: statistics, pieces in flight, the free list of pieces */
+	pthread_mutex_t lock;	/* the back end's statistics, the queue, size */
+	struct dev_stat_acc *back;
+	struct dev_front_slot *front; /* DEV_FRONT_SLOTS of them */
+	int busy;		/* backend calls outstanding (busy time) */
+	double busy_since;
+	uint32_t inflight;	/* pieces inside io()-on-the-pool or submit() */
+	uint32_t inflight_peak;	/* the most at once since opening */
+	uint32_t outstanding;	/* pieces not yet completed */
+	struct dev_piece *pend_head, *pend_tail; /* waiting for a slot */
+	struct dev_piece *free_pieces;
+	pthread_cond_t idle_cv;	/* outstanding reached 0 */
+	bool uses_pool;
+};
+
+/* dev.c */
+extern uint32_t dev_default_qd;
+int dev_alloc(const struct dev_ops *ops, const char *name, clio_dev **dp);
+void dev_free(clio_dev *d);
+void dev_account_front(clio_dev *d, enum clio_op op, size_t len, double lat);
+double dev_now(const clio_dev *d);
+/* Rule 2b: the completion of a piece given to submit(). */
+void dev_piece_done(struct dev_io *p, ssize_t result);
+/* Rule 2b: run a piece given to submit() through io() on the worker pool. */
+void dev_piece_defer(struct dev_io *p);
+/* Rule 7: one parameter; the value is printf-formatted. */
+void dev_param(struct dev_params *o, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Rule 8: the parameters of an inner device, each key prefixed. */
+void dev_params_of(clio_dev *inner, const char *prefix, struct dev_params *o);
+
+/* Open a backend from its string without registering it with the worker
+ * pool (for wrappers such as fault, which call the inner backend's io()
+ * directly). */
+int dev_open_spec(const char *spec, int flags, clio_dev **dp, char *err,
+		  size_t errlen);
+
+/* Backend constructors.  opts is the part after the scheme. */
+int dev_file_open(const char *path, const char *query, int flags,
+		  clio_dev **dp, char *err, size_t errlen);
+int dev_mem_open(const char *opts, int flags, clio_dev **dp, char *err,
+		 size_t errlen);
+int dev_sim_open(const char *opts, int flags, clio_dev **dp, char *err,
+		 size_t errlen);
+int dev_fault_open(const char *opts, const char *inner, int flags,
+		   clio_dev **dp, char *err, size_t errlen);
+
+#endif
