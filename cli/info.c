@@ -153,11 +153,12 @@ cmd_info(int argc, char **argv)
 	clio_dev *d;
 	int i, json = 0, n, r, status = 0;
 
+	if ((r = cli_help_version(argc, argv, usage, NULL)) >= 0)
+		return r;
 	for (i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--json") == 0) {
 			json = 1;
-		} else if (strcmp(argv[i], "--help") == 0 ||
-			   strcmp(argv[i], "-h") == 0) {
+		} else if (strcmp(argv[i], "-h") == 0) {
 			usage(stdout);
 			return 0;
 		} else if (argv[i][0] == '-' && argv[i][1] != '\0') {

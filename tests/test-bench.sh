@@ -66,7 +66,8 @@ echo "ok: plots written"
 
 if [ -c /dev/fuse ] && command -v fusermount3 >/dev/null 2>&1 &&
 	[ "${CLIO_FLAVOUR:-plain}" != tsan ]; then
-	"$CLIO" bench mount --quick --json --size 16M >"$tmp/mount.json" 2>"$tmp/err" ||
+	# its mounts under $tmp: other mounts of this machine are not its own
+	TMPDIR="$tmp" "$CLIO" bench mount --quick --json --size 16M >"$tmp/mount.json" 2>"$tmp/err" ||
 		{ echo "FAIL: clio bench mount exited $?"; cat "$tmp/err"; exit 1; }
 	nbd=0
 	command -v nbdfuse >/dev/null 2>&1 && command -v nbdkit >/dev/null 2>&1 && nbd=1
@@ -99,7 +100,7 @@ for r in rows:
     print("ok: %s per-run ratio %s in the note" % (tag, m.group(1)))
 print("ok: mount experiment ran, %d rows" % len(rows))
 PY
-	if grep -q "clio-bench-mount" /proc/mounts; then
+	if grep -q "$tmp/clio-bench-mount" /proc/mounts; then
 		echo "FAIL: clio bench mount left a mount behind"; exit 1
 	fi
 else

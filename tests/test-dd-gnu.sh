@@ -38,6 +38,7 @@ norm() { # stderr of either program, masked
 	    -e 's/\(copied\), .*/\1, T s, R/' \
 	    -e "/^Try '.*--help' for more information\.$/d" \
 	    -e '/^[^ ]*: [0-9]* reads, [0-9]* writes, /d' \
+	    -e '/^[^ ]*: r\/s [0-9.]*, w\/s /d' \
 	    -e '/^cache: [0-9]* hits/d' -e '/^clock: /d' \
 	    -e "s|$tmp/[a-z]*out|OUT|g" "$1"
 }
