@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "internal.h"
+#include "util.h"
 
 static int
 run_or_report(const struct wl_spec *w, struct wl_result *res)

@@ -35,7 +35,7 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "internal.h"
+#include "util.h"
 
 #define RAND_MAX_READS 4096ull
 

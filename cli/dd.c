@@ -39,7 +39,7 @@
 #include <unistd.h>
 
 #include "dd.h"
-#include "internal.h"
+#include "util.h"
 
 #define ERRLEN 256
 #define SECTOR 512

@@ -19,7 +19,7 @@
 #include <sysexits.h>
 
 #include "dd.h"
-#include "internal.h"
+#include "util.h"
 
 void
 dd_usage(FILE *fp)

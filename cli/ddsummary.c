@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "dd.h"
-#include "internal.h"
+#include "util.h"
 
 static const char *const si_prefix = "kMGTPEZY";
 

@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "internal.h"
+#include "util.h"
 
 #define DIRECT_CAP (128ull << 20)
 

@@ -63,7 +63,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "internal.h"
+#include "util.h"
 #include "mount.h"
 
 #define ERRLEN 256

@@ -13,7 +13,7 @@
 #include <sys/resource.h>
 
 #include "cli.h"
-#include "internal.h"
+#include "util.h"
 
 static double
 cpu_seconds(void)

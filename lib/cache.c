@@ -212,7 +212,7 @@ void
 buf_touch(clio_cache *c, struct buf *b)
 {
 	(void)c;
-	if (b->b_obj->o_dev->is_virtual)
+	if (b->b_obj->o_virtual)
 		vclock_advance_to(b->b_ready);
 }
 
@@ -668,7 +668,7 @@ bio_done(struct clio_req *req)
 	clio_cache *c = io->c;
 	struct cobj *o = io->o;
 	bool ok = req->result >= 0;
-	bool virt = o->o_dev->is_virtual;
+	bool virt = o->o_virtual;
 	bool flush = false;
 	int i;
 
@@ -789,7 +789,7 @@ bio_submit(clio_cache *c, struct cobj *o, enum clio_op op, struct buf **bufs,
 	if (io->req.iovcnt == 0) {
 		/* wholly past the end: nothing to move */
 		io->req.result = 0;
-		io->req.t_done = o->o_dev->is_virtual ? vclock_now() : 0;
+		io->req.t_done = o->o_virtual ? vclock_now() : 0;
 		bio_done(&io->req);
 		r = 0;
 	} else {
@@ -797,7 +797,7 @@ bio_submit(clio_cache *c, struct cobj *o, enum clio_op op, struct buf **bufs,
 	}
 	if (r < 0) {
 		io->req.result = r;
-		io->req.t_done = o->o_dev->is_virtual ? vclock_now() : 0;
+		io->req.t_done = o->o_virtual ? vclock_now() : 0;
 		bio_done(&io->req);
 	}
 	pthread_mutex_lock(&c->lock);
@@ -806,7 +806,7 @@ bio_submit(clio_cache *c, struct cobj *o, enum clio_op op, struct buf **bufs,
 	while (!io->done)
 		pthread_cond_wait(&c->cv, &c->lock);
 	r = io->req.result < 0 ? (int)io->req.result : 0;
-	if (o->o_dev->is_virtual)
+	if (o->o_virtual)
 		vclock_advance_to(io->req.t_done);
 	bio_put(c, io);
 	return r;
@@ -966,7 +966,7 @@ obj_writeback(clio_cache *c, struct cobj *o)
 		}
 	}
 	obj_wait_io(c, o);
-	if (o->o_dev->is_virtual)
+	if (o->o_virtual)
 		vclock_advance_to(o->o_wdone);
 	/* buffers dirtied again by other writers meanwhile are no error */
 	if (o->o_errseq != seq0)

@@ -59,7 +59,10 @@ struct buf {
 struct cobj {
 	clio_dev *o_dev;
 	_Atomic uint64_t o_size; /* the size readers see */
-	bool o_resizable;
+	/* what the device is (clio_dev_info at the first open): the cache
+	 * reads no field of the device itself */
+	bool o_resizable, o_readonly, o_virtual;
+	uint32_t o_sector, o_qd;
 	int o_nhandles;
 	int o_pins;		/* holders other than handles (clio_sync) */
 	uint64_t o_ndirty;	/* its dirty buffers */

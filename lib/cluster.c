@@ -92,7 +92,7 @@ readahead(clio_cache *c, struct cobj *o, uint64_t lbn, uint32_t seq)
 	 * take at most an eighth of the cache */
 	win = MIN(seq, c->conf.read_max);
 	if (win >= C) {
-		uint64_t n = MAX(2u, MIN(8u, o->o_dev->queue_depth));
+		uint64_t n = MAX(2u, MIN(8u, o->o_qd));
 
 		n = MAX(2u, MIN(n, c->nbuf / (8 * C)));
 		win = MAX(win, n * C);

@@ -76,12 +76,20 @@ obj_get(clio_cache *c, clio_dev *d)
 	for (o = c->objs; o != NULL; o = o->o_next)
 		if (o->o_dev == d)
 			return o;
+	struct clio_dev_info in;
+
+	if (clio_dev_info(d, &in) < 0)
+		return NULL;
 	o = calloc(1, sizeof(*o));
 	if (o == NULL)
 		return NULL;
 	o->o_dev = d;
-	o->o_size = clio_dev_size(d);
-	o->o_resizable = d->ops->resize != NULL;
+	o->o_size = in.size;
+	o->o_resizable = in.resizable;
+	o->o_readonly = in.readonly;
+	o->o_virtual = in.is_virtual;
+	o->o_sector = in.sector;
+	o->o_qd = in.queue_depth;
 	o->o_next = c->objs;
 	c->objs = o;
 	return o;
@@ -97,12 +105,14 @@ obj_put(clio_cache *c, struct cobj *o)
 int
 clio_open(clio_cache *c, clio_dev *d, int flags, clio_file **fp)
 {
+	struct clio_dev_info in;
 	clio_file *f;
 
 	if ((flags & CLIO_ACCMODE) == CLIO_ACCMODE ||
 	    (flags & ~(CLIO_ACCMODE | CLIO_DIRECT | CLIO_KEEP)) != 0)
 		return -EINVAL;
-	if ((flags & CLIO_ACCMODE) != CLIO_RDONLY && d->readonly)
+	if ((flags & CLIO_ACCMODE) != CLIO_RDONLY && clio_dev_info(d, &in) == 0 &&
+	    in.readonly)
 		return -EROFS;
 	f = calloc(1, sizeof(*f));
 	if (f == NULL)
@@ -156,7 +166,7 @@ clio_close(clio_file *f)
 	 * buffers dirty, so wait for it before looking */
 	if (o->o_nhandles == 1) {
 		obj_wait_io(c, o);
-		if (o->o_dev->is_virtual)
+		if (o->o_virtual)
 			vclock_advance_to(o->o_wdone); /* we waited for them */
 	}
 	if (o->o_nhandles == 1 && o->o_ndirty > 0) {
@@ -241,7 +251,7 @@ direct_io(clio_file *f, enum clio_op op, void *buf, size_t len, uint64_t off)
 
 	/* as O_DIRECT: a read at or past EOF returns 0 however aligned, so
 	 * that a reader's next read after a short one sees the end */
-	if ((off | len) % d->sector != 0 &&
+	if ((off | len) % o->o_sector != 0 &&
 	    !(op == CLIO_OP_READ && off >= obj_size(o)))
 		return -EINVAL;
 	if (op == CLIO_OP_WRITE && off + len > (uint64_t)INT64_MAX)
@@ -423,7 +433,7 @@ hit_lockless(clio_cache *c, struct cobj *o, uint64_t lbn, uint32_t seq,
 		b->b_flags |= BF_REF;
 	pthread_mutex_unlock(&s->lock);
 	/* invariant 7; b->b_obj may be cleared now (a truncate dropped it) */
-	if (o->o_dev->is_virtual)
+	if (o->o_virtual)
 		vclock_advance_to(b->b_ready);
 	return b;
 }

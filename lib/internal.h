@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * internal.h - what the parts of libclio share and users do not see.
- * The device object and the backend contract are in dev.h.
+ * The device object and the backend contract are in dev.h; what the
+ * front ends may use too (parsers, the clock) is in util.h.
  */
 #ifndef CLIO_INTERNAL_H
 #define CLIO_INTERNAL_H
@@ -12,9 +13,8 @@
 
 #include "clio.h"
 #include "dev.h"
+#include "util.h"
 
-#define MIN(a, b) ((a) < (b) ? (a) : (b))
-#define MAX(a, b) ((a) > (b) ? (a) : (b))
 #define DIV_ROUND_UP(n, d) (((n) + (d) - 1) / (d))
 #define IS_POW2(x) ((x) != 0 && ((x) & ((x) - 1)) == 0)
 
@@ -24,17 +24,12 @@ void vclock_advance_to(double t);
 void vclock_add(double dt);
 
 /* parse.c */
-int parse_size(const char *s, uint64_t *out);
-int parse_uint(const char *s, uint64_t *out);
-int parse_double(const char *s, double *out);
 int parse_errno(const char *s, int *out); /* "EIO", "5", "ENOSPC" ... */
 const char *errno_name(int e);
 /* Split "k=v,k=v" in place: calls fn for each pair; stops at the first
  * nonzero return.  A key without '=' gets value "". */
 int parse_kv_list(char *s, char sep,
 		  int (*fn)(void *arg, const char *k, const char *v), void *arg);
-void set_err(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
 
 /* iovec helpers (dev.c) */
 size_t iov_length(const struct iovec *iov, int iovcnt);
@@ -48,7 +43,5 @@ void iov_to_buf(const struct iovec *iov, int iovcnt, size_t skip, void *buf,
 		size_t len);
 void buf_to_iov(const struct iovec *iov, int iovcnt, size_t skip,
 		const void *buf, size_t len);
-
-double now_monotonic(void); /* CLOCK_MONOTONIC, in seconds */
 
 #endif

@@ -132,7 +132,8 @@ echo "ok: a device as given"
 # clio dd: the run's -x figures after the BSD ones
 "$CLIO" dd if=/dev/zero of=sim:preset=ssd,size=8M bs=64k count=128 conv=fsync 2>"$tmp/dd" ||
 	fail "clio dd: $(cat "$tmp/dd")"
-el=$(sed -n 's/.* copied, \([0-9.e+-]*\) s simulated.*/\1/p' "$tmp/dd")
+el=$(sed -n 's/.* copied, \([0-9.e+-]*\) s, .*/\1/p' "$tmp/dd")
+grep -q '^clock: virtual' "$tmp/dd" || fail "clio dd: no virtual clock line: $(cat "$tmp/dd")"
 wkbs=$(sed -n 's/^sim:preset=ssd,size=8M: r\/s .*wkB\/s \([0-9.]*\),.*/\1/p' "$tmp/dd")
 awk -v e="$el" -v w="$wkbs" 'BEGIN { exit !(w * e > 8192 * 0.98 && w * e < 8192 * 1.02) }' ||
 	fail "clio dd: wkB/s $wkbs over $el s is not 8192 kB: $(cat "$tmp/dd")"

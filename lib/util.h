@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * util.h - what the front ends (the clio command, its mount and its
+ * benchmarks) share with libclio beyond the public API: the parsers of
+ * sizes and numbers that device strings and tunables use, so that every
+ * operand takes the same suffixes, and the clock the statistics use.
+ * Not installed; the shared library does not export these (they are
+ * local in the installed archive too).  Front ends include clio.h and
+ * this header only, never internal.h, dev.h or cache.h.
+ *
+ * Each parser either stores a value and returns 0, or returns -EINVAL
+ * (or -ERANGE for an overflow) and leaves *out untouched.
+ */
+#ifndef CLIO_UTIL_H
+#define CLIO_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifndef MIN
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#endif
+#ifndef MAX
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+#endif
+
+/* parse.c: digits with dd's suffixes (c w b K M G T P, kB MB GB TB, KiB
+ * ...); decimal digits only; a floating-point number. */
+int parse_size(const char *s, uint64_t *out);
+int parse_uint(const char *s, uint64_t *out);
+int parse_double(const char *s, double *out);
+/* snprintf into err (if not NULL), for one-line messages naming a value */
+void set_err(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+double now_monotonic(void); /* CLOCK_MONOTONIC, in seconds */
+
+#endif
