@@ -62,9 +62,10 @@ print_iostat_line(FILE *fp, const char *name, const struct clio_iostat *b,
 	iostat_x_of(&x, &c, NULL, elapsed);
 	fprintf(fp,
 		"%s: r/s %.2f, w/s %.2f, rkB/s %.2f, wkB/s %.2f, rareq-sz %.2f kB, "
-		"wareq-sz %.2f kB, %%util %.2f\n",
+		"wareq-sz %.2f kB, r_await %.3f ms, w_await %.3f ms, aqu-sz %.2f, "
+		"%%util %.2f\n",
 		name, x.r_s, x.w_s, x.rkb_s, x.wkb_s, x.rareq_kb, x.wareq_kb,
-		x.util_pct);
+		x.r_await_ms, x.w_await_ms, x.aqu_sz, x.util_pct);
 }
 
 void
@@ -76,7 +77,10 @@ io_counts_of(struct io_counts *c, const struct clio_iostat *s)
 	c->read_bytes = (double)s->read_bytes;
 	c->write_bytes = (double)s->write_bytes;
 	c->busy_s = s->busy_s;
-	c->timed = false;
+	c->read_s = s->read_time_s;
+	c->write_s = s->write_time_s;
+	c->queue_s = s->read_time_s + s->write_time_s; /* Little's law */
+	c->timed = true;
 }
 
 static double

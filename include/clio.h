@@ -134,6 +134,10 @@ struct clio_iostat {
 	double busy_s;			/* time with at least one request outstanding */
 	double lat_p50_s, lat_p99_s;	/* request latency percentiles */
 	uint64_t size_hist[CLIO_HIST_BUCKETS];
+	/* the sums of the reads' and the writes' latencies (completion less
+	 * submission): iostat's r_await is read_time_s / reads, and aqu-sz
+	 * their sum over an interval divided by its length */
+	double read_time_s, write_time_s;
 };
 struct clio_dev_stats {
 	struct clio_iostat front; /* what the cache was asked for this device */

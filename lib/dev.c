@@ -219,10 +219,12 @@ acc_add(struct dev_stat_acc *a, enum clio_op op, size_t len, double lat,
 	case CLIO_OP_READ:
 		a->s.reads++;
 		a->s.read_bytes += len;
+		a->s.read_time_s += lat;
 		break;
 	case CLIO_OP_WRITE:
 		a->s.writes++;
 		a->s.write_bytes += len;
+		a->s.write_time_s += lat;
 		break;
 	case CLIO_OP_FLUSH:
 		a->s.flushes++;
@@ -272,6 +274,8 @@ acc_merge(struct dev_stat_acc *a, const struct dev_stat_acc *b)
 	a->s.write_bytes += b->s.write_bytes;
 	a->s.errors += b->s.errors;
 	a->s.busy_s += b->s.busy_s;
+	a->s.read_time_s += b->s.read_time_s;
+	a->s.write_time_s += b->s.write_time_s;
 	for (k = 0; k < CLIO_HIST_BUCKETS; k++)
 		a->s.size_hist[k] += b->s.size_hist[k];
 	for (k = 0; k < LAT_BUCKETS; k++)

@@ -1545,6 +1545,38 @@ test_stats(void **state)
 	free(buf);
 }
 
+/* The latency sums: serial synchronous transfers on the virtual clock
+ * take exactly the time that passed, reads and writes apart. */
+static void
+test_latency_sums(void **state)
+{
+	clio_dev *d = tu_dev_open("sim:preset=da2002,size=64M", 0);
+	static unsigned char buf[65536];
+	struct clio_dev_stats st;
+	double t0, t1, t2;
+	int i;
+
+	(void)state;
+	clio_dev_stats_reset(d);
+	t0 = clio_vclock_now();
+	for (i = 0; i < 20; i++)
+		assert_int_equal(clio_dev_pread(d, buf, sizeof(buf),
+						(uint64_t)i * 1048576), (ssize_t)sizeof(buf));
+	t1 = clio_vclock_now();
+	for (i = 0; i < 10; i++)
+		assert_int_equal(clio_dev_pwrite(d, buf, 4096, (uint64_t)i * 8192),
+				 4096);
+	t2 = clio_vclock_now();
+	clio_dev_stats(d, &st);
+	print_message("  20 reads: %.6f s (clock %.6f), 10 writes: %.6f s (clock %.6f)\n",
+		      st.back.read_time_s, t1 - t0, st.back.write_time_s, t2 - t1);
+	assert_true(st.back.read_time_s > 0 && st.back.write_time_s > 0);
+	assert_true(fabs(st.back.read_time_s - (t1 - t0)) < 1e-9);
+	assert_true(fabs(st.back.write_time_s - (t2 - t1)) < 1e-9);
+	assert_true(fabs(st.front.read_time_s) < 1e-12); /* no front calls */
+	clio_dev_close(d);
+}
+
 int
 main(void)
 {
@@ -1562,6 +1594,7 @@ main(void)
 		cmocka_unit_test(test_maxio_split),
 		cmocka_unit_test(test_async_submit),
 		cmocka_unit_test(test_stats),
+		cmocka_unit_test(test_latency_sums),
 		cmocka_unit_test(test_engines_inflight),
 		cmocka_unit_test(test_uring_direct),
 		cmocka_unit_test(test_uring_fallback),
