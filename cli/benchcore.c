@@ -15,9 +15,10 @@
  *      (one descriptor per thread, the page cache warmed first), M reads/s;
  *      and clio's 2-thread rate over its 1-thread rate.
  *  (b) cold sequential read of the big file in 4 KiB clio_pread calls
- *      (file:PATH?direct=1, default tunables), so that clustering and
- *      read-ahead do the work, against 1 MiB O_DIRECT reads at queue depth
- *      16 through io_uring, MB/s (10^6 B/s).
+ *      (file:PATH?direct=1&qd=16, default tunables: the device takes as
+ *      many requests at once as the peer has in flight), so that
+ *      clustering and read-ahead do the work, against 1 MiB O_DIRECT reads
+ *      at queue depth 16 through io_uring, MB/s (10^6 B/s).
  *  (c) cold 4 KiB random reads of the big file, larger than the cache, by
  *      32 threads for a fixed time (file:PATH?direct=1&qd=32) against 4 KiB
  *      O_DIRECT reads at queue depth 32 from one thread through io_uring,
@@ -368,6 +369,7 @@ out:
 static double
 seq_clio(struct core_ctx *k)
 {
+	char seq_query[32];
 	clio_cache *c = NULL;
 	clio_dev *d = NULL;
 	clio_file *f = NULL;
@@ -375,9 +377,10 @@ seq_clio(struct core_ctx *k)
 	uint64_t off = 0;
 	double t0, rate = NAN;
 
+	snprintf(seq_query, sizeof(seq_query), "direct=1&qd=%u", SEQ_QD);
 	drop_file_pages(k->path);
 	if (new_cache(seq_cache_size(), &c) < 0 ||
-	    open_dev(k->path, "direct=1", &d) < 0 || open_handle(c, d, &f) < 0 ||
+	    open_dev(k->path, seq_query, &d) < 0 || open_handle(c, d, &f) < 0 ||
 	    posix_memalign(&buf, BLOCK, BLOCK) != 0)
 		goto out;
 	t0 = now_s();
@@ -826,7 +829,7 @@ exp_core(const struct bench_opts *bo, struct table *t)
 		 "      (file:...?direct=1) and a cache of %llu MiB, warmed by reading the file; "
 		 "clio misses while timed: %llu.  Peer: pread(2),\n"
 		 "      one descriptor per thread, the page cache warmed by reading the file.\n"
-		 "  (b) the whole big file in 4 KiB clio_pread calls, file:...?direct=1, default "
+		 "  (b) the whole big file in 4 KiB clio_pread calls, file:...?direct=1&qd=16, default "
 		 "tunables (cache %llu MiB).  Peer: 1 MiB O_DIRECT\n"
 		 "      reads kept 16 in flight through io_uring into huge pages, as clio's "
 		 "buffers, no cache (the limit).  Each run starts\n"
