@@ -13,7 +13,7 @@ SAN     ?=
 DEFS    ?=
 CFLAGS  += -std=c11 -D_GNU_SOURCE $(OPT) -g -Wall -Wextra -Wshadow -Wvla \
            -Iinclude -Ilib -pthread $(SAN) $(DEFS) $(CPPFLAGS)
-LDLIBS  += -pthread -lm $(URING_LIBS)
+LDLIBS  += -pthread -lm $(URING_LIBS) $(NBD_LIBS)
 LDFLAGS += $(SAN)
 # libfuse 3 for `clio mount` (cli/mount*.c only)
 FUSE_CFLAGS = $(shell pkg-config --cflags fuse3 2>/dev/null)
@@ -21,6 +21,8 @@ FUSE_LIBS   = $(shell pkg-config --libs fuse3 2>/dev/null || echo -lfuse3)
 # liburing for the file backend's io_uring engine (lib/dev/uring.c) and
 # clio bench core's peer (its io_uring reads)
 URING_LIBS  = $(shell pkg-config --libs liburing 2>/dev/null || echo -luring)
+# libnbd for the NBD client backend (lib/dev/nbd.c)
+NBD_LIBS    = $(shell pkg-config --libs libnbd 2>/dev/null || echo -lnbd)
 
 # where `make install` puts things (DESTDIR is prepended to each)
 PREFIX     ?= /usr/local
