@@ -24,6 +24,9 @@ URING_LIBS  = $(shell pkg-config --libs liburing 2>/dev/null || echo -luring)
 # libnbd for the NBD client backend (lib/dev/nbd.c)
 NBD_LIBS    = $(shell pkg-config --libs libnbd 2>/dev/null || echo -lnbd)
 
+# nbdkit's plugin header for the plugin behind clio serve (nbdkit/)
+NBDKIT_CFLAGS = $(shell pkg-config --cflags nbdkit 2>/dev/null)
+
 # where `make install` puts things (DESTDIR is prepended to each)
 PREFIX     ?= /usr/local
 BINDIR     ?= $(PREFIX)/bin
@@ -82,7 +85,7 @@ TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tests/tools/%)
 # clio command and the unit tests, which use internal calls.  What is
 # installed exports clio_* only: libclio.so through a version script,
 # libclio.a as one relocatable object whose other globals are made local.
-all: $(BUILD)/clio $(BUILD)/libclio.a $(BUILD)/$(SOFILE)
+all: $(BUILD)/clio $(BUILD)/libclio.a $(BUILD)/$(SOFILE) $(BUILD)/nbdkit-clio-plugin.so
 
 $(BUILD)/obj/%.o: %.c include/clio.h lib/internal.h $(wildcard lib/*.h) $(wildcard lib/dev/*.h) \
 		$(wildcard cli/*.h)
@@ -96,6 +99,15 @@ $(MOUNT_OBJ): cli/mount.h cli/cli.h
 
 # every library object can go into the shared library
 $(LIB_OBJ): CFLAGS += -fPIC
+
+# the nbdkit plugin: a front end (clio.h and util.h) with the library inside
+PLUGIN_OBJ = $(BUILD)/obj/nbdkit/clio-plugin.o
+$(PLUGIN_OBJ): CFLAGS += -fPIC $(NBDKIT_CFLAGS)
+
+$(BUILD)/nbdkit-clio-plugin.so: $(PLUGIN_OBJ) $(BUILD)/libclio-internal.a
+	$(call say,LD,$@)
+	$(Q)$(CC) -shared -Wl,--exclude-libs,ALL $(LDFLAGS) -o $@ \
+		$(PLUGIN_OBJ) $(BUILD)/libclio-internal.a $(LDLIBS)
 
 $(BUILD)/libclio-internal.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
