@@ -96,6 +96,8 @@ $(BUILD)/obj/%.o: %.c include/clio.h lib/internal.h $(wildcard lib/*.h) $(wildca
 MOUNT_OBJ = $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard cli/mount*.c))
 $(MOUNT_OBJ): CFLAGS += $(FUSE_CFLAGS)
 $(MOUNT_OBJ): cli/mount.h cli/cli.h
+# clio serve looks for the plugin in LIBDIR/clio too
+$(BUILD)/obj/cli/serve.o: CFLAGS += -DCLIO_LIBDIR='"$(LIBDIR)"'
 
 # every library object can go into the shared library
 $(LIB_OBJ): CFLAGS += -fPIC
@@ -189,6 +191,8 @@ install: all
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGCONFIGDIR) \
 		$(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3
 	$(INSTALL) -m 755 $(BUILD)/clio $(DESTDIR)$(BINDIR)/clio
+	$(INSTALL) -d $(DESTDIR)$(LIBDIR)/clio
+	$(INSTALL) -m 755 $(BUILD)/nbdkit-clio-plugin.so $(DESTDIR)$(LIBDIR)/clio/nbdkit-clio-plugin.so
 	$(INSTALL) -m 644 $(BUILD)/$(SOFILE) $(DESTDIR)$(LIBDIR)/$(SOFILE)
 	ln -sf $(SOFILE) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libclio.so
@@ -199,6 +203,7 @@ install: all
 		lib/libclio.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/clio.pc
 	chmod 644 $(DESTDIR)$(PKGCONFIGDIR)/clio.pc
 	$(INSTALL) -m 644 man/clio.1 $(DESTDIR)$(MANDIR)/man1/clio.1
+	$(INSTALL) -m 644 man/nbdkit-clio-plugin.1 $(DESTDIR)$(MANDIR)/man1/nbdkit-clio-plugin.1
 	$(INSTALL) -m 644 man/libclio.3 $(DESTDIR)$(MANDIR)/man3/libclio.3
 	@for f in $(PUBLIC_CALLS); do \
 		echo ".so man3/libclio.3" > $(DESTDIR)$(MANDIR)/man3/$$f.3 || exit 1; \
@@ -207,6 +212,9 @@ install: all
 	@echo "  installed the man page redirects: $(words $(PUBLIC_CALLS)) in $(DESTDIR)$(MANDIR)/man3"
 
 uninstall:
+	rm -f $(DESTDIR)$(LIBDIR)/clio/nbdkit-clio-plugin.so \
+		$(DESTDIR)$(MANDIR)/man1/nbdkit-clio-plugin.1
+	-rmdir $(DESTDIR)$(LIBDIR)/clio 2>/dev/null
 	rm -f $(DESTDIR)$(BINDIR)/clio $(DESTDIR)$(LIBDIR)/$(SOFILE) \
 		$(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libclio.so \
 		$(DESTDIR)$(LIBDIR)/libclio.a $(DESTDIR)$(INCLUDEDIR)/clio.h \
