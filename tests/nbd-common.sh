@@ -27,11 +27,21 @@ nbd_stop() {
 }
 trap 'nbd_stop; rm -rf "$tmp"' EXIT
 
+# nbd_wait_pid FILE: the pid in FILE, once the daemon wrote it (nbdkit's
+# parent may exit first); fails after 5 s.
+nbd_wait_pid() {
+	i=0
+	while [ ! -s "$1" ] && [ $i -lt 100 ]; do
+		sleep 0.05; i=$((i + 1))
+	done
+	[ -s "$1" ] || fail "no pid in $1"
+	nbd_pids=$(cat "$1")
+}
+
 # nbdkit ARGS... on $sock; returns once it serves (its pid file is written).
 nbd_start() {
 	nbd_stop
 	rm -f "$tmp/nbdkit.pid"
 	nbdkit -U "$sock" --pidfile "$tmp/nbdkit.pid" "$@" || fail "nbdkit $* did not start"
-	[ -s "$tmp/nbdkit.pid" ] || fail "nbdkit $*: no pid file"
-	nbd_pids=$(cat "$tmp/nbdkit.pid")
+	nbd_wait_pid "$tmp/nbdkit.pid"
 }
