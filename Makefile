@@ -109,7 +109,7 @@ $(PLUGIN_OBJ): CFLAGS += -fPIC $(NBDKIT_CFLAGS)
 $(BUILD)/nbdkit-clio-plugin.so: $(PLUGIN_OBJ) $(BUILD)/libclio-internal.a
 	$(call say,LD,$@)
 	$(Q)$(CC) -shared -Wl,--exclude-libs,ALL $(LDFLAGS) -o $@ \
-		$(PLUGIN_OBJ) $(BUILD)/libclio-internal.a $(LDLIBS)
+		$(PLUGIN_OBJ) $(INTERNAL) $(LDLIBS)
 
 $(BUILD)/libclio-internal.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
@@ -117,7 +117,11 @@ $(BUILD)/libclio-internal.a: $(LIB_OBJ)
 	$(Q)rm -f $@
 	$(Q)ar rcs $@ $^
 
-$(BUILD)/libclio.a: $(LIB_OBJ)
+# the installed static library has no NBD backend (lib/dev.h: dev_nbd_open,
+# a weak reference); what links the internal archive asks for it by name
+INTERNAL = -Wl,--undefined=dev_nbd_open $(BUILD)/libclio-internal.a
+STATIC_OBJ := $(filter-out $(BUILD)/obj/lib/dev/nbd.o,$(LIB_OBJ))
+$(BUILD)/libclio.a: $(STATIC_OBJ)
 	@mkdir -p $(dir $@)
 	$(call say,AR,$@)
 	$(Q)rm -f $@ $(BUILD)/obj/libclio-all.o $(BUILD)/obj/libclio.o
@@ -135,12 +139,12 @@ $(BUILD)/$(SOFILE): $(LIB_OBJ) lib/libclio.map
 
 $(BUILD)/clio: $(CLI_OBJ) $(BUILD)/libclio-internal.a
 	$(call say,LD,$@)
-	$(Q)$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libclio-internal.a $(FUSE_LIBS) $(LDLIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(INTERNAL) $(FUSE_LIBS) $(LDLIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libclio-internal.a tests/unit/testutil.h
 	@mkdir -p $(dir $@)
 	$(call say,CC,$@)
-	$(Q)$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(BUILD)/libclio-internal.a $(LDFLAGS) -lcmocka $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(INTERNAL) $(LDFLAGS) -lcmocka $(LDLIBS)
 
 $(BUILD)/tests/tools/%: tests/tools/%.c
 	@mkdir -p $(dir $@)

@@ -239,6 +239,8 @@ serve(char **argv, int argc, struct clio_conf *conf, char **tunables, int ntun,
 		return EX_USAGE;
 	}
 	r = clio_dev_open_err(device, ro ? CLIO_DEV_RDONLY : 0, &d, err, sizeof(err));
+	if (r == -EROFS || r == -EACCES) /* the plugin serves it read-only */
+		r = clio_dev_open_err(device, CLIO_DEV_RDONLY, &d, err, sizeof(err));
 	if (r < 0) {
 		fprintf(stderr, "clio serve: cannot open '%s': %s\n", device,
 			err[0] ? err : strerror(-r));

@@ -35,8 +35,8 @@
  *     a completion), it uses libnbd's synchronous calls instead, which
  *     drive the handle in that thread.
  *  5. close() runs with nothing outstanding (dev.h rule 6): it stops the
- *     threads, then shuts each connection down (nbd_shutdown) and closes
- *     it.
+ *     threads, then shuts each connection down (NBD_CMD_DISC, the
+ *     server's close awaited 2 s at most) and closes it.
  * A piece of several iovecs goes through one bounce buffer, so that one
  * piece is one NBD command.
  */
@@ -356,6 +356,21 @@ conn_main(void *arg)
 	return NULL;
 }
 
+/* NBD_CMD_DISC, and the server's close awaited for a while at most: a
+ * server that hangs must not hang close(). */
+static void
+conn_shutdown(struct nbd_conn *c)
+{
+	double until = now_monotonic() + 2.0;
+
+	if (nbd_aio_is_ready(c->h) != 1 || nbd_aio_disconnect(c->h, 0) == -1)
+		return;
+	while (nbd_aio_is_closed(c->h) != 1 && nbd_aio_is_dead(c->h) != 1 &&
+	       now_monotonic() < until)
+		if (nbd_poll(c->h, 100) == -1)
+			break;
+}
+
 static void
 nbd_dev_free(struct nbd_dev *nd)
 {
@@ -376,8 +391,7 @@ nbd_dev_free(struct nbd_dev *nd)
 		struct nbd_conn *c = &nd->conns[i];
 
 		if (c->h != NULL) {
-			if (!nbd_aio_is_dead(c->h) && !nbd_aio_is_closed(c->h))
-				(void)nbd_shutdown(c->h, 0);
+			conn_shutdown(c);
 			nbd_close(c->h);
 		}
 		if (c->wake >= 0)
