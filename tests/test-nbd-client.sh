@@ -7,6 +7,7 @@
 # blocksize-policy filter become the sector size and maxio, and the
 # transfers keep to them; a read-only server refuses writes (EROFS); a
 # write error of the error filter reaches clio dd at fsync (exit 74); a
+# server that cannot flush shows can_flush=0 and fsync succeeds; a
 # server killed with SIGKILL makes clio dd fail with a clear error in
 # bounded time.
 . "$(dirname "$0")/functions.sh"
@@ -84,6 +85,16 @@ cat "$tmp/err"
 grep -q "fsync failed for '$uri': Input/output error" "$tmp/err" ||
 	fail "the write error is not reported at fsync"
 echo "ok: EIO from the server is clio dd's write error at fsync"
+
+# ------------------------------------------------------------ no flush
+# a server that cannot flush: the flush succeeds at once, and clio info says so
+nbd_start eval get_size='echo 1048576' pwrite='cat >/dev/null' can_write='exit 0' \
+	can_flush='exit 3' pread='dd if=/dev/zero bs=$3 count=1 iflag=count_bytes 2>/dev/null'
+"$CLIO" info "$uri" >"$tmp/info" || fail "clio info of a server without flush"
+grep -qx "  can_flush=0" "$tmp/info" || { cat "$tmp/info"; fail "clio info: can_flush=0"; }
+"$CLIO" dd if=/dev/zero of="$uri" bs=64k count=16 conv=fsync 2>"$tmp/err" ||
+	{ cat "$tmp/err"; fail "conv=fsync on a server without flush"; }
+echo "ok: a server without flush: can_flush=0, fsync succeeds"
 
 # ------------------------------------------------------------ the server dies
 nbd_start --filter=delay memory 64M rdelay=300ms wdelay=300ms
