@@ -13,7 +13,7 @@ SAN     ?=
 DEFS    ?=
 CFLAGS  += -std=c11 -D_GNU_SOURCE $(OPT) -g -Wall -Wextra -Wshadow -Wvla \
            -Iinclude -Ilib -pthread $(SAN) $(DEFS) $(CPPFLAGS)
-LDLIBS  += -pthread -lm $(URING_LIBS)
+LDLIBS  += -pthread -lm $(URING_LIBS) $(NBD_LIBS)
 LDFLAGS += $(SAN)
 # libfuse 3 for `clio mount` (cli/mount*.c only)
 FUSE_CFLAGS = $(shell pkg-config --cflags fuse3 2>/dev/null)
@@ -21,6 +21,11 @@ FUSE_LIBS   = $(shell pkg-config --libs fuse3 2>/dev/null || echo -lfuse3)
 # liburing for the file backend's io_uring engine (lib/dev/uring.c) and
 # clio bench core's peer (its io_uring reads)
 URING_LIBS  = $(shell pkg-config --libs liburing 2>/dev/null || echo -luring)
+# libnbd for the NBD client backend (lib/dev/nbd.c)
+NBD_LIBS    = $(shell pkg-config --libs libnbd 2>/dev/null || echo -lnbd)
+
+# nbdkit's plugin header for the plugin behind clio serve (nbdkit/)
+NBDKIT_CFLAGS = $(shell pkg-config --cflags nbdkit 2>/dev/null)
 
 # where `make install` puts things (DESTDIR is prepended to each)
 PREFIX     ?= /usr/local
@@ -80,7 +85,7 @@ TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tests/tools/%)
 # clio command and the unit tests, which use internal calls.  What is
 # installed exports clio_* only: libclio.so through a version script,
 # libclio.a as one relocatable object whose other globals are made local.
-all: $(BUILD)/clio $(BUILD)/libclio.a $(BUILD)/$(SOFILE)
+all: $(BUILD)/clio $(BUILD)/libclio.a $(BUILD)/$(SOFILE) $(BUILD)/nbdkit-clio-plugin.so
 
 $(BUILD)/obj/%.o: %.c include/clio.h lib/internal.h $(wildcard lib/*.h) $(wildcard lib/dev/*.h) \
 		$(wildcard cli/*.h)
@@ -91,9 +96,20 @@ $(BUILD)/obj/%.o: %.c include/clio.h lib/internal.h $(wildcard lib/*.h) $(wildca
 MOUNT_OBJ = $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard cli/mount*.c))
 $(MOUNT_OBJ): CFLAGS += $(FUSE_CFLAGS)
 $(MOUNT_OBJ): cli/mount.h cli/cli.h
+# clio serve looks for the plugin in LIBDIR/clio too
+$(BUILD)/obj/cli/serve.o: CFLAGS += -DCLIO_LIBDIR='"$(LIBDIR)"'
 
 # every library object can go into the shared library
 $(LIB_OBJ): CFLAGS += -fPIC
+
+# the nbdkit plugin: a front end (clio.h and util.h) with the library inside
+PLUGIN_OBJ = $(BUILD)/obj/nbdkit/clio-plugin.o
+$(PLUGIN_OBJ): CFLAGS += -fPIC $(NBDKIT_CFLAGS)
+
+$(BUILD)/nbdkit-clio-plugin.so: $(PLUGIN_OBJ) $(BUILD)/libclio-internal.a
+	$(call say,LD,$@)
+	$(Q)$(CC) -shared -Wl,--exclude-libs,ALL $(LDFLAGS) -o $@ \
+		$(PLUGIN_OBJ) $(INTERNAL) $(LDLIBS)
 
 $(BUILD)/libclio-internal.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
@@ -101,7 +117,11 @@ $(BUILD)/libclio-internal.a: $(LIB_OBJ)
 	$(Q)rm -f $@
 	$(Q)ar rcs $@ $^
 
-$(BUILD)/libclio.a: $(LIB_OBJ)
+# the installed static library has no NBD backend (lib/dev.h: dev_nbd_open,
+# a weak reference); what links the internal archive asks for it by name
+INTERNAL = -Wl,--undefined=dev_nbd_open $(BUILD)/libclio-internal.a
+STATIC_OBJ := $(filter-out $(BUILD)/obj/lib/dev/nbd.o,$(LIB_OBJ))
+$(BUILD)/libclio.a: $(STATIC_OBJ)
 	@mkdir -p $(dir $@)
 	$(call say,AR,$@)
 	$(Q)rm -f $@ $(BUILD)/obj/libclio-all.o $(BUILD)/obj/libclio.o
@@ -119,12 +139,12 @@ $(BUILD)/$(SOFILE): $(LIB_OBJ) lib/libclio.map
 
 $(BUILD)/clio: $(CLI_OBJ) $(BUILD)/libclio-internal.a
 	$(call say,LD,$@)
-	$(Q)$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libclio-internal.a $(FUSE_LIBS) $(LDLIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(INTERNAL) $(FUSE_LIBS) $(LDLIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libclio-internal.a tests/unit/testutil.h
 	@mkdir -p $(dir $@)
 	$(call say,CC,$@)
-	$(Q)$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(BUILD)/libclio-internal.a $(LDFLAGS) -lcmocka $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(INTERNAL) $(LDFLAGS) -lcmocka $(LDLIBS)
 
 $(BUILD)/tests/tools/%: tests/tools/%.c
 	@mkdir -p $(dir $@)
@@ -175,6 +195,8 @@ install: all
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGCONFIGDIR) \
 		$(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3
 	$(INSTALL) -m 755 $(BUILD)/clio $(DESTDIR)$(BINDIR)/clio
+	$(INSTALL) -d $(DESTDIR)$(LIBDIR)/clio
+	$(INSTALL) -m 755 $(BUILD)/nbdkit-clio-plugin.so $(DESTDIR)$(LIBDIR)/clio/nbdkit-clio-plugin.so
 	$(INSTALL) -m 644 $(BUILD)/$(SOFILE) $(DESTDIR)$(LIBDIR)/$(SOFILE)
 	ln -sf $(SOFILE) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libclio.so
@@ -185,6 +207,7 @@ install: all
 		lib/libclio.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/clio.pc
 	chmod 644 $(DESTDIR)$(PKGCONFIGDIR)/clio.pc
 	$(INSTALL) -m 644 man/clio.1 $(DESTDIR)$(MANDIR)/man1/clio.1
+	$(INSTALL) -m 644 man/nbdkit-clio-plugin.1 $(DESTDIR)$(MANDIR)/man1/nbdkit-clio-plugin.1
 	$(INSTALL) -m 644 man/libclio.3 $(DESTDIR)$(MANDIR)/man3/libclio.3
 	@for f in $(PUBLIC_CALLS); do \
 		echo ".so man3/libclio.3" > $(DESTDIR)$(MANDIR)/man3/$$f.3 || exit 1; \
@@ -193,6 +216,9 @@ install: all
 	@echo "  installed the man page redirects: $(words $(PUBLIC_CALLS)) in $(DESTDIR)$(MANDIR)/man3"
 
 uninstall:
+	rm -f $(DESTDIR)$(LIBDIR)/clio/nbdkit-clio-plugin.so \
+		$(DESTDIR)$(MANDIR)/man1/nbdkit-clio-plugin.1
+	-rmdir $(DESTDIR)$(LIBDIR)/clio 2>/dev/null
 	rm -f $(DESTDIR)$(BINDIR)/clio $(DESTDIR)$(LIBDIR)/$(SOFILE) \
 		$(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libclio.so \
 		$(DESTDIR)$(LIBDIR)/libclio.a $(DESTDIR)$(INCLUDEDIR)/clio.h \

@@ -17,6 +17,7 @@ int cmd_mount(int argc, char **argv);
 int cmd_umount(int argc, char **argv);
 int cmd_stat(int argc, char **argv);
 int cmd_info(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 /* fusermount3 -u of the FUSE mount on abs (absolute), tried again for up
  * to 3 s while it is busy: 0, or a sysexits code (mount.c). */
 int fuse_unmount_retrying(const char *abs);

@@ -20,6 +20,8 @@ usage(FILE *fp)
 		"       clio umount MOUNTPOINT\n"
 		"       clio stat MOUNTPOINT\n"
 		"       clio info DEVICE [--json]\n"
+		"       clio serve DEVICE [-o TUNABLES] (--socket PATH | --port N) [-r] [-f]\n"
+		"                  [--pidfile PATH] [--tls=on|require] [--tls-certificates DIR]\n"
 		"       clio version\n"
 		"       clio help\n"
 		"See clio(1).\n");
@@ -68,6 +70,8 @@ main(int argc, char **argv)
 		return cmd_stat(argc - 1, argv + 1);
 	if (strcmp(argv[1], "info") == 0)
 		return cmd_info(argc - 1, argv + 1);
+	if (strcmp(argv[1], "serve") == 0)
+		return cmd_serve(argc - 1, argv + 1);
 	if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0) {
 		printf("clio %s\n", CLIO_VERSION);
 		return 0;

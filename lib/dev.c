@@ -1018,6 +1018,16 @@ dev_open_spec(const char *spec, int flags, clio_dev **dp, char *err, size_t errl
 		return dev_mem_open(spec + 4, flags, dp, err, errlen);
 	if (has_prefix(spec, "sim:"))
 		return dev_sim_open(spec + 4, flags, dp, err, errlen);
+	if (has_prefix(spec, "nbd:") || has_prefix(spec, "nbd+unix:") ||
+	    has_prefix(spec, "nbds:") || has_prefix(spec, "nbds+unix:")) {
+		if (dev_nbd_open == NULL) {
+			set_err(err, errlen, "nbd device '%s': this program has libclio's "
+				"static library, which has no NBD backend (link libclio.so)",
+				spec);
+			return -ENOTSUP;
+		}
+		return dev_nbd_open(spec, flags, dp, err, errlen);
+	}
 	if (strcmp(spec, "mem") == 0)
 		return dev_mem_open("", flags, dp, err, errlen);
 	if (strcmp(spec, "sim") == 0)

@@ -154,5 +154,11 @@ int dev_sim_open(const char *opts, int flags, clio_dev **dp, char *err,
 		 size_t errlen);
 int dev_fault_open(const char *opts, const char *inner, int flags,
 		   clio_dev **dp, char *err, size_t errlen);
+/* spec is the whole libnbd URI (nbd:, nbd+unix:, nbds:, nbds+unix:).
+ * Weak: the installed static library has no NBD backend (a static
+ * program cannot have libnbd's TLS and XML libraries), and there it is
+ * NULL. */
+int dev_nbd_open(const char *spec, int flags, clio_dev **dp, char *err,
+		 size_t errlen) __attribute__((weak));
 
 #endif

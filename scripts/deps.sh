@@ -11,7 +11,7 @@
 set -e
 group() {
 	case $1 in
-	build) echo gcc make libc6-dev libfuse3-dev liburing-dev pkg-config;;
+	build) echo gcc make libc6-dev libfuse3-dev liburing-dev libnbd-dev nbdkit-plugin-dev pkg-config;;
 	test)  echo libcmocka-dev fuse3 attr g++;;
 	bench) echo gnuplot-nox nbdkit libnbd-bin;;
 	deb)   echo debhelper dpkg-dev fakeroot lintian;;

@@ -1,0 +1,304 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * serve.c - `clio serve DEVICE [-o TUNABLES] (--socket PATH | --port N)
+ * [-r] [-f] [--pidfile PATH] [--tls=on|require] [--tls-certificates DIR]`:
+ * serves a clio device over NBD through clio's cache.  nbdkit is the
+ * server and nbdkit-clio-plugin.so (nbdkit/clio-plugin.c) the plugin;
+ * clio serve checks its arguments, opens the device once to check it,
+ * and execs nbdkit, so that the server's pid is clio serve's.
+ *
+ * The plugin is looked for next to the clio binary (the build
+ * directory), then in LIBDIR/clio/ (where make install puts it), then in
+ * ../lib/clio/ beside the binary's directory.  A Unix socket, or with
+ * --port 127.0.0.1 only; read-write unless -r; in the background (nbdkit
+ * daemonizes, --pidfile names its pid file) unless -f.
+ *
+ * Exit: nbdkit's status once it runs; otherwise 64 (EX_USAGE) for bad
+ * usage or a bad tunable, 66 (EX_NOINPUT) for a device that cannot be
+ * opened, 69 (EX_UNAVAILABLE) when nbdkit or the plugin is missing.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "util.h"
+
+#ifndef CLIO_LIBDIR
+#define CLIO_LIBDIR "/usr/local/lib"
+#endif
+#define PLUGIN_NAME "nbdkit-clio-plugin.so"
+#define MAX_TUNABLES 64
+
+static void
+usage(FILE *fp)
+{
+	fprintf(fp,
+		"usage: clio serve DEVICE [-o TUNABLES] (--socket PATH | --port N) [-r] [-f]\n"
+		"                  [--pidfile PATH] [--tls=on|require]\n"
+		"                  [--tls-certificates DIR]\n"
+		"  -o K=V[,K=V...]  cache tunables (bsize, cache_size, maxphys, ...)\n"
+		"  --socket PATH    serve on a Unix socket\n"
+		"  --port N         serve on TCP port N of 127.0.0.1\n"
+		"  -r               read-only\n"
+		"  -f               in the foreground (default: nbdkit daemonizes)\n"
+		"  --pidfile PATH   where the server writes its pid\n"
+		"  --tls=on|require, --tls-certificates DIR   passed to nbdkit\n");
+}
+
+static int
+file_exists(const char *p)
+{
+	return access(p, R_OK) == 0;
+}
+
+/* The plugin: next to the binary, in LIBDIR/clio, in ../lib/clio. */
+static int
+find_plugin(char *out, size_t len)
+{
+	char exe[PATH_MAX - 64], *slash; /* room for the rest of each path */
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (n > 0) {
+		exe[n] = '\0';
+		slash = strrchr(exe, '/');
+		if (slash != NULL) {
+			*slash = '\0';
+			snprintf(out, len, "%s/%s", exe, PLUGIN_NAME);
+			if (file_exists(out))
+				return 0;
+		}
+	}
+	snprintf(out, len, "%s/clio/%s", CLIO_LIBDIR, PLUGIN_NAME);
+	if (file_exists(out))
+		return 0;
+	if (n > 0) {
+		snprintf(out, len, "%s/../lib/clio/%s", exe, PLUGIN_NAME);
+		if (file_exists(out))
+			return 0;
+	}
+	return -ENOENT;
+}
+
+static int
+nbdkit_installed(void)
+{
+	const char *path = getenv("PATH");
+	char *copy, *dir, *save = NULL, cand[PATH_MAX];
+	int found = 0;
+
+	if (path == NULL)
+		path = "/usr/bin:/bin";
+	copy = strdup(path);
+	if (copy == NULL)
+		return 1; /* let exec tell */
+	for (dir = strtok_r(copy, ":", &save); dir != NULL && !found;
+	     dir = strtok_r(NULL, ":", &save)) {
+		snprintf(cand, sizeof(cand), "%s/nbdkit", *dir ? dir : ".");
+		found = access(cand, X_OK) == 0;
+	}
+	free(copy);
+	return found;
+}
+
+/* -o K=V,K=V: each checked by clio_conf_set and kept (malloc'ed) for
+ * nbdkit's command line; 0 or an exit code. */
+static int
+add_tunables(const char *arg, struct clio_conf *conf, char **tunables, int *ntun)
+{
+	char *list = strdup(arg), *kv, *save = NULL, err[512];
+	int r = 0;
+
+	if (list == NULL) {
+		fprintf(stderr, "clio serve: out of memory\n");
+		return EX_OSERR;
+	}
+	for (kv = strtok_r(list, ",", &save); kv != NULL && r == 0;
+	     kv = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(kv, '=');
+
+		if (eq == NULL || eq == kv) {
+			fprintf(stderr, "clio serve: bad tunable '%s' (KEY=VALUE)\n", kv);
+			r = EX_USAGE;
+			break;
+		}
+		*eq = '\0';
+		if (clio_conf_set(conf, kv, eq + 1, err, sizeof(err)) < 0) {
+			fprintf(stderr, "clio serve: %s\n", err);
+			r = EX_USAGE;
+			break;
+		}
+		*eq = '=';
+		if (*ntun == MAX_TUNABLES) {
+			fprintf(stderr, "clio serve: more than %d tunables\n", MAX_TUNABLES);
+			r = EX_USAGE;
+		} else if ((tunables[*ntun] = strdup(kv)) == NULL) {
+			r = EX_OSERR;
+		} else {
+			(*ntun)++;
+		}
+	}
+	free(list);
+	return r;
+}
+
+static int serve(char **argv, int argc, struct clio_conf *conf, char **tunables,
+		 int ntun, const char *sock, const char *port, const char *pidfile,
+		 const char *tls, const char *certs, int ro, int fg);
+
+int
+cmd_serve(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "socket", required_argument, NULL, 'S' },
+		{ "port", required_argument, NULL, 'P' },
+		{ "pidfile", required_argument, NULL, 'I' },
+		{ "tls", required_argument, NULL, 'T' },
+		{ "tls-certificates", required_argument, NULL, 'C' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *sock = NULL, *port = NULL, *pidfile = NULL, *tls = NULL,
+		   *certs = NULL;
+	char *tunables[MAX_TUNABLES];
+	int ntun = 0, ro = 0, fg = 0, c, i, r = 0;
+	struct clio_conf conf = CLIO_CONF_DEFAULTS;
+
+	if (cli_help_version(argc, argv, usage, NULL) == 0)
+		return 0;
+	while ((c = getopt_long(argc, argv, "o:rfh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			r = add_tunables(optarg, &conf, tunables, &ntun);
+			if (r != 0)
+				goto out;
+			break;
+		case 'r': ro = 1; break;
+		case 'f': fg = 1; break;
+		case 'S': sock = optarg; break;
+		case 'P': port = optarg; break;
+		case 'I': pidfile = optarg; break;
+		case 'T':
+			if (strcmp(optarg, "on") != 0 && strcmp(optarg, "require") != 0 &&
+			    strcmp(optarg, "off") != 0) {
+				fprintf(stderr, "clio serve: bad --tls '%s' (on, require or off)\n",
+					optarg);
+				r = EX_USAGE;
+				goto out;
+			}
+			tls = optarg;
+			break;
+		case 'C': certs = optarg; break;
+		case 'h': usage(stdout); r = 0; goto out;
+		default: usage(stderr); r = EX_USAGE; goto out;
+		}
+	}
+	r = serve(argv, argc, &conf, tunables, ntun, sock, port, pidfile, tls,
+		  certs, ro, fg);
+out:
+	for (i = 0; i < ntun; i++)
+		free(tunables[i]);
+	return r;
+}
+
+/* Checks the rest and execs nbdkit; returns only on failure. */
+static int
+serve(char **argv, int argc, struct clio_conf *conf, char **tunables, int ntun,
+      const char *sock, const char *port, const char *pidfile, const char *tls,
+      const char *certs, int ro, int fg)
+{
+	const char *nargv[32 + MAX_TUNABLES], *device;
+	char plugin[PATH_MAX], err[512], *devarg, tlsopt[32];
+	int nargc = 0, i, r;
+	uint64_t portnum;
+	clio_dev *d;
+
+	if (optind + 1 != argc) {
+		fprintf(stderr, optind == argc ? "clio serve: no device\n"
+					       : "clio serve: one device only\n");
+		usage(stderr);
+		return EX_USAGE;
+	}
+	device = argv[optind];
+	if ((sock == NULL) == (port == NULL)) {
+		fprintf(stderr, "clio serve: give --socket PATH or --port N (one of them)\n");
+		return EX_USAGE;
+	}
+	if (port != NULL && (parse_uint(port, &portnum) < 0 || portnum < 1 ||
+			     portnum > 65535)) {
+		fprintf(stderr, "clio serve: bad port '%s' (1 to 65535)\n", port);
+		return EX_USAGE;
+	}
+	if (clio_conf_check(conf, err, sizeof(err)) < 0) {
+		fprintf(stderr, "clio serve: %s\n", err);
+		return EX_USAGE;
+	}
+	r = clio_dev_open_err(device, ro ? CLIO_DEV_RDONLY : 0, &d, err, sizeof(err));
+	if (r == -EROFS || r == -EACCES) /* the plugin serves it read-only */
+		r = clio_dev_open_err(device, CLIO_DEV_RDONLY, &d, err, sizeof(err));
+	if (r < 0) {
+		fprintf(stderr, "clio serve: cannot open '%s': %s\n", device,
+			err[0] ? err : strerror(-r));
+		return r == -EINVAL ? EX_USAGE : EX_NOINPUT;
+	}
+	clio_dev_close(d);
+	if (find_plugin(plugin, sizeof(plugin)) < 0) {
+		fprintf(stderr, "clio serve: %s not found next to clio nor in %s/clio\n",
+			PLUGIN_NAME, CLIO_LIBDIR);
+		return EX_UNAVAILABLE;
+	}
+	if (!nbdkit_installed()) {
+		fprintf(stderr, "clio serve: nbdkit not found (apt-get install nbdkit)\n");
+		return EX_UNAVAILABLE;
+	}
+
+	nargv[nargc++] = "nbdkit";
+	if (fg)
+		nargv[nargc++] = "-f";
+	if (ro)
+		nargv[nargc++] = "-r";
+	if (sock != NULL) {
+		nargv[nargc++] = "-U";
+		nargv[nargc++] = sock;
+	} else {
+		nargv[nargc++] = "-i";
+		nargv[nargc++] = "127.0.0.1";
+		nargv[nargc++] = "-p";
+		nargv[nargc++] = port;
+	}
+	if (pidfile != NULL) {
+		nargv[nargc++] = "--pidfile";
+		nargv[nargc++] = pidfile;
+	}
+	if (tls != NULL) {
+		snprintf(tlsopt, sizeof(tlsopt), "--tls=%s", tls);
+		nargv[nargc++] = tlsopt;
+	}
+	if (certs != NULL) {
+		nargv[nargc++] = "--tls-certificates";
+		nargv[nargc++] = certs;
+	}
+	nargv[nargc++] = plugin;
+	devarg = malloc(strlen(device) + 8);
+	if (devarg == NULL) {
+		fprintf(stderr, "clio serve: out of memory\n");
+		return EX_OSERR;
+	}
+	sprintf(devarg, "device=%s", device);
+	nargv[nargc++] = devarg;
+	for (i = 0; i < ntun; i++)
+		nargv[nargc++] = tunables[i];
+	nargv[nargc] = NULL;
+	fflush(stdout);
+	execvp("nbdkit", (char *const *)nargv);
+	r = errno;
+	free(devarg);
+	fprintf(stderr, "clio serve: nbdkit: %s%s\n", strerror(r),
+		r == ENOENT ? " (apt-get install nbdkit)" : "");
+	return r == ENOENT ? EX_UNAVAILABLE : EX_OSERR;
+}

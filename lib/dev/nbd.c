@@ -1,0 +1,619 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * nbd.c - the NBD client backend: `nbd://HOST[:PORT]/EXPORT`,
+ * `nbd+unix:///EXPORT?socket=PATH` (and the nbds forms with TLS), libnbd's
+ * URIs, with two query keys of clio's own that are taken out before the
+ * URI goes to nbd_connect_uri: `qd=N` (requests in flight on a
+ * connection, default 16) and `conns=N` (connections, default 1; more
+ * only when the server offers multi-conn).
+ *
+ * What the server says is the device: its size (fixed), read-only
+ * (nbd_is_read_only), the minimum block size as the sector size (512
+ * when the server allows less), the maximum as maxio (at most 32 MiB,
+ * NBD's portable limit).  A flush is NBD_CMD_FLUSH when the server can
+ * flush; otherwise it succeeds at once and clio info shows can_flush=0
+ * (such a server offers no way to make writes durable).
+ *
+ * Threading model:
+ *  1. Each connection has one libnbd handle and one thread that drives
+ *     it (conn_main): poll(2) on the handle's socket, in the direction
+ *     libnbd asks for, and on the connection's eventfd; then
+ *     nbd_aio_notify_read/write.  Submitters start commands from their
+ *     own threads (nbd_aio_pread/pwrite/flush take the handle's lock);
+ *     one that leaves libnbd wanting to write wakes the thread.
+ *  2. libnbd calls the completion callbacks (cmd_callback) with its lock
+ *     held, in whatever thread moved the handle: they call no nbd_* and
+ *     no device layer, only queue the command on c->done under c->lock
+ *     (waking the thread from another thread).  The connection's thread
+ *     completes queued commands with dev_piece_done() holding no lock.
+ *     Lock order: libnbd's handle lock, then c->lock; nothing calls
+ *     libnbd holding c->lock.
+ *  3. A command of submit() is completed exactly once: by its callback,
+ *     or, when libnbd refuses to start it, by queueing it with the error.
+ *  4. io() (synchronous pieces, dev.h rule 5) starts the command and
+ *     waits for its callback; called on a connection's own thread (from
+ *     a completion), it uses libnbd's synchronous calls instead, which
+ *     drive the handle in that thread.
+ *  5. close() runs with nothing outstanding (dev.h rule 6): it stops the
+ *     threads, then shuts each connection down (NBD_CMD_DISC, the
+ *     server's close awaited 2 s at most) and closes it.
+ * A piece of several iovecs goes through one bounce buffer, so that one
+ * piece is one NBD command.
+ */
+#include <errno.h>
+#include <libnbd.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define NBD_DEFAULT_QD 16
+#define NBD_MAX_QD 1024
+#define NBD_MAX_CONNS 16
+#define NBD_MAXIO_LIMIT (32u << 20)
+
+struct nbd_dev;
+
+struct nbd_cmd {
+	struct dev_io *p;
+	struct nbd_conn *c;
+	void *bounce;		/* several iovecs: the data in one buffer */
+	int err;		/* errno from libnbd, 0 on success */
+	struct nbd_cmd *next;	/* c->done */
+	/* io(): the waiter, instead of c->done */
+	bool sync, finished;
+	pthread_mutex_t *m;
+	pthread_cond_t *cv;
+};
+
+struct nbd_conn {
+	struct nbd_dev *nd;
+	struct nbd_handle *h;
+	int wake;		/* eventfd */
+	pthread_t thread;
+	bool started;
+	pthread_mutex_t lock;	/* done, stop */
+	struct nbd_cmd *done_head, *done_tail;
+	bool stop;
+};
+
+struct nbd_dev {
+	char *uri;		/* what libnbd connects to */
+	struct nbd_conn *conns;
+	int nconns, conns_asked;
+	uint32_t qd;
+	atomic_uint next;	/* round robin over the connections */
+	int64_t bmin, bpref, bmax;
+	bool can_flush, can_fua, can_multi_conn, can_trim, can_zero, server_ro;
+};
+
+/* The connection whose thread this is (threading rule 4). */
+static _Thread_local struct nbd_conn *driving;
+
+static void
+conn_wake(struct nbd_conn *c)
+{
+	uint64_t one = 1;
+
+	while (write(c->wake, &one, sizeof(one)) < 0 && errno == EINTR)
+		;
+}
+
+/* Threading rule 2: queue a finished command for the connection's thread. */
+static void
+conn_queue_done(struct nbd_conn *c, struct nbd_cmd *cmd)
+{
+	cmd->next = NULL;
+	pthread_mutex_lock(&c->lock);
+	if (c->done_tail != NULL)
+		c->done_tail->next = cmd;
+	else
+		c->done_head = cmd;
+	c->done_tail = cmd;
+	pthread_mutex_unlock(&c->lock);
+	if (driving != c)
+		conn_wake(c);
+}
+
+static int
+cmd_callback(void *arg, int *error)
+{
+	struct nbd_cmd *cmd = arg;
+
+	cmd->err = *error;
+	if (cmd->sync) {
+		pthread_mutex_lock(cmd->m);
+		cmd->finished = true;
+		pthread_cond_signal(cmd->cv);
+		pthread_mutex_unlock(cmd->m);
+	} else {
+		conn_queue_done(cmd->c, cmd);
+	}
+	return 1; /* retire the command */
+}
+
+/* The errno of the last libnbd call that failed on h: ENOTCONN once the
+ * connection is gone (libnbd says EINVAL, the handle's state). */
+static int
+nbd_errno_of(struct nbd_handle *h)
+{
+	int e = nbd_get_errno();
+
+	if (h != NULL && (nbd_aio_is_dead(h) == 1 || nbd_aio_is_closed(h) == 1))
+		return ENOTCONN;
+	return e > 0 ? e : EIO;
+}
+
+static int
+nbd_errno(void)
+{
+	return nbd_errno_of(NULL);
+}
+
+/* The buffer of a piece: its one iovec, or a bounce (filled for a write). */
+static void *
+cmd_buffer(struct nbd_cmd *cmd)
+{
+	struct dev_io *p = cmd->p;
+
+	if (p->iovcnt == 1)
+		return p->iov[0].iov_base;
+	cmd->bounce = malloc(p->len ? p->len : 1);
+	if (cmd->bounce != NULL && p->op == CLIO_OP_WRITE)
+		iov_to_buf(p->iov, p->iovcnt, 0, cmd->bounce, p->len);
+	return cmd->bounce;
+}
+
+/* Start cmd's command with a completion callback: 0, 1 when it is done
+ * already (a flush the server cannot do), or -errno. */
+static int
+cmd_start(struct nbd_cmd *cmd)
+{
+	struct nbd_conn *c = cmd->c;
+	struct dev_io *p = cmd->p;
+	nbd_completion_callback cb = { .callback = cmd_callback,
+				       .user_data = cmd };
+	int64_t cookie;
+	void *buf;
+
+	if (p->op == CLIO_OP_FLUSH) {
+		if (!c->nd->can_flush)
+			return 1;
+		cookie = nbd_aio_flush(c->h, cb, 0);
+	} else {
+		if ((buf = cmd_buffer(cmd)) == NULL)
+			return -ENOMEM;
+		if (p->op == CLIO_OP_READ)
+			cookie = nbd_aio_pread(c->h, buf, p->len, p->off, cb, 0);
+		else
+			cookie = nbd_aio_pwrite(c->h, buf, p->len, p->off, cb, 0);
+	}
+	if (cookie == -1) {
+		int e = nbd_errno_of(c->h);
+		free(cmd->bounce);
+		cmd->bounce = NULL;
+		return -e;
+	}
+	return 0;
+}
+
+/* The result of a finished command, its read data copied out. */
+static ssize_t
+cmd_finish(struct nbd_cmd *cmd)
+{
+	struct dev_io *p = cmd->p;
+	ssize_t r;
+
+	if (cmd->err != 0)
+		r = -cmd->err;
+	else
+		r = p->op == CLIO_OP_FLUSH ? 0 : (ssize_t)p->len;
+	if (r > 0 && p->op == CLIO_OP_READ && cmd->bounce != NULL)
+		buf_to_iov(p->iov, p->iovcnt, 0, cmd->bounce, p->len);
+	free(cmd->bounce);
+	cmd->bounce = NULL;
+	return r;
+}
+
+static struct nbd_conn *
+pick_conn(struct nbd_dev *nd)
+{
+	unsigned k = atomic_fetch_add_explicit(&nd->next, 1, memory_order_relaxed);
+
+	return &nd->conns[k % (unsigned)nd->nconns];
+}
+
+static void
+nbd_submit(clio_dev *d, struct dev_io *p)
+{
+	struct nbd_dev *nd = d->priv;
+	struct nbd_conn *c = pick_conn(nd);
+	struct nbd_cmd *cmd = calloc(1, sizeof(*cmd));
+	int r;
+
+	if (cmd == NULL) {
+		dev_piece_defer(p); /* io() on the pool */
+		return;
+	}
+	cmd->p = p;
+	cmd->c = c;
+	r = cmd_start(cmd);
+	if (r != 0) {
+		cmd->err = r < 0 ? -r : 0;
+		conn_queue_done(c, cmd);
+		return;
+	}
+	if (nbd_aio_get_direction(c->h) & LIBNBD_AIO_DIRECTION_WRITE)
+		conn_wake(c);
+}
+
+/* Threading rule 4. */
+static ssize_t
+nbd_io(clio_dev *d, struct dev_io *p)
+{
+	struct nbd_dev *nd = d->priv;
+	pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+	pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+	struct nbd_cmd cmd = { .p = p, .sync = true, .m = &m, .cv = &cv };
+	int r;
+
+	cmd.c = pick_conn(nd);
+	if (driving != NULL) {
+		void *buf = NULL;
+
+		if (p->op == CLIO_OP_FLUSH) {
+			if (nd->can_flush && nbd_flush(cmd.c->h, 0) == -1)
+				cmd.err = nbd_errno_of(cmd.c->h);
+		} else if ((buf = cmd_buffer(&cmd)) == NULL) {
+			return -ENOMEM;
+		} else if ((p->op == CLIO_OP_READ
+				    ? nbd_pread(cmd.c->h, buf, p->len, p->off, 0)
+				    : nbd_pwrite(cmd.c->h, buf, p->len, p->off, 0)) == -1) {
+			cmd.err = nbd_errno_of(cmd.c->h);
+		}
+		return cmd_finish(&cmd);
+	}
+	r = cmd_start(&cmd);
+	if (r < 0)
+		return r;
+	if (r == 0) {
+		if (nbd_aio_get_direction(cmd.c->h) & LIBNBD_AIO_DIRECTION_WRITE)
+			conn_wake(cmd.c);
+		pthread_mutex_lock(&m);
+		while (!cmd.finished)
+			pthread_cond_wait(&cv, &m);
+		pthread_mutex_unlock(&m);
+	}
+	pthread_mutex_destroy(&m);
+	pthread_cond_destroy(&cv);
+	return cmd_finish(&cmd);
+}
+
+/* Complete what the callbacks queued (threading rule 2); false once the
+ * connection is to stop. */
+static bool
+conn_dispatch(struct nbd_conn *c)
+{
+	struct nbd_cmd *list, *cmd;
+	bool stop;
+
+	pthread_mutex_lock(&c->lock);
+	list = c->done_head;
+	c->done_head = c->done_tail = NULL;
+	stop = c->stop;
+	pthread_mutex_unlock(&c->lock);
+	while ((cmd = list) != NULL) {
+		struct dev_io *p = cmd->p;
+		ssize_t r;
+
+		list = cmd->next;
+		r = cmd_finish(cmd);
+		free(cmd);
+		dev_piece_done(p, r);
+	}
+	return !stop;
+}
+
+static void *
+conn_main(void *arg)
+{
+	struct nbd_conn *c = arg;
+
+	driving = c;
+	while (conn_dispatch(c)) {
+		struct pollfd fds[2] = { { c->wake, POLLIN, 0 }, { -1, 0, 0 } };
+		int dir = nbd_aio_get_direction(c->h), nfds = 1;
+		uint64_t n;
+
+		if (!nbd_aio_is_dead(c->h) && !nbd_aio_is_closed(c->h) &&
+		    (fds[1].fd = nbd_aio_get_fd(c->h)) >= 0) {
+			fds[1].events = (short)(((dir & LIBNBD_AIO_DIRECTION_READ) ? POLLIN : 0) |
+						((dir & LIBNBD_AIO_DIRECTION_WRITE) ? POLLOUT : 0));
+			nfds = 2;
+		}
+		if (poll(fds, (nfds_t)nfds, -1) < 0)
+			continue; /* EINTR */
+		if (fds[0].revents & POLLIN)
+			(void)!read(c->wake, &n, sizeof(n));
+		if (nfds < 2 || fds[1].revents == 0)
+			continue;
+		/* libnbd: ask for the direction again, another thread may
+		 * have moved the handle; an error kills the handle, whose
+		 * commands then complete with it */
+		dir = nbd_aio_get_direction(c->h);
+		if ((dir & LIBNBD_AIO_DIRECTION_READ) &&
+		    (fds[1].revents & (POLLIN | POLLHUP | POLLERR)))
+			(void)nbd_aio_notify_read(c->h);
+		else if ((dir & LIBNBD_AIO_DIRECTION_WRITE) &&
+			 (fds[1].revents & (POLLOUT | POLLHUP | POLLERR)))
+			(void)nbd_aio_notify_write(c->h);
+	}
+	driving = NULL;
+	return NULL;
+}
+
+/* NBD_CMD_DISC, and the server's close awaited for a while at most: a
+ * server that hangs must not hang close(). */
+static void
+conn_shutdown(struct nbd_conn *c)
+{
+	double until = now_monotonic() + 2.0;
+
+	if (nbd_aio_is_ready(c->h) != 1 || nbd_aio_disconnect(c->h, 0) == -1)
+		return;
+	while (nbd_aio_is_closed(c->h) != 1 && nbd_aio_is_dead(c->h) != 1 &&
+	       now_monotonic() < until)
+		if (nbd_poll(c->h, 100) == -1)
+			break;
+}
+
+static void
+nbd_dev_free(struct nbd_dev *nd)
+{
+	int i;
+
+	for (i = 0; i < nd->nconns; i++) {
+		struct nbd_conn *c = &nd->conns[i];
+
+		if (c->started) {
+			pthread_mutex_lock(&c->lock);
+			c->stop = true;
+			pthread_mutex_unlock(&c->lock);
+			conn_wake(c);
+			pthread_join(c->thread, NULL);
+		}
+	}
+	for (i = 0; i < nd->nconns; i++) {
+		struct nbd_conn *c = &nd->conns[i];
+
+		if (c->h != NULL) {
+			conn_shutdown(c);
+			nbd_close(c->h);
+		}
+		if (c->wake >= 0)
+			close(c->wake);
+		pthread_mutex_destroy(&c->lock);
+	}
+	free(nd->conns);
+	free(nd->uri);
+	free(nd);
+}
+
+static void
+nbd_dev_close(clio_dev *d)
+{
+	nbd_dev_free(d->priv);
+	dev_free(d);
+}
+
+static void
+nbd_params(clio_dev *d, struct dev_params *o)
+{
+	struct nbd_dev *nd = d->priv;
+
+	dev_param(o, "uri", "%s", nd->uri);
+	dev_param(o, "export_size", "%llu", (unsigned long long)d->size);
+	dev_param(o, "block_min", "%lld", (long long)nd->bmin);
+	dev_param(o, "block_preferred", "%lld", (long long)nd->bpref);
+	dev_param(o, "block_max", "%lld", (long long)nd->bmax);
+	dev_param(o, "read_only", "%d", nd->server_ro);
+	dev_param(o, "can_flush", "%d", nd->can_flush);
+	dev_param(o, "can_fua", "%d", nd->can_fua);
+	dev_param(o, "can_multi_conn", "%d", nd->can_multi_conn);
+	dev_param(o, "can_trim", "%d", nd->can_trim);
+	dev_param(o, "can_zero", "%d", nd->can_zero);
+	dev_param(o, "connections", "%d", nd->nconns);
+	if (nd->conns_asked != nd->nconns)
+		dev_param(o, "connections_asked", "%d", nd->conns_asked);
+	dev_param(o, "qd", "%u", nd->qd);
+}
+
+static const struct dev_ops nbd_ops = {
+	.scheme = "nbd",
+	.io = nbd_io,
+	.submit = nbd_submit,
+	.resize = NULL,
+	.close = nbd_dev_close,
+	.params = nbd_params,
+};
+
+/* Take clio's keys out of the URI's query; the rest goes to libnbd. */
+static int
+split_uri(struct nbd_dev *nd, const char *spec, char *err, size_t errlen)
+{
+	const char *q = strchr(spec, '?');
+	size_t base = q ? (size_t)(q - spec) : strlen(spec);
+	char *query, *kv, *save = NULL, *out;
+	uint64_t n;
+
+	nd->qd = NBD_DEFAULT_QD;
+	nd->conns_asked = 1;
+	out = malloc(strlen(spec) + 2);
+	query = strdup(q ? q + 1 : "");
+	if (out == NULL || query == NULL) {
+		free(out);
+		free(query);
+		return -ENOMEM;
+	}
+	memcpy(out, spec, base);
+	out[base] = '\0';
+	for (kv = strtok_r(query, "&", &save); kv != NULL;
+	     kv = strtok_r(NULL, "&", &save)) {
+		if (strncmp(kv, "qd=", 3) == 0) {
+			if (parse_uint(kv + 3, &n) < 0 || n < 1 || n > NBD_MAX_QD) {
+				set_err(err, errlen, "nbd: bad qd '%s' in '%s' (1 to %d)",
+					kv + 3, spec, NBD_MAX_QD);
+				goto bad;
+			}
+			nd->qd = (uint32_t)n;
+		} else if (strncmp(kv, "conns=", 6) == 0) {
+			if (parse_uint(kv + 6, &n) < 0 || n < 1 || n > NBD_MAX_CONNS) {
+				set_err(err, errlen, "nbd: bad conns '%s' in '%s' (1 to %d)",
+					kv + 6, spec, NBD_MAX_CONNS);
+				goto bad;
+			}
+			nd->conns_asked = (int)n;
+		} else {
+			strcat(out, strchr(out, '?') ? "&" : "?");
+			strcat(out, kv);
+		}
+	}
+	free(query);
+	nd->uri = out;
+	return 0;
+bad:
+	free(query);
+	free(out);
+	return -EINVAL;
+}
+
+static int
+conn_connect(struct nbd_conn *c, const char *spec, char *err, size_t errlen)
+{
+	int r;
+
+	c->h = nbd_create();
+	if (c->h == NULL) {
+		r = nbd_errno();
+		set_err(err, errlen, "%s: %s", spec, nbd_get_error());
+		return -r;
+	}
+	(void)nbd_set_pread_initialize(c->h, false);
+	if (nbd_connect_uri(c->h, c->nd->uri) == -1) {
+		r = nbd_errno();
+		set_err(err, errlen, "%s: %s", spec, nbd_get_error());
+		return -r;
+	}
+	return 0;
+}
+
+/* What the server says about the export (the first connection). */
+static int
+read_export(clio_dev *d, struct nbd_dev *nd, const char *spec, char *err,
+	    size_t errlen)
+{
+	struct nbd_handle *h = nd->conns[0].h;
+	int64_t size = nbd_get_size(h);
+
+	if (size < 0) {
+		int r = nbd_errno();
+		set_err(err, errlen, "%s: %s", spec, nbd_get_error());
+		return -r;
+	}
+	d->size = (uint64_t)size;
+	nd->server_ro = nbd_is_read_only(h) == 1;
+	nd->can_flush = nbd_can_flush(h) == 1;
+	nd->can_fua = nbd_can_fua(h) == 1;
+	nd->can_multi_conn = nbd_can_multi_conn(h) == 1;
+	nd->can_trim = nbd_can_trim(h) == 1;
+	nd->can_zero = nbd_can_zero(h) == 1;
+	nd->bmin = nbd_get_block_size(h, LIBNBD_SIZE_MINIMUM);
+	nd->bpref = nbd_get_block_size(h, LIBNBD_SIZE_PREFERRED);
+	nd->bmax = nbd_get_block_size(h, LIBNBD_SIZE_MAXIMUM);
+	d->sector = nd->bmin > 512 ? (uint32_t)nd->bmin : 512;
+	d->maxio = nd->bmax > 0 && nd->bmax < NBD_MAXIO_LIMIT ? (uint32_t)nd->bmax
+							      : NBD_MAXIO_LIMIT;
+	if (d->sector > d->maxio) {
+		set_err(err, errlen, "%s: minimum block size %lld above the maximum %u",
+			spec, (long long)nd->bmin, d->maxio);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int
+dev_nbd_open(const char *spec, int flags, clio_dev **dp, char *err,
+	     size_t errlen)
+{
+	struct nbd_dev *nd = calloc(1, sizeof(*nd));
+	clio_dev *d = NULL;
+	int i, r;
+
+	if (nd == NULL)
+		return -ENOMEM;
+	atomic_init(&nd->next, 0);
+	r = split_uri(nd, spec, err, errlen);
+	if (r < 0) {
+		free(nd);
+		return r;
+	}
+	nd->conns = calloc(NBD_MAX_CONNS, sizeof(*nd->conns));
+	if (nd->conns == NULL) {
+		free(nd->uri);
+		free(nd);
+		return -ENOMEM;
+	}
+	r = dev_alloc(&nbd_ops, spec, &d);
+	if (r < 0)
+		goto fail;
+	d->priv = nd;
+	for (i = 0; i < nd->conns_asked; i++) {
+		struct nbd_conn *c = &nd->conns[i];
+
+		c->nd = nd;
+		c->wake = -1;
+		pthread_mutex_init(&c->lock, NULL);
+		nd->nconns = i + 1;
+		r = conn_connect(c, spec, err, errlen);
+		if (r < 0)
+			goto fail;
+		if (i == 0) {
+			r = read_export(d, nd, spec, err, errlen);
+			if (r < 0)
+				goto fail;
+			if (!nd->can_multi_conn)
+				break; /* one connection only */
+		}
+	}
+	for (i = 0; i < nd->nconns; i++) {
+		struct nbd_conn *c = &nd->conns[i];
+
+		c->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (c->wake < 0) {
+			r = -errno;
+			set_err(err, errlen, "%s: eventfd: %s", spec, strerror(errno));
+			goto fail;
+		}
+		r = -pthread_create(&c->thread, NULL, conn_main, c);
+		if (r < 0) {
+			set_err(err, errlen, "%s: pthread_create: %s", spec, strerror(-r));
+			goto fail;
+		}
+		c->started = true;
+	}
+	d->queue_depth = nd->qd * (uint32_t)nd->nconns;
+	d->readonly = nd->server_ro || (flags & CLIO_DEV_RDONLY);
+	snprintf(d->engine, sizeof(d->engine), "libnbd (%d connection%s, qd %u each)",
+		 nd->nconns, nd->nconns == 1 ? "" : "s", nd->qd);
+	*dp = d;
+	return 0;
+fail:
+	nbd_dev_free(nd);
+	if (d != NULL)
+		dev_free(d);
+	return r;
+}

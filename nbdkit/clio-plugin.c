@@ -1,0 +1,408 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * clio-plugin.c - the nbdkit plugin that serves any clio device through
+ * clio's cache:
+ *
+ *   nbdkit nbdkit-clio-plugin.so [device=]DEVICE [TUNABLE=VALUE]...
+ *
+ * DEVICE is a clio device string (a path, file:, mem:, sim:, fault:,
+ * nbd:...); every other key is a tunable of clio_conf_set (bsize,
+ * cache_size, maxphys, queue_depth, ...).
+ *
+ * Invariants:
+ *  1. One cache and one device for the whole server, made in .after_fork
+ *     (nbdkit forks when it daemonizes: the cache's and the device's
+ *     threads must be born in the process that serves).  .get_ready opens
+ *     and closes the device once before that, so that a bad device string
+ *     fails while nbdkit can still say so on the terminal.
+ *  2. One clio_file per connection (.open), on the shared device: the
+ *     connections share the buffers, so a FLUSH on any of them covers
+ *     every write acknowledged on all of them (can_multi_conn).
+ *  3. A write is acknowledged once it is in the cache (or, with FUA, once
+ *     clio_fsync returned); FLUSH is clio_fsync: every acknowledged write
+ *     on the device and the device flushed.  .close writes back and
+ *     reports an error it finds; .unload frees the cache (writing back).
+ *  4. Requests run in parallel (NBDKIT_THREAD_MODEL_PARALLEL): the cache
+ *     is thread-safe and the plugin keeps no state of its own per request.
+ * Errors go through nbdkit_error (one line naming the value) and
+ * nbdkit_set_error(errno).
+ */
+#define NBDKIT_API_VERSION 2
+#include <nbdkit-plugin.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clio.h"
+#include "util.h"
+
+#define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
+
+#define MAX_REQUEST (32u << 20)	/* the largest request advertised */
+#define ZERO_CHUNK (1u << 20)	/* zeros written at a time */
+
+static char *device;
+static struct clio_conf conf = CLIO_CONF_DEFAULTS;
+static clio_cache *cache;
+static clio_dev *dev;
+static struct clio_dev_info dev_info;
+static const char *zeros;
+
+struct conn {
+	clio_file *f;
+};
+
+static int
+clio_config(const char *key, const char *value)
+{
+	char err[256];
+	int r;
+
+	if (strcmp(key, "device") == 0) {
+		if (device != NULL) {
+			nbdkit_error("device given twice: '%s' and '%s'", device, value);
+			return -1;
+		}
+		device = strdup(value);
+		if (device == NULL) {
+			nbdkit_error("strdup: %s", strerror(errno));
+			return -1;
+		}
+		return 0;
+	}
+	r = clio_conf_set(&conf, key, value, err, sizeof(err));
+	if (r < 0) {
+		nbdkit_error("%s", err[0] ? err : "bad tunable");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+clio_config_complete(void)
+{
+	char err[256];
+
+	if (device == NULL) {
+		nbdkit_error("no device: give device=DEVICE (a clio device string)");
+		return -1;
+	}
+	if (clio_conf_check(&conf, err, sizeof(err)) < 0) {
+		nbdkit_error("%s", err);
+		return -1;
+	}
+	clio_dev_set_default_queue_depth(conf.queue_depth);
+	return 0;
+}
+
+static int
+open_device(void)
+{
+	char err[512];
+	int r;
+
+	r = clio_dev_open_err(device, 0, &dev, err, sizeof(err));
+	if (r == -EROFS || r == -EACCES)
+		r = clio_dev_open_err(device, CLIO_DEV_RDONLY, &dev, err, sizeof(err));
+	if (r < 0) {
+		nbdkit_error("cannot open device '%s': %s", device,
+			     err[0] ? err : strerror(-r));
+		nbdkit_set_error(-r);
+		return -1;
+	}
+	clio_dev_info(dev, &dev_info);
+	return 0;
+}
+
+/* Invariant 1: the device string checked before nbdkit forks. */
+static int
+clio_get_ready(void)
+{
+	if (open_device() < 0)
+		return -1;
+	clio_dev_close(dev);
+	dev = NULL;
+	return 0;
+}
+
+static int
+clio_after_fork(void)
+{
+	int r;
+
+	if (open_device() < 0)
+		return -1;
+	r = clio_cache_new(&conf, &cache);
+	if (r < 0) {
+		nbdkit_error("cannot make the cache: %s", strerror(-r));
+		return -1;
+	}
+	zeros = calloc(1, ZERO_CHUNK);
+	if (zeros == NULL) {
+		nbdkit_error("calloc: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static void
+clio_unload(void)
+{
+	int r;
+
+	if (cache != NULL && (r = clio_cache_free(cache)) < 0)
+		nbdkit_error("writing back the cache of '%s': %s", device, strerror(-r));
+	if (dev != NULL)
+		clio_dev_close(dev);
+	free((void *)zeros);
+	free(device);
+}
+
+static void *
+clio_plugin_open(int readonly)
+{
+	struct conn *h = calloc(1, sizeof(*h));
+	int r;
+
+	if (h == NULL) {
+		nbdkit_error("calloc: %s", strerror(errno));
+		return NULL;
+	}
+	r = clio_open(cache, dev, readonly || dev_info.readonly ? CLIO_RDONLY : CLIO_RDWR,
+		      &h->f);
+	if (r < 0) {
+		nbdkit_error("cannot open '%s' through the cache: %s", device,
+			     strerror(-r));
+		nbdkit_set_error(-r);
+		free(h);
+		return NULL;
+	}
+	return h;
+}
+
+static void
+clio_plugin_close(void *handle)
+{
+	struct conn *h = handle;
+	int r = clio_writeback(h->f), r2 = clio_close(h->f);
+
+	if (r == 0)
+		r = r2;
+	if (r < 0)
+		nbdkit_error("writing back '%s' at the close of a connection: %s",
+			     device, strerror(-r));
+	free(h);
+}
+
+static int64_t
+clio_get_size(void *handle)
+{
+	struct conn *h = handle;
+	int64_t s = clio_fsize(h->f);
+
+	if (s < 0) {
+		nbdkit_error("size of '%s': %s", device, strerror((int)-s));
+		nbdkit_set_error((int)-s);
+		return -1;
+	}
+	return s;
+}
+
+static int
+clio_block_size(void *handle, uint32_t *minimum, uint32_t *preferred,
+		uint32_t *maximum)
+{
+	(void)handle;
+	*minimum = dev_info.sector ? dev_info.sector : 1;
+	*preferred = MAX(conf.bsize, *minimum);
+	*maximum = MAX(MAX_REQUEST, *preferred);
+	return 0;
+}
+
+static int
+clio_can_write(void *handle)
+{
+	(void)handle;
+	return !dev_info.readonly;
+}
+
+static int
+clio_can_one(void *handle)
+{
+	(void)handle;
+	return 1;
+}
+
+static int
+clio_can_fua(void *handle)
+{
+	(void)handle;
+	return NBDKIT_FUA_NATIVE;
+}
+
+static int
+clio_can_cache(void *handle)
+{
+	(void)handle;
+	return NBDKIT_CACHE_NATIVE;
+}
+
+static int
+fail_with(const char *what, uint32_t count, uint64_t offset, ssize_t r)
+{
+	nbdkit_error("%s of %u bytes at %llu on '%s': %s", what, count,
+		     (unsigned long long)offset, device, strerror((int)-r));
+	nbdkit_set_error((int)-r);
+	return -1;
+}
+
+static int
+clio_plugin_pread(void *handle, void *buf, uint32_t count, uint64_t offset,
+		  uint32_t flags)
+{
+	struct conn *h = handle;
+	uint32_t done = 0;
+
+	(void)flags;
+	while (done < count) {
+		ssize_t r = clio_pread(h->f, (char *)buf + done, count - done,
+				       offset + done);
+		if (r < 0)
+			return fail_with("read", count, offset, r);
+		if (r == 0) { /* past the end: nbdkit checks bounds, but be sure */
+			memset((char *)buf + done, 0, count - done);
+			break;
+		}
+		done += (uint32_t)r;
+	}
+	return 0;
+}
+
+static int
+write_all(struct conn *h, const void *buf, uint32_t count, uint64_t offset)
+{
+	uint32_t done = 0;
+
+	while (done < count) {
+		ssize_t r = clio_pwrite(h->f, (const char *)buf + done,
+					count - done, offset + done);
+		if (r < 0)
+			return fail_with("write", count, offset, r);
+		if (r == 0)
+			return fail_with("write", count, offset, -EIO);
+		done += (uint32_t)r;
+	}
+	return 0;
+}
+
+static int
+fua(struct conn *h, uint32_t flags)
+{
+	int r;
+
+	if (!(flags & NBDKIT_FLAG_FUA))
+		return 0;
+	r = clio_fsync(h->f);
+	if (r < 0) {
+		nbdkit_error("flush of '%s': %s", device, strerror(-r));
+		nbdkit_set_error(-r);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+clio_plugin_pwrite(void *handle, const void *buf, uint32_t count,
+		   uint64_t offset, uint32_t flags)
+{
+	struct conn *h = handle;
+
+	if (write_all(h, buf, count, offset) < 0)
+		return -1;
+	return fua(h, flags);
+}
+
+/* Zeros written through the cache: nothing faster to offer. */
+static int
+clio_plugin_zero(void *handle, uint32_t count, uint64_t offset, uint32_t flags)
+{
+	struct conn *h = handle;
+	uint32_t done = 0;
+
+	if (flags & NBDKIT_FLAG_FAST_ZERO) {
+		nbdkit_set_error(ENOTSUP);
+		return -1;
+	}
+	while (done < count) {
+		uint32_t n = MIN(count - done, ZERO_CHUNK);
+		if (write_all(h, zeros, n, offset + done) < 0)
+			return -1;
+		done += n;
+	}
+	return fua(h, flags);
+}
+
+static int
+clio_plugin_flush(void *handle, uint32_t flags)
+{
+	(void)flags;
+	return fua(handle, NBDKIT_FLAG_FUA);
+}
+
+/* NBD_CMD_CACHE: read into the cache, the data dropped here. */
+static int
+clio_plugin_cache(void *handle, uint32_t count, uint64_t offset, uint32_t flags)
+{
+	struct conn *h = handle;
+	char *scratch = malloc(ZERO_CHUNK);
+	uint32_t done = 0;
+	int r = 0;
+
+	(void)flags;
+	if (scratch == NULL) {
+		nbdkit_set_error(ENOMEM);
+		return -1;
+	}
+	while (r == 0 && done < count) {
+		uint32_t n = MIN(count - done, ZERO_CHUNK);
+		r = clio_plugin_pread(h, scratch, n, offset + done, 0);
+		done += n;
+	}
+	free(scratch);
+	return r;
+}
+
+static struct nbdkit_plugin plugin = {
+	.name = "clio",
+	.longname = "clio: any clio device through clio's buffer cache",
+	.version = CLIO_VERSION,
+	.description = "Serves a clio device (file, mem, sim, fault, nbd) "
+		       "through clio's buffer cache with BSD-style clustering.",
+	.magic_config_key = "device",
+	.config = clio_config,
+	.config_complete = clio_config_complete,
+	.config_help = "device=DEVICE    (required) a clio device string\n"
+		       "TUNABLE=VALUE    a cache tunable (bsize, cache_size, maxphys, ...)",
+	.get_ready = clio_get_ready,
+	.after_fork = clio_after_fork,
+	.unload = clio_unload,
+	.open = clio_plugin_open,
+	.close = clio_plugin_close,
+	.get_size = clio_get_size,
+	.block_size = clio_block_size,
+	.can_write = clio_can_write,
+	.can_flush = clio_can_one,
+	.can_multi_conn = clio_can_one,
+	.can_fua = clio_can_fua,
+	.can_zero = clio_can_one,
+	.can_cache = clio_can_cache,
+	.pread = clio_plugin_pread,
+	.pwrite = clio_plugin_pwrite,
+	.zero = clio_plugin_zero,
+	.flush = clio_plugin_flush,
+	.cache = clio_plugin_cache,
+	.errno_is_preserved = 0,
+};
+
+NBDKIT_REGISTER_PLUGIN(plugin)

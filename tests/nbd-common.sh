@@ -1,0 +1,47 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# nbd-common.sh - what the NBD tests share.  Source it after functions.sh:
+#   . "$(dirname "$0")/nbd-common.sh"
+# It skips the test (exit 77) when nbdkit or libnbd's tools are missing,
+# names the socket $sock and its URI $uri under $tmp, and defines
+# nbd_start ARGS... (nbdkit ARGS on $sock, daemonized with a pid file) and
+# nbd_stop; every server started is stopped on exit, a failure included.
+for tool in nbdkit nbdinfo; do
+	command -v "$tool" >/dev/null 2>&1 ||
+		{ echo "$tool not found (apt-get install nbdkit libnbd-bin)"; exit 77; }
+done
+sock="$tmp/sock"
+uri="nbd+unix:///?socket=$sock"
+nbd_pids=""
+
+nbd_stop() {
+	for p in $nbd_pids; do
+		kill "$p" 2>/dev/null
+		i=0
+		while kill -0 "$p" 2>/dev/null && [ $i -lt 50 ]; do
+			sleep 0.1; i=$((i + 1))
+		done
+		kill -9 "$p" 2>/dev/null
+	done
+	nbd_pids=""
+	rm -f "$sock"
+}
+trap 'nbd_stop; rm -rf "$tmp"' EXIT
+
+# nbd_wait_pid FILE: the pid in FILE, once the daemon wrote it (nbdkit's
+# parent may exit first); fails after 5 s.
+nbd_wait_pid() {
+	i=0
+	while [ ! -s "$1" ] && [ $i -lt 100 ]; do
+		sleep 0.05; i=$((i + 1))
+	done
+	[ -s "$1" ] || fail "no pid in $1"
+	nbd_pids=$(cat "$1")
+}
+
+# nbdkit ARGS... on $sock; returns once it serves (its pid file is written).
+nbd_start() {
+	nbd_stop
+	rm -f "$tmp/nbdkit.pid"
+	nbdkit -U "$sock" --pidfile "$tmp/nbdkit.pid" "$@" || fail "nbdkit $* did not start"
+	nbd_wait_pid "$tmp/nbdkit.pid"
+}

@@ -1,0 +1,115 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+# test-nbd-serve.sh - clio serve and the nbdkit plugin, on Unix sockets:
+# nbdinfo --json of a served mem device (size, block sizes, multi-conn,
+# flush, FUA); nbdcopy of a file in and out, compared; clio dd through
+# clio's own NBD client into a served file, whose bytes are in the file
+# once the FLUSH returned; qemu-img convert in and out when qemu-img is
+# installed; -r refuses writes; in the foreground (-f) the server's pid
+# is clio serve's; errors: no socket or port, a bad tunable, a device that
+# cannot be opened, nbdkit missing.
+. "$(dirname "$0")/functions.sh"
+. "$(dirname "$0")/nbd-common.sh"
+command -v nbdcopy >/dev/null 2>&1 || { echo "nbdcopy not found (apt-get install libnbd-bin)"; exit 77; }
+
+# nbdkit is no sanitized program: under ASan the plugin needs the runtime
+# loaded first (the plugin's leaks are not checked)
+serve_env=""
+if [ "${CLIO_FLAVOUR:-plain}" = asan ]; then
+	serve_env="LD_PRELOAD=$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so) ASAN_OPTIONS=detect_leaks=0"
+fi
+# serve ARGS...: clio serve ARGS on $sock in the background, its pid noted
+serve() {
+	nbd_stop
+	rm -f "$tmp/serve.pid"
+	env $serve_env "$CLIO" serve "$@" --socket "$sock" --pidfile "$tmp/serve.pid" ||
+		fail "clio serve $* did not start"
+	nbd_wait_pid "$tmp/serve.pid"
+
+}
+
+head -c 16777216 /dev/urandom >"$tmp/img"
+
+# ------------------------------------------------------------ nbdinfo
+serve mem:size=64M -o bsize=64k,cache_size=32M
+nbdinfo --json "$uri" >"$tmp/info.json" || fail "nbdinfo of clio serve"
+python3 - "$tmp/info.json" <<'PY' || fail "what nbdinfo says of clio serve"
+import json, sys
+j = json.load(open(sys.argv[1]))
+e = j["exports"][0]
+assert e["export-size"] == 64 << 20, e
+assert e["block_size_minimum"] == 512, e
+assert e["block_size_preferred"] == 65536, e
+assert e["block_size_maximum"] == 32 << 20, e
+for k in ("can_multi_conn", "can_flush", "can_fua", "can_zero", "can_cache"):
+    assert e[k] is True, k
+assert e["is_read_only"] is False, e
+print("ok: nbdinfo: 64 MiB, blocks 512/65536/32M, multi-conn, flush, FUA, zero, cache")
+PY
+
+# ------------------------------------------------------------ nbdcopy
+nbdcopy "$tmp/img" "$uri" || fail "nbdcopy into clio serve"
+nbdcopy "$uri" "$tmp/out" || fail "nbdcopy out of clio serve"
+head -c 16777216 "$tmp/out" | cmp - "$tmp/img" || fail "nbdcopy: the bytes differ"
+echo "ok: nbdcopy of 16 MiB in and out (4 connections), compared"
+
+# ------------------------------------------------------------ a file, FLUSH
+head -c 8388608 /dev/zero >"$tmp/disk"
+serve "$tmp/disk" -o write_behind=0,flusher=0
+"$CLIO" dd if="$tmp/img" of="$uri" bs=64k count=128 conv=fsync,notrunc 2>"$tmp/err" ||
+	{ cat "$tmp/err"; fail "clio dd into clio serve"; }
+head -c 8388608 "$tmp/img" | cmp - "$tmp/disk" ||
+	fail "the file lacks bytes whose FLUSH returned"
+echo "ok: clio dd (NBD client) into clio serve (a file): in the file after the FLUSH"
+"$CLIO" dd if="$uri" of="$tmp/back" bs=1M 2>/dev/null && cmp "$tmp/back" "$tmp/disk" ||
+	fail "clio dd out of clio serve"
+echo "ok: and read back through both"
+
+# ------------------------------------------------------------ qemu-img
+if command -v qemu-img >/dev/null 2>&1; then
+	serve mem:size=16M
+	qemu-img convert -n -f raw -O raw "$tmp/img" "$uri" || fail "qemu-img convert in"
+	qemu-img convert -f raw -O raw "$uri" "$tmp/qout" || fail "qemu-img convert out"
+	cmp "$tmp/qout" "$tmp/img" || fail "qemu-img: the bytes differ"
+	echo "ok: qemu-img convert in and out, compared"
+else
+	echo "qemu-img not installed: its rows skipped"
+fi
+
+# ------------------------------------------------------------ -r
+serve -r mem:size=1M
+nbdinfo --json "$uri" | grep -q '"is_read_only": true' || fail "-r: not read-only"
+if "$CLIO" dd if="$tmp/img" of="$uri" bs=64k count=1 conv=notrunc 2>"$tmp/err"; then
+	fail "a write to clio serve -r succeeded"
+fi
+grep -q "Read-only file system" "$tmp/err" || { cat "$tmp/err"; fail "-r: no EROFS"; }
+echo "ok: -r: read-only, writes refused"
+
+# ------------------------------------------------------------ -f
+nbd_stop
+env $serve_env "$CLIO" serve -f mem:size=1M --socket "$sock" &
+pid=$!
+nbd_pids=$pid
+i=0
+while [ ! -S "$sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+[ -S "$sock" ] || fail "-f: no socket"
+nbdinfo "$uri" >/dev/null || fail "-f: nbdinfo"
+[ "$(cat /proc/$pid/comm)" = nbdkit ] || fail "-f: pid $pid is not nbdkit (no exec?)"
+echo "ok: -f: clio serve's pid $pid is the server"
+nbd_stop
+
+# ------------------------------------------------------------ errors
+"$CLIO" serve mem:size=1M 2>"$tmp/err"; rc=$?
+[ $rc -eq 64 ] && grep -q "give --socket PATH or --port N" "$tmp/err" || fail "no socket: exit $rc"
+"$CLIO" serve mem:size=1M --socket "$sock" -o bsize=3 2>"$tmp/err"; rc=$?
+[ $rc -eq 64 ] && grep -q "bsize '3'" "$tmp/err" || fail "bad tunable: exit $rc"
+"$CLIO" serve "$tmp/none" --socket "$sock" 2>"$tmp/err"; rc=$?
+[ $rc -eq 66 ] && grep -q "$tmp/none" "$tmp/err" || fail "missing device: exit $rc"
+PATH=/nonexistent "$CLIO" serve mem:size=1M --socket "$sock" 2>"$tmp/err"; rc=$?
+[ $rc -eq 69 ] && grep -qx "clio serve: nbdkit not found (apt-get install nbdkit)" "$tmp/err" ||
+	{ cat "$tmp/err"; fail "nbdkit missing: exit $rc"; }
+[ ! -e "$sock" ] || fail "a failed clio serve left a socket"
+echo "ok: errors: exit 64, 64, 66, 69, each one line"
+"$CLIO" serve --help | grep -q "^usage: clio serve" || fail "--help"
+"$CLIO" serve --version | grep -q "^clio " || fail "--version"
+exit 0
