@@ -56,8 +56,9 @@
  * keeps them on the mount when no lock operations are given: they do not
  * reach the source directory.
  *
- * Durability.  fsync is clio_fsync.  flush (each close(2)) writes back
- * what the handle wrote with clio_fsync and returns its error, so a
+ * Durability.  fsync is clio_fsync (written back and the device
+ * flushed).  flush (each close(2)) writes back what the handle wrote with
+ * clio_writeback, without a device flush, and returns its error, so a
  * write-back error reaches close(2); release returns nothing the kernel
  * reads.
  *
@@ -936,7 +937,7 @@ fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		if (d < 0 || close(d) < 0)
 			r = -errno;
 	} else if (ino != mount_stats_ino() && atomic_exchange(&h->wrote, false)) {
-		r = clio_fsync(h->cf);
+		r = clio_writeback(h->cf);
 	}
 	fuse_reply_err(req, -r);
 }
