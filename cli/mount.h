@@ -31,6 +31,25 @@ struct mount_opts {
 	unsigned readahead;	/* the kernel's read-ahead, bytes; 0: its default */
 };
 
+/* Idle devices of the pass-through file system, oldest first
+ * (mountidle.c); embedded in their owner. */
+struct mount_idle {
+	struct mount_idle *prev, *next;
+	bool listed;
+};
+/* At most this many idle devices stay open. */
+#define MOUNT_IDLE_MAX 1024
+/* Append e (the youngest); moves it if listed. */
+void mount_idle_add(struct mount_idle *e);
+/* Take e off the list; was it listed? */
+bool mount_idle_del(struct mount_idle *e);
+/* While more than max are listed: the oldest entry that claim accepts,
+ * off the list, else NULL.  claim runs under the list's lock and must
+ * not wait for any lock (it may try one). */
+struct mount_idle *mount_idle_take_oldest(unsigned max,
+					  bool (*claim)(struct mount_idle *));
+unsigned mount_idle_count(void);
+
 /* The pass-through file system over a directory (mountfs.c). */
 extern const struct fuse_lowlevel_ops mountfs_ops;
 /* Take over rootfd (an O_PATH descriptor of the source directory). */
