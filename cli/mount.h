@@ -75,7 +75,9 @@ void mount_daemon_ready(void);
 #define MOUNT_STATS_NAME ".clio-stats"
 /* Calls fn(arg, name, shown, dev) for every open device: name is the
  * file's path under the mount, shown the device as the user names it
- * (the source's path of the file, or the device string given). */
+ * (the source's path of the file, or the device string given); both
+ * NULL for an idle device (kept open for the next open of its file,
+ * which no program has open now). */
 typedef void (*mount_stats_visit_fn)(void *arg, const char *name,
 				     const char *shown, clio_dev *d);
 typedef void (*mount_stats_foreach_fn)(mount_stats_visit_fn fn, void *arg);

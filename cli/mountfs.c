@@ -1823,6 +1823,11 @@ mountfs_foreach_dev(mount_stats_visit_fn fn, void *arg)
 				pthread_mutex_unlock(&n->lock);
 				continue;
 			}
+			if (n->nopen == 0) {
+				fn(arg, NULL, NULL, n->cdev);
+				pthread_mutex_unlock(&n->lock);
+				continue;
+			}
 			path = fd_path(n->fd);
 			name = path != NULL ? path : "?";
 			rl = fs_rootpath != NULL ? strlen(fs_rootpath) : 0;
