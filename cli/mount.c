@@ -57,6 +57,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <sysexits.h>
@@ -609,6 +610,13 @@ cmd_mount(int argc, char **argv)
 
 	is_dir = stat(source, &st) == 0 && S_ISDIR(st.st_mode);
 	if (is_dir) {
+		struct rlimit rl;
+		/* every node holds a descriptor, every open or idle device
+		 * another (mountfs.c): as many as the hard limit allows */
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+			rl.rlim_cur = rl.rlim_max;
+			setrlimit(RLIMIT_NOFILE, &rl);
+		}
 		rootpath = realpath(source, NULL);
 		rootfd = open(source, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (rootfd < 0 || rootpath == NULL) {

@@ -38,7 +38,7 @@ struct mount_idle {
 	bool listed;
 };
 /* At most this many idle devices stay open. */
-#define MOUNT_IDLE_MAX 1024
+#define MOUNT_IDLE_MAX 4096
 /* Append e (the youngest); moves it if listed. */
 void mount_idle_add(struct mount_idle *e);
 /* Take e off the list; was it listed? */

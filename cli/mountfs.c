@@ -14,7 +14,8 @@
  *
  * Data.  The first open of a regular file opens one clio device on it
  * (file:/proc/self/fd/N?direct=1, or without direct=1 when the file
- * system refuses O_DIRECT; read-write, or read-only when writing is
+ * system refuses O_DIRECT; a file smaller than SMALL_FILE then:
+ * ?qd=1, buffered, one worker; read-write, or read-only when writing is
  * refused) and a node handle used for truncation and sizes, with
  * CLIO_KEEP; each FUSE open then gets its own clio_file on that device,
  * so every open of the inode shares its buffers.  The last release
@@ -112,6 +113,7 @@
 #include "mount.h"
 
 #define NBUCKETS 4096
+#define SMALL_FILE (1u << 20)	/* bytes: a buffered device, one worker */
 
 struct mhandle;
 
@@ -446,11 +448,19 @@ node_open_data(struct mnode *n, bool want_write)
 		node_close_data(n);
 	}
 	if (n->cdev == NULL) {
+		struct stat st;
+		/* a small file: the source's page cache (a write of a few
+		 * bytes is one pwrite, not an aligned read, write and cut
+		 * back) and one worker thread (each costs a clone and a
+		 * join); O_DIRECT and the default queue depth for others */
+		bool small = fstat(n->fd, &st) == 0 && st.st_size < SMALL_FILE;
+
 		flags = fs_ro ? CLIO_DEV_RDONLY : 0;
 		for (;;) {
-			snprintf(spec, sizeof(spec), "file:/proc/self/fd/%d?direct=1", n->fd);
+			snprintf(spec, sizeof(spec), "file:/proc/self/fd/%d?%s", n->fd,
+				 small ? "qd=1" : "direct=1");
 			r = clio_dev_open(spec, flags, &n->cdev);
-			if (r == -EINVAL) {
+			if (r == -EINVAL && !small) {
 				snprintf(spec, sizeof(spec), "file:/proc/self/fd/%d", n->fd);
 				r = clio_dev_open(spec, flags, &n->cdev);
 			}
@@ -547,7 +557,7 @@ handle_open(struct mnode *n, struct fuse_file_info *fi, bool internal)
 		}
 		if (r == 0)
 			r = clio_open(fs_cache, n->cdev, mode, &h->cf);
-		if (r == 0 && trunc) {
+		if (r == 0 && trunc && clio_fsize(n->cf) != 0) {
 			if ((r = clio_ftruncate(n->cf, 0)) < 0)
 				clio_close(h->cf);
 			else
