@@ -298,12 +298,11 @@ node_forget(struct mnode *n, uint64_t count)
 		node_free(n);
 }
 
-/* stat of a node; a regular file with a clio object reports its size. */
-static int
-node_stat(struct mnode *n, struct stat *st)
+/* st, the source's attributes of n: a regular file with a clio object
+ * reports its size. */
+static void
+node_attr(struct mnode *n, struct stat *st)
 {
-	if (fstatat(n->fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
-		return -errno;
 	if (S_ISREG(st->st_mode)) {
 		pthread_mutex_lock(&n->lock);
 		if (n->cf != NULL) {
@@ -315,6 +314,15 @@ node_stat(struct mnode *n, struct stat *st)
 		}
 		pthread_mutex_unlock(&n->lock);
 	}
+}
+
+/* stat of a node, as node_attr reports it. */
+static int
+node_stat(struct mnode *n, struct stat *st)
+{
+	if (fstatat(n->fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	node_attr(n, st);
 	return 0;
 }
 
@@ -338,11 +346,8 @@ do_lookup(struct mnode *parent, const char *name, struct fuse_entry_param *e)
 	n = node_get(fd, &st);
 	if (n == NULL)
 		return -ENOMEM;
-	r = node_stat(n, &e->attr);
-	if (r < 0) {
-		node_forget(n, 1);
-		return r;
-	}
+	e->attr = st;
+	node_attr(n, &e->attr);
 	e->ino = ino_of(n);
 	e->attr_timeout = fs_timeout;
 	e->entry_timeout = fs_timeout;
@@ -386,25 +391,22 @@ same_version(const struct clio_validator *a, const struct clio_validator *b)
 	       a->ctime_ns == b->ctime_ns && a->id == b->id;
 }
 
-/* At an open, under n->lock: compare the source's version with the one
+/* At an open, under n->lock: compare the source's version v with the one
  * seen last and, through cf, with what clio's buffers hold (dropping
  * them if stale).  1 if the data changed since the last open (the
  * kernel's pages are stale too), 0 if not, or -errno. */
 static int
-node_revalidate(struct mnode *n, clio_file *cf)
+node_revalidate(struct mnode *n, clio_file *cf, const struct clio_validator *v)
 {
-	struct clio_validator v;
 	int r, changed;
 
-	if ((r = source_version(n, &v)) < 0)
-		return r;
-	changed = n->have_v && !same_version(&n->v, &v);
+	changed = n->have_v && !same_version(&n->v, v);
 	if (cf != NULL) {
-		if ((r = clio_revalidate(cf, &v)) < 0)
+		if ((r = clio_revalidate(cf, v)) < 0)
 			return r;
 		changed |= r;
 	}
-	n->v = v;
+	n->v = *v;
 	n->have_v = true;
 	return changed;
 }
@@ -435,9 +437,9 @@ node_settle(struct mnode *n, clio_file *cf)
 }
 
 /* Open the node's clio device, unless open, and its node handle; under
- * n->lock.  A device kept idle (read-only) is opened again for a writer. */
+ * n->lock; size: the source's now.  A device kept idle (read-only) is opened again for a writer. */
 static int
-node_open_data(struct mnode *n, bool want_write)
+node_open_data(struct mnode *n, bool want_write, uint64_t size)
 {
 	char spec[64];
 	int r, flags;
@@ -448,12 +450,11 @@ node_open_data(struct mnode *n, bool want_write)
 		node_close_data(n);
 	}
 	if (n->cdev == NULL) {
-		struct stat st;
 		/* a small file: the source's page cache (a write of a few
 		 * bytes is one pwrite, not an aligned read, write and cut
 		 * back) and one worker thread (each costs a clone and a
 		 * join); O_DIRECT and the default queue depth for others */
-		bool small = fstat(n->fd, &st) == 0 && st.st_size < SMALL_FILE;
+		bool small = size < SMALL_FILE;
 
 		flags = fs_ro ? CLIO_DEV_RDONLY : 0;
 		for (;;) {
@@ -519,6 +520,7 @@ handle_open(struct mnode *n, struct fuse_file_info *fi, bool internal)
 	bool want_write = acc != O_RDONLY;
 	/* libfuse asks for atomic_o_trunc: O_TRUNC comes with the open */
 	int trunc = want_write ? fi->flags & O_TRUNC : 0;
+	struct clio_validator v;
 	struct mhandle *h;
 	int r, mode, changed = 0;
 
@@ -544,15 +546,18 @@ handle_open(struct mnode *n, struct fuse_file_info *fi, bool internal)
 			h->fd = open(path, O_WRONLY | trunc | O_CLOEXEC);
 			r = h->fd < 0 ? -errno : 0;
 		}
-		if (r == 0 && (changed = node_revalidate(n, NULL)) < 0)
+		if (r == 0 && (source_version(n, &v) < 0 ||
+			       (changed = node_revalidate(n, NULL, &v)) < 0))
 			changed = 1;
 	} else {
-		r = node_open_data(n, want_write);
+		r = source_version(n, &v);
+		if (r == 0)
+			r = node_open_data(n, want_write, v.size);
 		if (r == 0 && n->nwriters == 0) {
 			/* close-to-open: what the source holds now; not
 			 * while this mount writes it (write-behind moves
 			 * the source's version under the fstat) */
-			changed = node_revalidate(n, n->cf);
+			changed = node_revalidate(n, n->cf, &v);
 			r = changed < 0 ? changed : 0;
 		}
 		if (r == 0)
