@@ -29,6 +29,7 @@ struct mount_opts {
 	int cache_off;		/* cache=off: plain pass-through, no clio cache */
 	int kernel_cache;	/* kernel_cache=on (default): keep_cache + writeback cache */
 	unsigned readahead;	/* the kernel's read-ahead, bytes; 0: its default */
+	unsigned idle_devices;	/* idle devices kept at most (mountidle.c) */
 };
 
 /* Idle devices of the pass-through file system, oldest first
@@ -37,8 +38,9 @@ struct mount_idle {
 	struct mount_idle *prev, *next;
 	bool listed;
 };
-/* At most this many idle devices stay open. */
+/* At most this many idle devices stay open, by default (idle_devices=N). */
 #define MOUNT_IDLE_MAX 4096
+#define MOUNT_IDLE_LIMIT 65536
 /* Append e (the youngest); moves it if listed. */
 void mount_idle_add(struct mount_idle *e);
 /* Take e off the list; was it listed? */
@@ -54,7 +56,7 @@ unsigned mount_idle_count(void);
 extern const struct fuse_lowlevel_ops mountfs_ops;
 /* Take over rootfd (an O_PATH descriptor of the source directory). */
 int mountfs_init(clio_cache *cache, int rootfd, int ro, int cache_off,
-		 int kernel_cache);
+		 int kernel_cache, unsigned idle_devices);
 /* Close every handle and device (after clio_sync) and free every inode;
  * returns the first write-back error. */
 int mountfs_fini(void);

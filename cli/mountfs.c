@@ -22,8 +22,8 @@
  * closes the node handle (writing back what is dirty) but keeps the
  * device and the object's clean buffers for the next open: the device
  * is idle (mountidle.c).  An idle device is closed (clio_cache_forget,
- * then clio_dev_close) when more than MOUNT_IDLE_MAX are idle (the
- * oldest first), when the file loses its last name through the mount
+ * then clio_dev_close) when more than idle_devices (mount.c; default
+ * MOUNT_IDLE_MAX) are idle (the oldest first), when the file loses its last name through the mount
  * (unlink, rename over it), when the kernel forgets the inode, and at
  * the end.  getattr of an open file reports clio_fsize.  The O_DIRECT
  * flag of an open on the mount is ignored: all data goes through clio
@@ -162,6 +162,7 @@ static int fs_ro;
 static bool fs_cache_off;	/* cache=off: plain pass-through */
 static bool fs_kernel_cache;	/* kernel_cache=on: keep_cache, writeback */
 static double fs_timeout;	/* of attributes and entries, seconds */
+static unsigned fs_idle_max;	/* idle devices kept at most */
 static char *fs_rootpath;	/* the source's path, to name devices */
 static struct mnode fs_root;
 static struct mnode *tbl[NBUCKETS];
@@ -428,11 +429,14 @@ node_settle_locked(struct mnode *n, clio_file *cf)
 	return 0;
 }
 
+/* At a flush of a handle that wrote: with no other writer, the last
+ * release has nothing left to record. */
 static void
 node_settle(struct mnode *n, clio_file *cf)
 {
 	pthread_mutex_lock(&n->lock);
-	node_settle_locked(n, cf);
+	if (node_settle_locked(n, cf) == 0 && n->nwriters <= 1)
+		n->changed = false;
 	pthread_mutex_unlock(&n->lock);
 }
 
@@ -656,13 +660,13 @@ idle_claim(struct mount_idle *e)
 	return true;
 }
 
-/* Close the oldest idle devices beyond MOUNT_IDLE_MAX; no lock held. */
+/* Close the oldest idle devices beyond fs_idle_max; no lock held. */
 static void
 node_trim(void)
 {
 	struct mount_idle *e;
 
-	while ((e = mount_idle_take_oldest(MOUNT_IDLE_MAX, idle_claim)) != NULL) {
+	while ((e = mount_idle_take_oldest(fs_idle_max, idle_claim)) != NULL) {
 		struct mnode *n = (struct mnode *)((char *)e - offsetof(struct mnode, idle));
 		bool free_now;
 
@@ -1794,7 +1798,8 @@ const struct fuse_lowlevel_ops mountfs_ops = {
 /* ---------------------------------------------------------- life cycle */
 
 int
-mountfs_init(clio_cache *cache, int rootfd, int ro, int cache_off, int kernel_cache)
+mountfs_init(clio_cache *cache, int rootfd, int ro, int cache_off, int kernel_cache,
+	     unsigned idle_devices)
 {
 	struct stat st;
 
@@ -1804,6 +1809,7 @@ mountfs_init(clio_cache *cache, int rootfd, int ro, int cache_off, int kernel_ca
 	fs_ro = ro;
 	fs_cache_off = cache_off != 0;
 	fs_kernel_cache = kernel_cache != 0;
+	fs_idle_max = idle_devices;
 	/* kernel_cache=off: each path walk and stat asks the source, so a
 	 * name replaced or a size changed behind the mount's back is seen */
 	fs_timeout = fs_kernel_cache ? MOUNT_TIMEOUT : 0;
