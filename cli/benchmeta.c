@@ -166,14 +166,16 @@ static int
 start_systems(struct xctx *x, const char *self, const char *pll, char *err,
 	      size_t errlen)
 {
-	char opts[256], source[4300];
+	char opts[256], source[4300], buf[4400];
 	int s;
 
 	snprintf(x->work[X_KERNEL], sizeof(x->work[X_KERNEL]), "%s/meta-kernel", x->src);
 	for (s = X_MOUNT; s < X_N && !bench_mount_stop; s++) {
 		if (s == X_PLL && pll == NULL)
 			continue;
-		snprintf(x->mnt[s], sizeof(x->mnt[s]), "%s/mnt-%s", x->dir, xsystems[s].name);
+		/* built in buf: gcc cannot tell x's arrays apart (-Wrestrict) */
+		snprintf(buf, sizeof(x->mnt[s]), "%s/mnt-%s", x->dir, xsystems[s].name);
+		memcpy(x->mnt[s], buf, sizeof(x->mnt[s]));
 		if (mkdir(x->mnt[s], 0700) < 0) {
 			snprintf(err, errlen, "mkdir %s: %s", x->mnt[s], strerror(errno));
 			x->mnt[s][0] = '\0';
@@ -196,8 +198,9 @@ start_systems(struct xctx *x, const char *self, const char *pll, char *err,
 			return -1;
 		}
 		x->up[s] = true;
-		snprintf(x->work[s], sizeof(x->work[s]), "%s/meta-%s", x->mnt[s],
+		snprintf(buf, sizeof(x->work[s]), "%s/meta-%s", x->mnt[s],
 			 xsystems[s].name);
+		memcpy(x->work[s], buf, sizeof(x->work[s]));
 	}
 	for (s = 0; s < X_N && !bench_mount_stop; s++)
 		if (x->work[s][0] != '\0' && mkdir(x->work[s], 0700) < 0) {
