@@ -468,6 +468,7 @@ static const struct experiment {
 	{ "kernel", exp_kernel, false, false },
 	{ "core", exp_core, false, false },
 	{ "mount", exp_mount, false, true },
+	{ "mount", exp_mount_meta, false, true },	/* its second table */
 };
 
 static void

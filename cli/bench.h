@@ -6,6 +6,7 @@
 #define CLIO_BENCH_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "cli.h"
@@ -35,6 +36,22 @@ double bench_run_dd(char *const args[]);	/* GNU dd's wall time, or NaN */
 int bench_make_file(const char *path, uint64_t size);
 /* count seeded random 4K preads of path (size bytes): seconds, or NaN */
 double bench_randread(const char *path, uint64_t size, uint64_t count, bool direct);
+/* benchmount.c's tools, shared with benchmeta.c */
+#include <signal.h>
+#include <sys/types.h>
+extern volatile sig_atomic_t bench_mount_stop;	/* set by the handler */
+void bench_mount_on_signal(int sig);
+bool bench_fuse_mounted(const char *mnt);	/* a fuse mount at mnt? */
+/* Start a FUSE daemon (argv) in its own process group and wait until mnt
+ * is mounted: its pid, or -1 (reaped). */
+pid_t bench_fuse_start(char *const argv[], const char *mnt);
+/* Unmount and reap: the daemon's exit status, or -1. */
+int bench_fuse_stop(const char *mnt, pid_t pid);
+bool bench_have(const char *cmd);		/* does `cmd --version` run? */
+/* libfuse's passthrough_ll beside self (the clio binary), compiled there
+ * if missing: its path in buf, or NULL if it cannot be built. */
+const char *bench_passthrough_ll(const char *self, char *buf, size_t len);
+int exp_mount_meta(const struct bench_opts *bo, struct table *t);
 int plot_table(const struct bench_opts *bo, const struct table *t);
 
 #endif

@@ -14,13 +14,18 @@
  *                  pages dropped at each open
  *   plain FUSE     `clio mount -o cache=off`: each FUSE read and write is
  *                  a pread/pwrite on the file, no clio cache
+ *   passthrough_ll libfuse's example file system with its defaults
+ *                  (-o source=SRC), compiled at run time into the
+ *                  directory of the clio binary from the source that
+ *                  Debian's libfuse3-dev ships (bench_passthrough_ll)
  *   nbdfuse        nbdfuse over `nbdkit file` (the single file only), when
  *                  both are installed; else "-"
  * Every mount is a child process started from /proc/self/exe in its own
  * process group, waited for in /proc/mounts, and always unmounted with
  * fusermount3 -u and reaped, whatever happens.  Cold cases drop the
- * kernel's caches (root only; else skipped); clio's mount drops a file's
- * buffers at its last close, so each dd starts cold in clio too.  The
+ * kernel's caches (root only; else skipped) and touch the file: clio's
+ * mount keeps a file's buffers across closes until the source changes,
+ * so the touch makes each dd start cold in clio too.  The
  * warm cases hold the file open (a descriptor in this process) across
  * the warming read and the timed one.
  */
@@ -39,7 +44,7 @@
 
 #define RAND_MAX_READS 4096ull
 
-enum msys { S_KERNEL, S_MOUNT, S_NOKC, S_PLAIN, S_NBD, S_N };
+enum msys { S_KERNEL, S_MOUNT, S_NOKC, S_PLAIN, S_PLL, S_NBD, S_N };
 
 static const struct {
 	const char *key, *head, *progress, *opts;
@@ -48,6 +53,7 @@ static const struct {
 	{ "mount_mbs", "clio mount MB/s", "mount", "" },
 	{ "mount_nokcache_mbs", "kcache=off MB/s", "nokcache", "kernel_cache=off" },
 	{ "plain_mbs", "plain FUSE MB/s", "plain", "cache=off" },
+	{ "passthrough_ll_mbs", "passthrough_ll MB/s", "pll", NULL },
 	{ "nbdfuse_mbs", "nbdfuse MB/s", "nbdfuse", NULL },
 };
 
@@ -62,7 +68,7 @@ static const struct {
 	{ "(b) sequential read bs=4k, cold", 0.8, true },
 	{ "(c) sequential read bs=1k, warm", 0, false },
 	{ "(c) sequential read bs=4k, warm", 0, false },
-	{ "(d) random 4k reads, cold", 0, true },
+	{ "(d) random 4k reads, cold", 0.9, true },
 	{ "(e) sequential write bs=4k conv=fsync", 0, false },
 };
 
@@ -77,17 +83,18 @@ struct mctx {
 	uint64_t size;
 };
 
-static volatile sig_atomic_t stop;
+volatile sig_atomic_t bench_mount_stop;
+#define stop bench_mount_stop
 
-static void
-on_signal(int sig)
+void
+bench_mount_on_signal(int sig)
 {
 	(void)sig;
 	stop = 1;
 }
 
-static bool
-mounted(const char *mnt)
+bool
+bench_fuse_mounted(const char *mnt)
 {
 	FILE *fp = fopen("/proc/mounts", "r");
 	char line[8192], dev[4300], mp[4300], type[64];
@@ -105,8 +112,8 @@ mounted(const char *mnt)
 
 /* Start a FUSE daemon (argv) for mnt in its own process group; wait until
  * it is mounted.  Returns its pid, or -1 (the child reaped). */
-static pid_t
-start_daemon(char *const argv[], const char *mnt)
+pid_t
+bench_fuse_start(char *const argv[], const char *mnt)
 {
 	pid_t pid = fork();
 	int i, status;
@@ -123,7 +130,7 @@ start_daemon(char *const argv[], const char *mnt)
 	}
 	setpgid(pid, pid);
 	for (i = 0; i < 200 && !stop; i++) { /* 10 s */
-		if (mounted(mnt))
+		if (bench_fuse_mounted(mnt))
 			return pid;
 		if (waitpid(pid, &status, WNOHANG) == pid)
 			return -1;
@@ -135,13 +142,13 @@ start_daemon(char *const argv[], const char *mnt)
 }
 
 /* Unmount and reap; returns the daemon's exit status, or -1. */
-static int
-stop_daemon(const char *mnt, pid_t pid)
+int
+bench_fuse_stop(const char *mnt, pid_t pid)
 {
 	int status, i;
 	pid_t f;
 
-	if (mounted(mnt)) {
+	if (bench_fuse_mounted(mnt)) {
 		/* tried again while the mount is busy (clio's read-ahead
 		 * helper may hold a file a moment longer) */
 		fuse_unmount_retrying(mnt);
@@ -153,7 +160,7 @@ stop_daemon(const char *mnt, pid_t pid)
 	}
 	kill(pid, SIGTERM);
 	waitpid(pid, &status, 0);
-	if (mounted(mnt)) {
+	if (bench_fuse_mounted(mnt)) {
 		f = fork();
 		if (f == 0) {
 			execlp("fusermount3", "fusermount3", "-uz", "--", mnt, (char *)NULL);
@@ -166,8 +173,8 @@ stop_daemon(const char *mnt, pid_t pid)
 }
 
 /* Does `cmd --version` run? */
-static bool
-have(const char *cmd)
+bool
+bench_have(const char *cmd)
 {
 	pid_t pid = fork();
 	int status;
@@ -187,15 +194,57 @@ have(const char *cmd)
 	       WEXITSTATUS(status) == 0;
 }
 
+/* The example's source as Debian's libfuse3-dev ships it (plain or
+ * gzip'ed), compiled with $CC (cc) and pkg-config's flags for fuse3. */
+static const char pll_build[] =
+	"ex=/usr/share/doc/libfuse3-dev/examples; d=$(mktemp -d) || exit 1\n"
+	"for f in passthrough_ll.c passthrough_helpers.h; do\n"
+	"  if [ -f $ex/$f ]; then cp $ex/$f $d/ || exit 1\n"
+	"  elif [ -f $ex/$f.gz ]; then gzip -dc $ex/$f.gz >$d/$f || exit 1\n"
+	"  else rm -rf $d; exit 1; fi\n"
+	"done\n"
+	"${CC:-cc} -O2 -o \"$1.tmp\" $d/passthrough_ll.c $(pkg-config --cflags --libs fuse3)"
+	" >/dev/null 2>&1 && mv \"$1.tmp\" \"$1\"; r=$?; rm -rf $d; exit $r\n";
+
+const char *
+bench_passthrough_ll(const char *self, char *buf, size_t len)
+{
+	const char *slash = strrchr(self, '/');
+	int status;
+	pid_t pid;
+
+	snprintf(buf, len, "%.*s/passthrough_ll",
+		 slash != NULL ? (int)(slash - self) : 1, slash != NULL ? self : ".");
+	if (access(buf, X_OK) == 0)
+		return buf;
+	pid = fork();
+	if (pid < 0)
+		return NULL;
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+		if (null >= 0) {
+			dup2(null, 1);
+			dup2(null, 2);
+		}
+		execlp("sh", "sh", "-c", pll_build, "sh", buf, (char *)NULL);
+		_exit(127);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status) != 0 || access(buf, X_OK) != 0)
+		return NULL;
+	return buf;
+}
+
 static int
-start_all(struct mctx *m, const char *self, bool nbd, char *err, size_t errlen)
+start_all(struct mctx *m, const char *self, bool nbd, const char *pll,
+	  char *err, size_t errlen)
 {
 	char opts[256], file[4400], mnt[sizeof(m->mnt[0])];
 	int s;
 
 	snprintf(file, sizeof(file), "%s/file", m->src);
 	for (s = S_MOUNT; s < S_N && !stop; s++) {
-		if (s == S_NBD && !nbd)
+		if ((s == S_NBD && !nbd) || (s == S_PLL && pll == NULL))
 			continue;
 		/* built in mnt: gcc cannot tell m's arrays apart (-Wrestrict) */
 		snprintf(mnt, sizeof(mnt), "%s/mnt-%s", m->dir, systems[s].progress);
@@ -210,21 +259,29 @@ start_all(struct mctx *m, const char *self, bool nbd, char *err, size_t errlen)
 			snprintf(mp, sizeof(mp), "%s/nbd", m->mnt[s]);
 			char *argv[] = { "nbdfuse", mp, "--command", "nbdkit", "-s",
 					 "file", file, NULL };
-			m->pid[s] = start_daemon(argv, m->mnt[s]);
+			m->pid[s] = bench_fuse_start(argv, m->mnt[s]);
 			snprintf(m->path[s], sizeof(m->path[s]), "%s", mp);
+		} else if (s == S_PLL) {
+			char source[4300];
+			snprintf(source, sizeof(source), "source=%s", m->src);
+			char *argv[] = { (char *)pll, "-f", "-o", source, m->mnt[s], NULL };
+			m->pid[s] = bench_fuse_start(argv, m->mnt[s]);
+			snprintf(m->path[s], sizeof(m->path[s]), "%s/file", mnt);
+			snprintf(m->wpath[s], sizeof(m->wpath[s]), "%s/write-%d", mnt, s);
 		} else {
 			snprintf(opts, sizeof(opts), "cache_size=%llu%s%s",
 				 (unsigned long long)(m->size + (m->size >> 3) + (16u << 20)),
 				 systems[s].opts[0] ? "," : "", systems[s].opts);
 			char *argv[] = { (char *)self, "mount", "-f", "-o", opts,
 					 m->src, m->mnt[s], NULL };
-			m->pid[s] = start_daemon(argv, m->mnt[s]);
+			m->pid[s] = bench_fuse_start(argv, m->mnt[s]);
 			snprintf(m->path[s], sizeof(m->path[s]), "%s/file", mnt);
 			snprintf(m->wpath[s], sizeof(m->wpath[s]), "%s/write-%d", mnt, s);
 		}
 		if (m->pid[s] < 0) {
 			snprintf(err, errlen, "%s on %s did not come up",
-				 s == S_NBD ? "nbdfuse" : "clio mount", m->mnt[s]);
+				 s == S_NBD ? "nbdfuse" : s == S_PLL ? "passthrough_ll" :
+				 "clio mount", m->mnt[s]);
 			return -1;
 		}
 		m->up[s] = true;
@@ -238,7 +295,7 @@ stop_all(struct mctx *m)
 	int s, rc = 0;
 
 	for (s = S_MOUNT; s < S_N; s++) {
-		if (m->up[s] && stop_daemon(m->mnt[s], m->pid[s]) != 0) {
+		if (m->up[s] && bench_fuse_stop(m->mnt[s], m->pid[s]) != 0) {
 			fprintf(stderr, "clio bench: the %s daemon of %s did not end cleanly\n",
 				systems[s].progress, m->mnt[s]);
 			rc = -1;
@@ -261,8 +318,12 @@ run_case(struct mctx *m, enum mcase mc, int s)
 
 	if (m->path[s][0] == '\0')
 		return NAN;
-	if (mcases[mc].cold)
+	if (mcases[mc].cold) {
 		bench_drop_caches();
+		/* a new version of the source: clio's mounts drop the buffers
+		 * they keep across closes at the next open */
+		utimensat(AT_FDCWD, m->path[S_KERNEL], NULL, 0);
+	}
 	snprintf(ifarg, sizeof(ifarg), "if=%s", m->path[s]);
 	switch (mc) {
 	case M_REWRITE:
@@ -343,7 +404,8 @@ exp_mount(const struct bench_opts *bo, struct table *t)
 {
 	struct sigaction sa, old_int, old_term;
 	struct mctx *m;
-	char self[4096], err[512] = "", file[4400], perrun[512] = "";
+	char self[4096], err[512] = "", file[4400], perrun[512] = "", pllbuf[4200];
+	const char *pll;
 	const char *tmp = getenv("TMPDIR");
 	bool root = geteuid() == 0, nbd, progress = isatty(2) && !bo->json;
 	ssize_t sl;
@@ -386,10 +448,11 @@ exp_mount(const struct bench_opts *bo, struct table *t)
 		free(m);
 		return -1;
 	}
-	nbd = have("nbdkit") && have("nbdfuse");
+	nbd = bench_have("nbdkit") && bench_have("nbdfuse");
+	pll = bench_passthrough_ll(self, pllbuf, sizeof(pllbuf));
 
 	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
+	sa.sa_handler = bench_mount_on_signal;
 	sigemptyset(&sa.sa_mask);
 	stop = 0;
 	sigaction(SIGINT, &sa, &old_int);
@@ -407,7 +470,7 @@ exp_mount(const struct bench_opts *bo, struct table *t)
 	table_col(t, "met", "met", -1);
 
 	v = calloc((size_t)bo->runs * S_N, sizeof(double));
-	if (v == NULL || start_all(m, self, nbd, err, sizeof(err)) < 0) {
+	if (v == NULL || start_all(m, self, nbd, pll, err, sizeof(err)) < 0) {
 		fprintf(stderr, "clio bench: mount: %s\n", err[0] ? err : "interrupted");
 		rc = -1;
 		goto out;
@@ -466,11 +529,15 @@ out:
 		 "cache_size=%llu (file + 1/8 + 16M; default tunables otherwise: "
 		 "kernel_cache=on), kcache=off: also kernel_cache=off (no keep_cache, "
 		 "no writeback cache),\n  plain FUSE: -o cache=off (pread/pwrite on "
-		 "the file); nbdfuse: %s%s.\n"
-		 "  Warm cases hold the file open across the warming read (clio drops a "
-		 "file's buffers at its last close); (d): %llu reads.%s%s%s%s",
+		 "the file); passthrough_ll: libfuse's example, -o source=SRC, its "
+		 "defaults%s; nbdfuse: %s%s.\n"
+		 "  Cold cases drop the kernel's caches and touch the file (clio's "
+		 "mounts keep a file's buffers across closes until its source "
+		 "changes); warm cases hold the file open across the warming read; "
+		 "(d): %llu reads.%s%s%s%s",
 		 (unsigned long long)(m->size >> 20), tmp, bo->runs, bo->runs > 1 ? "s" : "",
 		 (unsigned long long)(m->size + (m->size >> 3) + (16u << 20)),
+		 pll ? "" : " (not built: libfuse3-dev's examples or a compiler missing)",
 		 nbd ? "nbdkit file plugin, -s; the single file only, no (e)"
 		     : "nbdkit or nbdfuse not installed, not measured",
 		 root ? "" : "; not root: cold cases skipped (they need drop_caches)",

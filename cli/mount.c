@@ -57,6 +57,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <sysexits.h>
@@ -405,7 +406,8 @@ usage_mount(FILE *fp)
 		"here), ...), ro, rw, allow_other,\n"
 		"xattr, max_read=N, max_write=N, max_pages=N, readahead=N, cache=on|off (off:\n"
 		"directory only, no clio cache), kernel_cache=on|off (keep_cache +\n"
-		"writeback cache; default on).\n"
+		"writeback cache; default on), idle_devices=N (devices kept for the\n"
+		"next open of a closed file; default 4096).\n"
 		"See clio(1).\n");
 }
 
@@ -464,6 +466,13 @@ parse_one_opt(char *o)
 			return -1;
 		}
 		opts.readahead = n == 0 ? 1 : (unsigned)n; /* 1: the kernel's */
+	} else if (v != NULL && strcmp(o, "idle_devices") == 0) {
+		if (parse_uint(v, &n) < 0 || n > MOUNT_IDLE_LIMIT) {
+			fprintf(stderr, "clio mount: bad idle_devices '%s' (0 to %u)\n", v,
+				MOUNT_IDLE_LIMIT);
+			return -1;
+		}
+		opts.idle_devices = (unsigned)n;
 	} else if (v == NULL) {
 		fprintf(stderr, "clio mount: unknown option '%s'\n", o);
 		return -1;
@@ -564,6 +573,7 @@ cmd_mount(int argc, char **argv)
 	opts.conf = (struct clio_conf)CLIO_CONF_DEFAULTS;
 	opts.conf.flush_behind = MOUNT_FLUSH_BEHIND;
 	opts.kernel_cache = 1;
+	opts.idle_devices = MOUNT_IDLE_MAX;
 	if (argc >= 2 && strcmp(argv[1], "--help") == 0) {
 		usage_mount(stdout);
 		return 0;
@@ -612,6 +622,13 @@ cmd_mount(int argc, char **argv)
 
 	is_dir = stat(source, &st) == 0 && S_ISDIR(st.st_mode);
 	if (is_dir) {
+		struct rlimit rl;
+		/* every node holds a descriptor, every open or idle device
+		 * another (mountfs.c): as many as the hard limit allows */
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+			rl.rlim_cur = rl.rlim_max;
+			setrlimit(RLIMIT_NOFILE, &rl);
+		}
 		rootpath = realpath(source, NULL);
 		rootfd = open(source, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (rootfd < 0 || rootpath == NULL) {
@@ -691,7 +708,7 @@ cmd_mount(int argc, char **argv)
 		r = clio_cache_new(&opts.conf, &cache);
 	if (r == 0 && is_dir)
 		r = mountfs_init(cache, rootfd, opts.ro, opts.cache_off,
-				 opts.kernel_cache);
+				 opts.kernel_cache, opts.idle_devices);
 	if (r == 0 && !is_dir) {
 		/* the caller's working directory: relative paths as given */
 		r = clio_dev_open_err(source, opts.ro ? CLIO_DEV_RDONLY : 0,

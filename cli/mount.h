@@ -29,13 +29,34 @@ struct mount_opts {
 	int cache_off;		/* cache=off: plain pass-through, no clio cache */
 	int kernel_cache;	/* kernel_cache=on (default): keep_cache + writeback cache */
 	unsigned readahead;	/* the kernel's read-ahead, bytes; 0: its default */
+	unsigned idle_devices;	/* idle devices kept at most (mountidle.c) */
 };
+
+/* Idle devices of the pass-through file system, oldest first
+ * (mountidle.c); embedded in their owner. */
+struct mount_idle {
+	struct mount_idle *prev, *next;
+	bool listed;
+};
+/* At most this many idle devices stay open, by default (idle_devices=N). */
+#define MOUNT_IDLE_MAX 4096
+#define MOUNT_IDLE_LIMIT 65536
+/* Append e (the youngest); moves it if listed. */
+void mount_idle_add(struct mount_idle *e);
+/* Take e off the list; was it listed? */
+bool mount_idle_del(struct mount_idle *e);
+/* While more than max are listed: the oldest entry that claim accepts,
+ * off the list, else NULL.  claim runs under the list's lock and must
+ * not wait for any lock (it may try one). */
+struct mount_idle *mount_idle_take_oldest(unsigned max,
+					  bool (*claim)(struct mount_idle *));
+unsigned mount_idle_count(void);
 
 /* The pass-through file system over a directory (mountfs.c). */
 extern const struct fuse_lowlevel_ops mountfs_ops;
 /* Take over rootfd (an O_PATH descriptor of the source directory). */
 int mountfs_init(clio_cache *cache, int rootfd, int ro, int cache_off,
-		 int kernel_cache);
+		 int kernel_cache, unsigned idle_devices);
 /* Close every handle and device (after clio_sync) and free every inode;
  * returns the first write-back error. */
 int mountfs_fini(void);
@@ -56,7 +77,9 @@ void mount_daemon_ready(void);
 #define MOUNT_STATS_NAME ".clio-stats"
 /* Calls fn(arg, name, shown, dev) for every open device: name is the
  * file's path under the mount, shown the device as the user names it
- * (the source's path of the file, or the device string given). */
+ * (the source's path of the file, or the device string given); both
+ * NULL for an idle device (kept open for the next open of its file,
+ * which no program has open now). */
 typedef void (*mount_stats_visit_fn)(void *arg, const char *name,
 				     const char *shown, clio_dev *d);
 typedef void (*mount_stats_foreach_fn)(mount_stats_visit_fn fn, void *arg);

@@ -11,8 +11,8 @@
  *     file system attributes (unshare(CLONE_FS), once per thread) with
  *     umask 0; the process's umask, and that of every other thread, stay.
  *  2. As root, between mount_creds_enter and mount_creds_leave the thread
- *     has the caller's fsuid, fsgid and supplementary groups (read by
- *     fuse_req_getgroups), so the local file system checks the directory
+ *     has the caller's fsuid, fsgid and supplementary groups (one read
+ *     of its /proc status file, else fuse_req_getgroups), so the local file system checks the directory
  *     against all of the caller's groups and gives a new object in a
  *     setgid directory, or with a setgid mode, what it would give the
  *     caller.  setfsuid, setfsgid and the raw setgroups system call are
@@ -24,6 +24,9 @@
  *     file system a user mounts; only invariant 1 applies.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
 #include <grp.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -35,6 +38,7 @@
 #include "mount.h"
 
 #define GROUPS_ON_STACK 64
+#define STATUS_MAX 8192	/* bytes of /proc/PID/status read at once */
 
 static gid_t *daemon_groups;
 static int daemon_ngroups;
@@ -72,13 +76,47 @@ thread_setgroups(int n, const gid_t *list)
 	return syscall(SYS_setgroups, (size_t)n, list) < 0 ? -errno : 0;
 }
 
+/* The caller's groups from one read of its status file into list (room
+ * for max): their number, or -1 if the file does not fit buf or has no
+ * Groups line (then fuse_req_getgroups is asked). */
+static int
+status_groups(pid_t pid, gid_t *list, int max)
+{
+	char path[64], buf[STATUS_MAX], *p, *end;
+	ssize_t len;
+	int fd, n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -1;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len <= 0 || len == (ssize_t)sizeof(buf) - 1)
+		return -1;
+	buf[len] = '\0';
+	if ((p = strstr(buf, "\nGroups:")) == NULL)
+		return -1;
+	for (p += 8;; p = end) {
+		unsigned long g = strtoul(p, &end, 10);
+		if (end == p)
+			break;
+		if (n == max)
+			return -1;
+		list[n++] = (gid_t)g;
+	}
+	return n;
+}
+
 /* The caller's supplementary groups on this thread; 0 or -errno. */
 static int
 caller_groups(fuse_req_t req)
 {
 	gid_t stack[GROUPS_ON_STACK], *list = stack;
-	int n = fuse_req_getgroups(req, GROUPS_ON_STACK, stack), r;
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	int n = status_groups(ctx->pid, stack, GROUPS_ON_STACK), r;
 
+	if (n < 0)
+		n = fuse_req_getgroups(req, GROUPS_ON_STACK, stack);
 	if (n < 0)
 		return n;
 	if (n > GROUPS_ON_STACK) {

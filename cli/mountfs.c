@@ -14,30 +14,53 @@
  *
  * Data.  The first open of a regular file opens one clio device on it
  * (file:/proc/self/fd/N?direct=1, or without direct=1 when the file
- * system refuses O_DIRECT; read-write, or read-only when writing is
- * refused) and a node handle used for truncation and sizes; each FUSE open
- * then gets its own clio_file on that device, so every open of the inode
- * shares its buffers.  The last release closes the node handle and the
- * device (writing back what is dirty).  getattr of such a file reports
- * clio_fsize.  The O_DIRECT flag of an open on the mount is ignored: all
- * data goes through clio anyway.
+ * system refuses O_DIRECT; a file smaller than SMALL_FILE then:
+ * ?qd=1, buffered, one worker; read-write, or read-only when writing is
+ * refused) and a node handle used for truncation and sizes, with
+ * CLIO_KEEP; each FUSE open then gets its own clio_file on that device,
+ * so every open of the inode shares its buffers.  The last release
+ * closes the node handle (writing back what is dirty) but keeps the
+ * device and the object's clean buffers for the next open: the device
+ * is idle (mountidle.c).  An idle device is closed (clio_cache_forget,
+ * then clio_dev_close) when more than idle_devices (mount.c; default
+ * MOUNT_IDLE_MAX) are idle (the oldest first), when the file loses its last name through the mount
+ * (unlink, rename over it), when the kernel forgets the inode, and at
+ * the end.  getattr of an open file reports clio_fsize.  The O_DIRECT
+ * flag of an open on the mount is ignored: all data goes through clio
+ * anyway.
+ *
+ * Consistency (close-to-open).  Each open fstats the source and hands
+ * its version (size, mtime, ctime, inode) to clio_revalidate, which drops
+ * the object's clean buffers if the source changed since the version
+ * recorded; not while a handle of this mount writes the file (its own
+ * write-behind moves the version).  After a handle's own writes are
+ * written back (flush, and the last release of a file that was open for
+ * writing) and after a truncation, the source's new version is recorded
+ * with clio_validator_set, so the next open keeps what this mount wrote.
+ *
+ * Locks: tbl_lock, then a node's lock, then the idle list's (whose
+ * walker only tries node locks); the cache's own locks come last.
  *
  * Kernel caching.  By default (kernel_cache=on, mount.c) opens keep the
- * kernel's page cache (keep_cache) and the kernel's writeback cache is
- * asked for: the kernel keeps pages across opens and gathers small
- * writes into pages that reach clio in max_write-sized WRITEs, so a
- * write(2) of 1 KiB is a memory copy, not a round trip to this daemon.
- * Its price is seed 002's: a write into part of a page the kernel lacks
- * reads that page first, one page per READ; mountahead.c turns a run of
- * those into kernel read-ahead.  A write-only open is opened read-write
- * underneath, as the kernel may read the pages it fills.  The kernel
- * then owns the size and times of open files: changes made to the source
- * behind the mount's back are not seen reliably (as with any writeback
- * cache; use kernel_cache=off for a source that others change).  With
+ * kernel's page cache (keep_cache) unless the open found the source
+ * changed, and the kernel's writeback cache is asked for: the kernel
+ * keeps pages across opens and gathers small writes into pages that
+ * reach clio in max_write-sized WRITEs, so a write(2) of 1 KiB is a
+ * memory copy, not a round trip to this daemon.  Its price is seed
+ * 002's: a write into part of a page the kernel lacks reads that page
+ * first, one page per READ; mountahead.c turns a run of those into
+ * kernel read-ahead.  A write-only open is opened read-write underneath,
+ * as the kernel may read the pages it fills.  The kernel then owns the
+ * size and times of the files it knows: a change of the source's data
+ * that keeps its size is seen at the next open, a change of its size is
+ * not (use kernel_cache=off for a source that others change).
+ * Attributes and entries are cached MOUNT_TIMEOUT seconds.  With
  * kernel_cache=off, opens have direct_io and keep_cache off and there is
  * no writeback cache: clean pages are dropped at each open, every
- * write(2) reaches clio at once and reads come in the kernel's read-ahead
- * sizes.  Attributes and entries are cached MOUNT_TIMEOUT seconds.
+ * write(2) reaches clio at once and reads come in the kernel's
+ * read-ahead sizes; attributes and entries are not cached (timeout 0),
+ * so every path walk and stat asks this daemon and a new open sees a
+ * name replaced, or data and size changed, behind the mount's back.
  *
  * cache=off (mount.c): no clio device is opened; each FUSE open gets its
  * own descriptor on the file (no O_DIRECT) and reads and writes are
@@ -56,8 +79,9 @@
  * keeps them on the mount when no lock operations are given: they do not
  * reach the source directory.
  *
- * Durability.  fsync is clio_fsync.  flush (each close(2)) writes back
- * what the handle wrote with clio_fsync and returns its error, so a
+ * Durability.  fsync is clio_fsync (written back and the device
+ * flushed).  flush (each close(2)) writes back what the handle wrote with
+ * clio_writeback, without a device flush, and returns its error, so a
  * write-back error reaches close(2); release returns nothing the kernel
  * reads.
  *
@@ -77,6 +101,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +113,7 @@
 #include "mount.h"
 
 #define NBUCKETS 4096
+#define SMALL_FILE (1u << 20)	/* bytes: a buffered device, one worker */
 
 struct mhandle;
 
@@ -101,17 +127,23 @@ struct mnode {
 	pthread_mutex_t lock;	/* the fields below */
 	int nopen;		/* handles, internal ones and pins included */
 	int nuser;		/* handles of programs */
+	int nwriters;		/* handles open for writing */
+	bool changed;		/* written since the version was recorded */
 	clio_dev *cdev;
 	clio_file *cf;		/* node handle: truncation and size */
 	bool cdev_ro;
 	struct mhandle *handles;
 	struct mount_ahead ahead;	/* read-ahead for writers */
+	struct mount_idle idle;	/* listed while cdev is open and nopen 0 */
+	bool have_v;		/* v: the source's version seen last */
+	struct clio_validator v;
 };
 
 struct mhandle {
 	struct mhandle *next;	/* the node's open handles, under its lock */
 	struct mnode *node;
 	bool internal;		/* opened by the kick thread (mountahead.c) */
+	bool writer;		/* opened for writing */
 	clio_file *cf;		/* NULL with cache=off */
 	int fd;			/* cache=off: the file, else -1 */
 	atomic_bool wrote;
@@ -129,6 +161,8 @@ static clio_cache *fs_cache;
 static int fs_ro;
 static bool fs_cache_off;	/* cache=off: plain pass-through */
 static bool fs_kernel_cache;	/* kernel_cache=on: keep_cache, writeback */
+static double fs_timeout;	/* of attributes and entries, seconds */
+static unsigned fs_idle_max;	/* idle devices kept at most */
 static char *fs_rootpath;	/* the source's path, to name devices */
 static struct mnode fs_root;
 static struct mnode *tbl[NBUCKETS];
@@ -176,9 +210,16 @@ fd_path(int fd)
 	return strdup(buf);
 }
 
+static int node_close_data(struct mnode *n);
+
+/* n left the table and nothing holds it: no idle list walker can reach
+ * it (node_forget took it off under its lock). */
 static void
 node_free(struct mnode *n)
 {
+	mount_idle_del(&n->idle);
+	if (n->cdev != NULL)
+		node_close_data(n);
 	close(n->fd);
 	pthread_mutex_destroy(&n->lock);
 	mount_ahead_destroy(&n->ahead);
@@ -251,17 +292,18 @@ node_forget(struct mnode *n, uint64_t count)
 	pthread_mutex_lock(&n->lock);
 	n->unhashed = true;
 	free_now = n->nopen == 0;
+	if (free_now)
+		mount_idle_del(&n->idle);
 	pthread_mutex_unlock(&n->lock);
 	if (free_now)
 		node_free(n);
 }
 
-/* stat of a node; a regular file with a clio object reports its size. */
-static int
-node_stat(struct mnode *n, struct stat *st)
+/* st, the source's attributes of n: a regular file with a clio object
+ * reports its size. */
+static void
+node_attr(struct mnode *n, struct stat *st)
 {
-	if (fstatat(n->fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
-		return -errno;
 	if (S_ISREG(st->st_mode)) {
 		pthread_mutex_lock(&n->lock);
 		if (n->cf != NULL) {
@@ -273,6 +315,15 @@ node_stat(struct mnode *n, struct stat *st)
 		}
 		pthread_mutex_unlock(&n->lock);
 	}
+}
+
+/* stat of a node, as node_attr reports it. */
+static int
+node_stat(struct mnode *n, struct stat *st)
+{
+	if (fstatat(n->fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	node_attr(n, st);
 	return 0;
 }
 
@@ -296,14 +347,11 @@ do_lookup(struct mnode *parent, const char *name, struct fuse_entry_param *e)
 	n = node_get(fd, &st);
 	if (n == NULL)
 		return -ENOMEM;
-	r = node_stat(n, &e->attr);
-	if (r < 0) {
-		node_forget(n, 1);
-		return r;
-	}
+	e->attr = st;
+	node_attr(n, &e->attr);
 	e->ino = ino_of(n);
-	e->attr_timeout = MOUNT_TIMEOUT;
-	e->entry_timeout = MOUNT_TIMEOUT;
+	e->attr_timeout = fs_timeout;
+	e->entry_timeout = fs_timeout;
 	return 0;
 }
 
@@ -321,45 +369,133 @@ reply_entry(fuse_req_t req, struct mnode *parent, const char *name)
 
 /* ----------------------------------------------------------- data path */
 
-/* Open the node's clio device if it has none; under n->lock. */
+/* The source's version now (fstat of the node's O_PATH descriptor). */
 static int
-node_open_data(struct mnode *n, bool want_write)
+source_version(struct mnode *n, struct clio_validator *v)
+{
+	struct stat st;
+
+	if (fstat(n->fd, &st) < 0)
+		return -errno;
+	memset(v, 0, sizeof(*v));
+	v->size = (uint64_t)st.st_size;
+	v->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	v->ctime_ns = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
+	v->id = (uint64_t)st.st_ino;
+	return 0;
+}
+
+static bool
+same_version(const struct clio_validator *a, const struct clio_validator *b)
+{
+	return a->size == b->size && a->mtime_ns == b->mtime_ns &&
+	       a->ctime_ns == b->ctime_ns && a->id == b->id;
+}
+
+/* At an open, under n->lock: compare the source's version v with the one
+ * seen last and, through cf, with what clio's buffers hold (dropping
+ * them if stale).  1 if the data changed since the last open (the
+ * kernel's pages are stale too), 0 if not, or -errno. */
+static int
+node_revalidate(struct mnode *n, clio_file *cf, const struct clio_validator *v)
+{
+	int r, changed;
+
+	changed = n->have_v && !same_version(&n->v, v);
+	if (cf != NULL) {
+		if ((r = clio_revalidate(cf, v)) < 0)
+			return r;
+		changed |= r;
+	}
+	n->v = *v;
+	n->have_v = true;
+	return changed;
+}
+
+/* After this mount's own writes through cf reached the source: record
+ * its new version, so that the next open keeps what was written; under
+ * n->lock. */
+static int
+node_settle_locked(struct mnode *n, clio_file *cf)
+{
+	struct clio_validator v;
+	int r;
+
+	if ((r = source_version(n, &v)) < 0)
+		return r;
+	clio_validator_set(cf, &v);
+	n->v = v;
+	n->have_v = true;
+	return 0;
+}
+
+/* At a flush of a handle that wrote: with no other writer, the last
+ * release has nothing left to record. */
+static void
+node_settle(struct mnode *n, clio_file *cf)
+{
+	pthread_mutex_lock(&n->lock);
+	if (node_settle_locked(n, cf) == 0 && n->nwriters <= 1)
+		n->changed = false;
+	pthread_mutex_unlock(&n->lock);
+}
+
+/* Open the node's clio device, unless open, and its node handle; under
+ * n->lock; size: the source's now.  A device kept idle (read-only) is opened again for a writer. */
+static int
+node_open_data(struct mnode *n, bool want_write, uint64_t size)
 {
 	char spec[64];
 	int r, flags;
 
-	if (n->cdev != NULL)
-		return want_write && n->cdev_ro ? -EACCES : 0;
-	flags = fs_ro ? CLIO_DEV_RDONLY : 0;
-	for (;;) {
-		snprintf(spec, sizeof(spec), "file:/proc/self/fd/%d?direct=1", n->fd);
-		r = clio_dev_open(spec, flags, &n->cdev);
-		if (r == -EINVAL) {
-			snprintf(spec, sizeof(spec), "file:/proc/self/fd/%d", n->fd);
+	if (n->cdev != NULL && want_write && n->cdev_ro) {
+		if (n->nopen > 0)
+			return -EACCES;
+		node_close_data(n);
+	}
+	if (n->cdev == NULL) {
+		/* a small file: the source's page cache (a write of a few
+		 * bytes is one pwrite, not an aligned read, write and cut
+		 * back) and one worker thread (each costs a clone and a
+		 * join); O_DIRECT and the default queue depth for others */
+		bool small = size < SMALL_FILE;
+
+		flags = fs_ro ? CLIO_DEV_RDONLY : 0;
+		for (;;) {
+			snprintf(spec, sizeof(spec), "file:/proc/self/fd/%d?%s", n->fd,
+				 small ? "qd=1" : "direct=1");
 			r = clio_dev_open(spec, flags, &n->cdev);
+			if (r == -EINVAL && !small) {
+				snprintf(spec, sizeof(spec), "file:/proc/self/fd/%d", n->fd);
+				r = clio_dev_open(spec, flags, &n->cdev);
+			}
+			if ((r == -EACCES || r == -EPERM || r == -EROFS || r == -ETXTBSY) &&
+			    !(flags & CLIO_DEV_RDONLY) && !want_write) {
+				flags |= CLIO_DEV_RDONLY;
+				continue;
+			}
+			break;
 		}
-		if ((r == -EACCES || r == -EPERM || r == -EROFS || r == -ETXTBSY) &&
-		    !(flags & CLIO_DEV_RDONLY) && !want_write) {
-			flags |= CLIO_DEV_RDONLY;
-			continue;
+		if (r < 0) {
+			n->cdev = NULL;
+			return r;
 		}
-		break;
+		n->cdev_ro = (flags & CLIO_DEV_RDONLY) != 0;
 	}
+	if (n->cf != NULL)
+		return 0;
+	r = clio_open(fs_cache, n->cdev,
+		      (n->cdev_ro ? CLIO_RDONLY : CLIO_RDWR) | CLIO_KEEP, &n->cf);
 	if (r < 0) {
-		n->cdev = NULL;
-		return r;
-	}
-	n->cdev_ro = (flags & CLIO_DEV_RDONLY) != 0;
-	r = clio_open(fs_cache, n->cdev, n->cdev_ro ? CLIO_RDONLY : CLIO_RDWR, &n->cf);
-	if (r < 0) {
-		clio_dev_close(n->cdev);
-		n->cdev = NULL;
 		n->cf = NULL;
+		if (n->nopen == 0)
+			node_close_data(n);
 	}
 	return r;
 }
 
-/* Close the node handle and device; under n->lock, no handles left. */
+/* Close the node handle, forget the object and close the device; under
+ * n->lock, no handles left, off the idle list. */
 static int
 node_close_data(struct mnode *n)
 {
@@ -367,13 +503,16 @@ node_close_data(struct mnode *n)
 
 	if (n->cf != NULL)
 		r = clio_close(n->cf);
+	n->cf = NULL;
 	if (n->cdev != NULL) {
+		r2 = clio_cache_forget(fs_cache, n->cdev);
+		if (r == 0)
+			r = r2;
 		mount_stats_retire(n->cdev);
 		r2 = clio_dev_close(n->cdev);
 		if (r == 0)
 			r = r2;
 	}
-	n->cf = NULL;
 	n->cdev = NULL;
 	return r;
 }
@@ -385,8 +524,9 @@ handle_open(struct mnode *n, struct fuse_file_info *fi, bool internal)
 	bool want_write = acc != O_RDONLY;
 	/* libfuse asks for atomic_o_trunc: O_TRUNC comes with the open */
 	int trunc = want_write ? fi->flags & O_TRUNC : 0;
+	struct clio_validator v;
 	struct mhandle *h;
-	int r, mode;
+	int r, mode, changed = 0;
 
 	if (want_write && fs_ro)
 		return -EROFS;
@@ -400,6 +540,7 @@ handle_open(struct mnode *n, struct fuse_file_info *fi, bool internal)
 	pthread_cond_init(&h->reads_done, NULL);
 	mode = acc == O_WRONLY ? CLIO_WRONLY : acc == O_RDWR ? CLIO_RDWR : CLIO_RDONLY;
 	pthread_mutex_lock(&n->lock);
+	mount_idle_del(&n->idle);
 	if (fs_cache_off) {
 		char path[64];
 		proc_path(path, sizeof(path), n->fd);
@@ -409,12 +550,28 @@ handle_open(struct mnode *n, struct fuse_file_info *fi, bool internal)
 			h->fd = open(path, O_WRONLY | trunc | O_CLOEXEC);
 			r = h->fd < 0 ? -errno : 0;
 		}
+		if (r == 0 && (source_version(n, &v) < 0 ||
+			       (changed = node_revalidate(n, NULL, &v)) < 0))
+			changed = 1;
 	} else {
-		r = node_open_data(n, want_write);
+		r = source_version(n, &v);
+		if (r == 0)
+			r = node_open_data(n, want_write, v.size);
+		if (r == 0 && n->nwriters == 0) {
+			/* close-to-open: what the source holds now; not
+			 * while this mount writes it (write-behind moves
+			 * the source's version under the fstat) */
+			changed = node_revalidate(n, n->cf, &v);
+			r = changed < 0 ? changed : 0;
+		}
 		if (r == 0)
 			r = clio_open(fs_cache, n->cdev, mode, &h->cf);
-		if (r == 0 && trunc && (r = clio_ftruncate(n->cf, 0)) < 0)
-			clio_close(h->cf);
+		if (r == 0 && trunc && clio_fsize(n->cf) != 0) {
+			if ((r = clio_ftruncate(n->cf, 0)) < 0)
+				clio_close(h->cf);
+			else
+				atomic_store(&h->wrote, true);
+		}
 	}
 	if (r < 0) {
 		if (n->nopen == 0 && n->cdev != NULL)
@@ -431,10 +588,16 @@ handle_open(struct mnode *n, struct fuse_file_info *fi, bool internal)
 	n->nopen++;
 	if (!internal)
 		n->nuser++;
+	h->writer = want_write;
+	if (want_write) {
+		n->nwriters++;
+		n->changed = true;
+	}
 	pthread_mutex_unlock(&n->lock);
 	fi->fh = (uint64_t)(uintptr_t)h;
 	fi->direct_io = 0;
-	fi->keep_cache = fs_kernel_cache;
+	/* the kernel keeps its pages only of data that did not change */
+	fi->keep_cache = fs_kernel_cache && !changed;
 	return 0;
 }
 
@@ -450,16 +613,102 @@ handle_close_file(struct mhandle *h)
 }
 
 /* One open (a handle or a pin) less; under n->lock.  The last closes
- * the node's data (*err: its write-back error, else 0); true if n left
- * the table and must be freed once the lock is dropped. */
+ * the node handle (*err: its write-back error, else 0) and keeps the
+ * device idle, or closes it if n left the table; true if n must then be
+ * freed once the lock is dropped. */
 static bool
 node_put_locked(struct mnode *n, int *err)
 {
 	*err = 0;
 	if (--n->nopen > 0)
 		return false;
-	*err = node_close_data(n);
-	return n->unhashed;
+	if (n->unhashed || n->cdev == NULL) {
+		*err = node_close_data(n);
+		return n->unhashed;
+	}
+	if (n->cf != NULL) {
+		if (n->changed) {
+			/* the version to keep: after the last writes */
+			*err = clio_writeback(n->cf);
+			if (*err == 0)
+				node_settle_locked(n, n->cf);
+			n->changed = false;
+		}
+		int r = clio_close(n->cf);
+		if (*err == 0)
+			*err = r;
+		n->cf = NULL;
+	}
+	mount_idle_add(&n->idle);
+	return false;
+}
+
+/* Claim an idle node for eviction: try its lock and pin it, keeping the
+ * lock (mountidle.c's rule: never wait here). */
+static bool
+idle_claim(struct mount_idle *e)
+{
+	struct mnode *n = (struct mnode *)((char *)e - offsetof(struct mnode, idle));
+
+	if (pthread_mutex_trylock(&n->lock) != 0)
+		return false;
+	if (n->nopen > 0 || n->cdev == NULL) {
+		pthread_mutex_unlock(&n->lock);
+		return false;
+	}
+	n->nopen++;
+	return true;
+}
+
+/* Close the oldest idle devices beyond fs_idle_max; no lock held. */
+static void
+node_trim(void)
+{
+	struct mount_idle *e;
+
+	while ((e = mount_idle_take_oldest(fs_idle_max, idle_claim)) != NULL) {
+		struct mnode *n = (struct mnode *)((char *)e - offsetof(struct mnode, idle));
+		bool free_now;
+
+		node_close_data(n);
+		free_now = --n->nopen == 0 && n->unhashed;
+		pthread_mutex_unlock(&n->lock);
+		if (free_now)
+			node_free(n);
+	}
+}
+
+/* The source's object st (about to lose its last name, or lost it):
+ * close its device if idle, so that the file's space is freed. */
+static void
+node_drop_idle(const struct stat *st)
+{
+	unsigned b = bucket(st->st_dev, st->st_ino);
+	struct mnode *n;
+	bool free_now;
+
+	pthread_mutex_lock(&tbl_lock);
+	for (n = tbl[b]; n != NULL; n = n->hnext)
+		if (n->dev == st->st_dev && n->ino == st->st_ino)
+			break;
+	if (n == NULL || n == &fs_root) {
+		pthread_mutex_unlock(&tbl_lock);
+		return;
+	}
+	pthread_mutex_lock(&n->lock);
+	if (n->nopen > 0 || n->cdev == NULL) {
+		pthread_mutex_unlock(&n->lock);
+		pthread_mutex_unlock(&tbl_lock);
+		return;
+	}
+	mount_idle_del(&n->idle);
+	n->nopen++;
+	pthread_mutex_unlock(&tbl_lock);
+	node_close_data(n);
+	free_now = --n->nopen == 0 && n->unhashed;
+	pthread_mutex_unlock(&n->lock);
+	if (free_now)
+		node_free(n);
 }
 
 static void node_pin(void *arg);
@@ -485,6 +734,8 @@ handle_close(struct mhandle *h)
 			break;
 		}
 	idle = !h->internal && --n->nuser == 0;
+	if (h->writer)
+		n->nwriters--;
 	free_now = node_put_locked(n, &r2);
 	if (r == 0)
 		r = r2;
@@ -495,6 +746,7 @@ handle_close(struct mhandle *h)
 		node_free(n);
 	else if (idle)
 		mount_ahead_idle(&n->ahead, node_pin, node_unpin, n);
+	node_trim();
 	return r;
 }
 
@@ -557,7 +809,7 @@ fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (r < 0)
 		fuse_reply_err(req, -r);
 	else
-		fuse_reply_attr(req, &st, MOUNT_TIMEOUT);
+		fuse_reply_attr(req, &st, fs_timeout);
 }
 
 static void
@@ -587,10 +839,14 @@ fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 	}
 	if (r == 0 && (valid & FUSE_SET_ATTR_SIZE)) {
 		pthread_mutex_lock(&n->lock);
-		if (n->cf != NULL)
+		if (n->cf != NULL) {
 			r = n->cdev_ro ? -EACCES : clio_ftruncate(n->cf, (uint64_t)attr->st_size);
-		else if (truncate(path, attr->st_size) < 0)
+			/* the source's new version is this mount's own */
+			if (r == 0)
+				node_settle_locked(n, n->cf);
+		} else if (truncate(path, attr->st_size) < 0) {
 			r = -errno;
+		}
 		pthread_mutex_unlock(&n->lock);
 	}
 	if (r == 0 && (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME))) {
@@ -613,7 +869,7 @@ fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 	if (r < 0)
 		fuse_reply_err(req, -r);
 	else
-		fuse_reply_attr(req, &st, MOUNT_TIMEOUT);
+		fuse_reply_attr(req, &st, fs_timeout);
 }
 
 static void
@@ -721,9 +977,17 @@ fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	if (stats_guard(req, parent, name))
 		return;
-	r = unlinkat(node_of(parent)->fd, name, 0);
+	struct stat st;
+	bool last;
+	int e;
 
-	fuse_reply_err(req, r < 0 ? errno : 0);
+	last = fstatat(node_of(parent)->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       S_ISREG(st.st_mode) && st.st_nlink == 1;
+	r = unlinkat(node_of(parent)->fd, name, 0);
+	e = errno;
+	if (r == 0 && last)
+		node_drop_idle(&st);
+	fuse_reply_err(req, r < 0 ? e : 0);
 }
 
 static void
@@ -746,10 +1010,19 @@ fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 
 	if (stats_guard(req, parent, name) || stats_guard(req, newparent, newname))
 		return;
+	struct stat st;
+	bool last;
+	int e;
+
+	last = !(flags & RENAME_EXCHANGE) &&
+	       fstatat(node_of(newparent)->fd, newname, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       S_ISREG(st.st_mode) && st.st_nlink == 1;
 	r = renameat2(node_of(parent)->fd, name, node_of(newparent)->fd,
 		      newname, flags);
-
-	fuse_reply_err(req, r < 0 ? errno : 0);
+	e = errno;
+	if (r == 0 && last)
+		node_drop_idle(&st);
+	fuse_reply_err(req, r < 0 ? e : 0);
 }
 
 static void
@@ -857,6 +1130,8 @@ node_unpin(void *arg)
 	pthread_mutex_unlock(&n->lock);
 	if (free_now)
 		node_free(n);
+	else
+		node_trim();
 }
 
 static void
@@ -936,7 +1211,9 @@ fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		if (d < 0 || close(d) < 0)
 			r = -errno;
 	} else if (ino != mount_stats_ino() && atomic_exchange(&h->wrote, false)) {
-		r = clio_fsync(h->cf);
+		r = clio_writeback(h->cf);
+		if (r == 0)
+			node_settle(h->node, h->cf);
 	}
 	fuse_reply_err(req, -r);
 }
@@ -1521,7 +1798,8 @@ const struct fuse_lowlevel_ops mountfs_ops = {
 /* ---------------------------------------------------------- life cycle */
 
 int
-mountfs_init(clio_cache *cache, int rootfd, int ro, int cache_off, int kernel_cache)
+mountfs_init(clio_cache *cache, int rootfd, int ro, int cache_off, int kernel_cache,
+	     unsigned idle_devices)
 {
 	struct stat st;
 
@@ -1531,6 +1809,10 @@ mountfs_init(clio_cache *cache, int rootfd, int ro, int cache_off, int kernel_ca
 	fs_ro = ro;
 	fs_cache_off = cache_off != 0;
 	fs_kernel_cache = kernel_cache != 0;
+	fs_idle_max = idle_devices;
+	/* kernel_cache=off: each path walk and stat asks the source, so a
+	 * name replaced or a size changed behind the mount's back is seen */
+	fs_timeout = fs_kernel_cache ? MOUNT_TIMEOUT : 0;
 	fs_rootpath = fd_path(rootfd);
 	fs_root.fd = rootfd;
 	fs_root.dev = st.st_dev;
@@ -1559,6 +1841,11 @@ mountfs_foreach_dev(mount_stats_visit_fn fn, void *arg)
 
 			pthread_mutex_lock(&n->lock);
 			if (n->cdev == NULL) {
+				pthread_mutex_unlock(&n->lock);
+				continue;
+			}
+			if (n->nopen == 0) {
+				fn(arg, NULL, NULL, n->cdev);
 				pthread_mutex_unlock(&n->lock);
 				continue;
 			}

@@ -20,7 +20,9 @@
  *    the device string), uptime_s; then the cache's counters; then the
  *    programs' requests (requests_*, mountio.c); then total_front_* and
  *    total_back_*: every device since the mount, those closed
- *    (mount_stats_retire) and those open; then each open device's block,
+ *    (mount_stats_retire), those idle and those open; devices_closed and
+ *    devices_idle (open, kept for the next open of their file, which no
+ *    program has open: no block of their own); then each open device's block,
  *    which starts with "NAME path:" (the name unchanged) and
  *    "NAME device:" (the source's file, or the device string);
  *    last "devices: N".
@@ -192,8 +194,8 @@ print_side(FILE *fp, const char *name, const char *side,
 struct visit {
 	FILE *fp;
 	double elapsed;
-	unsigned ndev;
-	struct clio_dev_stats open;	/* the open devices' sums */
+	unsigned ndev, nidle;
+	struct clio_dev_stats open;	/* the open and idle devices' sums */
 };
 
 /* A value on one line. */
@@ -213,6 +215,14 @@ print_dev(void *arg, const char *rawname, const char *shown, clio_dev *d)
 	char name[256];
 	size_t i;
 
+	if (rawname == NULL) {
+		/* idle: in the totals, not among the files */
+		clio_dev_stats(d, &ds);
+		iostat_add(&v->open.front, &ds.front);
+		iostat_add(&v->open.back, &ds.back);
+		v->nidle++;
+		return;
+	}
 	/* one word: the key is what follows the first space */
 	snprintf(name, sizeof(name), "%s", rawname[0] ? rawname : "?");
 	for (i = 0; name[i] != '\0'; i++)
@@ -279,7 +289,7 @@ devices_text(struct visit *v, size_t *len)
 	if (v->fp == NULL)
 		return NULL;
 	memset(&v->open, 0, sizeof(v->open));
-	v->ndev = 0;
+	v->ndev = v->nidle = 0;
 	if (st_foreach != NULL)
 		st_foreach(print_dev, v);
 	if (fclose(v->fp) != 0) {
@@ -355,6 +365,7 @@ snapshot_build(void)
 	print_total(fp, "front", &gone.front, &v.open.front);
 	print_total(fp, "back", &gone.back, &v.open.back);
 	fprintf(fp, "devices_closed: %llu\n", (unsigned long long)ngone);
+	fprintf(fp, "devices_idle: %u\n", v.nidle);
 	fwrite(devs, 1, devlen, fp);
 	free(devs);
 	fprintf(fp, "devices: %u\n", v.ndev);

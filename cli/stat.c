@@ -234,7 +234,7 @@ is_cache_key(const char *k)
 	return strncmp(k, "requests_", 9) != 0 && strncmp(k, "total_", 6) != 0 &&
 	       strcmp(k, "mountpoint") != 0 && strcmp(k, "source") != 0 &&
 	       strcmp(k, "uptime_s") != 0 && strcmp(k, "devices") != 0 &&
-	       strcmp(k, "devices_closed") != 0;
+	       strcmp(k, "devices_closed") != 0 && strcmp(k, "devices_idle") != 0;
 }
 
 static void
@@ -271,7 +271,8 @@ print_json(FILE *fp, const char *mnt, const struct snap *s)
 	json_group(fp, s->kv, s->nkv, "total_front_");
 	fputs(", \"back\": ", fp);
 	json_group(fp, s->kv, s->nkv, "total_back_");
-	fprintf(fp, ", \"devices_closed\": %.0f}, \"files\": [", G(s, "devices_closed"));
+	fprintf(fp, ", \"devices_closed\": %.0f, \"devices_idle\": %.0f}, \"files\": [",
+		G(s, "devices_closed"), G(s, "devices_idle"));
 	for (i = 0; i < s->nfiles; i++) {
 		const struct snap_file *f = &s->files[i];
 		fprintf(fp, "%s{\"name\": ", i ? ", " : "");

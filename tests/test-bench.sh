@@ -10,7 +10,10 @@
 # /dev/fuse and fusermount3 exist, again with no assertion on its ratios
 # (every system has a figure; nbdfuse where nbdkit and nbdfuse exist;
 # the note's per-run ratio of each targeted case, with one run, is the
-# table's); it must leave no mount behind.  Bad invocations exit 64.
+# table's); its second table (small files and metadata, against
+# libfuse's passthrough_ll when it can be built) has every row and
+# figure, and its ratios and met agree with its figures; it must leave no
+# mount behind.  Bad invocations exit 64.
 set -e
 : "${CLIO:?CLIO must name the clio command}"
 command -v python3 >/dev/null 2>&1 || { echo "python3 not found"; exit 77; }
@@ -66,17 +69,22 @@ echo "ok: plots written"
 
 if [ -c /dev/fuse ] && command -v fusermount3 >/dev/null 2>&1 &&
 	[ "${CLIO_FLAVOUR:-plain}" != tsan ]; then
-	# its mounts under $tmp: other mounts of this machine are not its own
-	TMPDIR="$tmp" "$CLIO" bench mount --quick --json --size 16M >"$tmp/mount.json" 2>"$tmp/err" ||
+	# its directories (and so its mount points) under $tmp: only ours are
+	# looked for in /proc/mounts
+	mkdir "$tmp/bm"
+	TMPDIR=$tmp/bm "$CLIO" bench mount --quick --json --size 16M >"$tmp/mount.json" 2>"$tmp/err" ||
 		{ echo "FAIL: clio bench mount exited $?"; cat "$tmp/err"; exit 1; }
-	nbd=0
+	nbd=0 pll=0 git=0
 	command -v nbdfuse >/dev/null 2>&1 && command -v nbdkit >/dev/null 2>&1 && nbd=1
-	python3 - "$tmp/mount.json" "$nbd" <<'PY'
+	# passthrough_ll is built beside clio from libfuse3-dev's examples
+	[ -x "$(dirname "$CLIO")/passthrough_ll" ] && pll=1
+	command -v git >/dev/null 2>&1 && git=1
+	python3 - "$tmp/mount.json" "$nbd" "$pll" "$git" <<'PY'
 import json, re, sys
 doc = json.load(open(sys.argv[1]))
-nbd = sys.argv[2] == "1"
+nbd, pll, git = (a == "1" for a in sys.argv[2:5])
 ex = {e["experiment"]: e["rows"] for e in doc["experiments"]}
-assert set(ex) == {"mount"}, ex.keys()
+assert set(ex) == {"mount", "mount-meta"}, ex.keys()
 rows = ex["mount"]
 assert len(rows) == 6, rows
 for r in rows:
@@ -87,6 +95,8 @@ for r in rows:
     # nbdfuse shows the single file: no new file, so no (e)
     if nbd and not r["workload"].startswith("(e)"):
         assert r["nbdfuse_mbs"] and r["nbdfuse_mbs"] > 0, ("nbdfuse_mbs", r)
+    if pll:
+        assert r["passthrough_ll_mbs"] and r["passthrough_ll_mbs"] > 0, r
 # one run (--quick): the note's per-run mount/kernel ratio of each targeted
 # case is the table's ratio
 note = [e for e in doc["experiments"] if e["experiment"] == "mount"][0]["note"]
@@ -99,8 +109,27 @@ for r in rows:
     assert abs(float(m.group(1)) - r["ratio"]) < 0.006, (tag, m.group(1), r["ratio"])
     print("ok: %s per-run ratio %s in the note" % (tag, m.group(1)))
 print("ok: mount experiment ran, %d rows" % len(rows))
+# the second table: (f) to (i) in seconds against passthrough_ll
+meta = ex["mount-meta"]
+assert [r["workload"][:3] for r in meta] == ["(f)", "(g)", "(h)", "(i)"], meta
+note = [e for e in doc["experiments"] if e["experiment"] == "mount-meta"][0]["note"]
+for r in meta:
+    if r["workload"].startswith("(i)") and not git:
+        assert r["met"].startswith("skipped"), r
+        continue
+    for k in ("kernel_s", "mount_s", "mount_nokcache_s", "plain_s"):
+        assert r[k] and r[k] > 0, (k, r)
+    assert r["target"] == 1.0, r
+    if pll:
+        assert r["passthrough_ll_s"] and r["passthrough_ll_s"] > 0, r
+        assert abs(r["ratio_pll"] - r["passthrough_ll_s"] / r["mount_s"]) < 0.01 * r["ratio_pll"] + 0.006, r
+        assert r["met"] == ("yes" if r["ratio_pll"] >= 1.0 else "NO"), r
+        tag = r["workload"][:3]
+        m = re.search(re.escape(tag) + r" ([0-9.]+)(;|$)", note, re.M)
+        assert m and abs(float(m.group(1)) - r["ratio_pll"]) < 0.006, (tag, note)
+print("ok: mount-meta ran, %d rows" % len(meta))
 PY
-	if grep -q "$tmp/clio-bench-mount" /proc/mounts; then
+	if grep -qF " $tmp/bm/" /proc/mounts; then
 		echo "FAIL: clio bench mount left a mount behind"; exit 1
 	fi
 else
