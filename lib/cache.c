@@ -1085,13 +1085,14 @@ cache_invariants(clio_cache *c)
 	}
 	if (nio != c->nio || nvalid != c->nvalid)
 		return false;
-	for (o = c->objs; o != NULL; o = o->o_next) {
-		if (!obj_invariants(c, o))
-			return false;
+	i = 0;
+	for (o = c->objs; o != NULL; o = o->o_next, i++) {
+		if (!obj_invariants(c, o) || obj_find(c, o->o_dev) != o)
+			return false;				/* 1 */
 		for (b = o->o_bufs; b != NULL; b = b->b_onext)
 			nobj++;
 	}
-	return nobj == nonlist;					/* 1 */
+	return nobj == nonlist && i == c->nobjs;		/* 1 */
 }
 
 #include <assert.h>
@@ -1099,9 +1100,12 @@ void
 cache_check(clio_cache *c)
 {
 #ifdef CLIO_DEBUG
-	/* walking every buffer is costly: every call on small caches, and
-	 * on big ones so often that a call walks 512 buffers on average */
-	if (c->nbuf <= 512 || ++c->checks % (c->nbuf / 512) == 0)
+	/* walking every buffer and object is costly: every call on small
+	 * caches, and on big ones so often that a call walks 512 of them on
+	 * average */
+	uint64_t work = (uint64_t)c->nbuf + c->nobjs;
+
+	if (work <= 512 || ++c->checks % (work / 512) == 0)
 		assert(cache_invariants(c));
 #else
 	(void)c;
@@ -1200,13 +1204,91 @@ clio_cache_new(const struct clio_conf *conf, clio_cache **cp)
 	return 0;
 }
 
+/* ------------------------------------------------------------ objects */
+
+static uint32_t
+obj_hash(const clio_cache *c, const clio_dev *d)
+{
+	uint64_t h = (uint64_t)(uintptr_t)d * 0x9e3779b97f4a7c15ull;
+
+	return (uint32_t)(h >> 32) & c->ohmask;
+}
+
+struct cobj *
+obj_find(clio_cache *c, const clio_dev *d)
+{
+	struct cobj *o;
+
+	if (c->ohash == NULL)
+		return NULL;
+	for (o = c->ohash[obj_hash(c, d)]; o != NULL; o = o->o_hnext)
+		if (o->o_dev == d)
+			return o;
+	return NULL;
+}
+
+/* Kept objects (CLIO_KEEP) pile up: the table doubles to keep its chains
+ * short, so that an open costs the same with ten objects or ten
+ * thousand. */
+static int
+ohash_grow(clio_cache *c)
+{
+	uint32_t n = c->ohash ? (c->ohmask + 1) * 2 : 64, i;
+	struct cobj **t = calloc(n, sizeof(*t)), *o;
+
+	if (t == NULL)
+		return -ENOMEM;
+	free(c->ohash);
+	c->ohash = t;
+	c->ohmask = n - 1;
+	for (o = c->objs; o != NULL; o = o->o_next) {
+		i = obj_hash(c, o->o_dev);
+		o->o_hnext = t[i];
+		t[i] = o;
+	}
+	return 0;
+}
+
+int
+obj_insert(clio_cache *c, struct cobj *o)
+{
+	uint32_t i;
+
+	if ((c->ohash == NULL || c->nobjs >= c->ohmask + 1) && ohash_grow(c) < 0 &&
+	    c->ohash == NULL)
+		return -ENOMEM;
+	o->o_next = c->objs;
+	o->o_pprev = &c->objs;
+	if (c->objs != NULL)
+		c->objs->o_pprev = &o->o_next;
+	c->objs = o;
+	i = obj_hash(c, o->o_dev);
+	o->o_hnext = c->ohash[i];
+	c->ohash[i] = o;
+	c->nobjs++;
+	return 0;
+}
+
+static void
+obj_unlink(clio_cache *c, struct cobj *o)
+{
+	struct cobj **pp = &c->ohash[obj_hash(c, o->o_dev)];
+
+	while (*pp != o)
+		pp = &(*pp)->o_hnext;
+	*pp = o->o_hnext;
+	*o->o_pprev = o->o_next;
+	if (o->o_next != NULL)
+		o->o_next->o_pprev = o->o_pprev;
+	c->nobjs--;
+}
+
 /* Free o if nothing uses it any more: no handle, no pin, not kept.  Its buffers
  * go; a dirty one left is a write-back that failed for good, a recorded
  * loss. */
 void
 obj_free_if_unused(clio_cache *c, struct cobj *o)
 {
-	struct cobj **pp;
 	struct buf *b, *next;
 
 	if (o->o_nhandles > 0 || o->o_pins > 0 || o->o_keep)
@@ -1220,9 +1302,7 @@ obj_free_if_unused(clio_cache *c, struct cobj *o)
 			c->st.lost_bytes += c->conf.bsize;
 		buf_discard(c, b);
 	}
-	for (pp = &c->objs; *pp != o; pp = &(*pp)->o_next)
-		;
-	*pp = o->o_next;
+	obj_unlink(c, o);
 	free(o);
 }
 
@@ -1283,6 +1363,7 @@ clio_cache_free(clio_cache *c)
 		c->objs = o->o_next;
 		free(o);
 	}
+	free(c->ohash);
 	for (k = 0; k < BIO_CLASSES; k++) {
 		while (c->bio_free[k] != NULL) {
 			struct bio *io = c->bio_free[k];

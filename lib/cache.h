@@ -81,7 +81,8 @@ struct cobj {
 	struct clio_validator o_v;
 	struct buf *o_bufs;	/* its buffers (b_onext) */
 	struct buf *o_dhead, *o_dtail; /* its dirty buffers, oldest first */
-	struct cobj *o_next;
+	struct cobj *o_next, **o_pprev;	/* c->objs */
+	struct cobj *o_hnext;		/* c->ohash chain */
 };
 
 /* A lock for a slice of the hash chains, with the counters of the
@@ -123,7 +124,9 @@ struct clio_cache {
 	uint64_t ndirty, nwerr, nvalid, nio;
 	uint64_t werr_max;	/* failed buffers one object may keep */
 	uint64_t fsync_gen;
-	struct cobj *objs;
+	struct cobj *objs;	/* every object, and by device in ohash */
+	struct cobj **ohash;
+	uint32_t ohmask, nobjs;
 	struct bio *bio_free[BIO_CLASSES];
 	uint32_t rcluster;	/* blocks in a read cluster */
 	uint32_t wcluster;	/* blocks in a write cluster */
@@ -187,6 +190,9 @@ int obj_writeback(clio_cache *c, struct cobj *o);
 void obj_wait_io(clio_cache *c, struct cobj *o);
 void obj_wait_truncate(clio_cache *c, struct cobj *o);
 void obj_free_if_unused(clio_cache *c, struct cobj *o);
+/* The object of device d, or NULL; obj_insert adds a new one (-ENOMEM). */
+struct cobj *obj_find(clio_cache *c, const clio_dev *d);
+int obj_insert(clio_cache *c, struct cobj *o);
 bool cache_invariants(clio_cache *c);
 void cache_check(clio_cache *c);
 

@@ -112,9 +112,7 @@ clio_cache_forget(clio_cache *c, clio_dev *d)
 	int r = 0;
 
 	pthread_mutex_lock(&c->lock);
-	for (o = c->objs; o != NULL; o = o->o_next)
-		if (o->o_dev == d)
-			break;
+	o = obj_find(c, d);
 	if (o == NULL) {
 		pthread_mutex_unlock(&c->lock);
 		return 0;

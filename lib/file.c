@@ -73,9 +73,9 @@ obj_get(clio_cache *c, clio_dev *d)
 {
 	struct cobj *o;
 
-	for (o = c->objs; o != NULL; o = o->o_next)
-		if (o->o_dev == d)
-			return o;
+	o = obj_find(c, d);
+	if (o != NULL)
+		return o;
 	struct clio_dev_info in;
 
 	if (clio_dev_info(d, &in) < 0)
@@ -90,8 +90,10 @@ obj_get(clio_cache *c, clio_dev *d)
 	o->o_virtual = in.is_virtual;
 	o->o_sector = in.sector;
 	o->o_qd = in.queue_depth;
-	o->o_next = c->objs;
-	c->objs = o;
+	if (obj_insert(c, o) < 0) {
+		free(o);
+		return NULL;
+	}
 	return o;
 }
 

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "clio.h"
@@ -212,6 +213,53 @@ test_writeback(void **state)
 	clio_dev_close(d);
 }
 
+/* Seconds for n rounds of open, read and close of device d. */
+static double
+reopen_rounds(clio_cache *c, clio_dev *d, int n)
+{
+	unsigned char buf[512];
+	double t0 = tu_now();
+	int i;
+
+	for (i = 0; i < n; i++) {
+		clio_file *f = open_file(c, d, CLIO_RDONLY | CLIO_KEEP);
+
+		assert_int_equal(clio_pread(f, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+		assert_int_equal(clio_close(f), 0);
+	}
+	return tu_now() - t0;
+}
+
+/* Many kept objects: an open finds its own in constant time. */
+static void
+test_many_kept(void **state)
+{
+	enum { NDEV = 3000 };
+	clio_dev **devs = calloc(NDEV, sizeof(*devs));
+	clio_cache *c = small_cache();
+	double few, many;
+	int i;
+
+	(void)state;
+	for (i = 0; i < NDEV; i++)
+		devs[i] = tu_dev_open("mem:size=4K", 0);
+	for (i = 0; i < 10; i++)
+		reopen_rounds(c, devs[i], 1);
+	few = reopen_rounds(c, devs[0], 2000);
+	for (i = 10; i < NDEV; i++)
+		reopen_rounds(c, devs[i], 1);
+	many = reopen_rounds(c, devs[0], 2000);
+	print_message("  2000 reopens: %.4f s with 10 kept objects, %.4f s with %d\n",
+		      few, many, NDEV);
+	assert_true(many < 8 * few + 0.05);
+	for (i = 0; i < NDEV; i++) {
+		assert_int_equal(clio_cache_forget(c, devs[i]), 0);
+		clio_dev_close(devs[i]);
+	}
+	assert_int_equal(clio_cache_free(c), 0);
+	free(devs);
+}
+
 int
 main(void)
 {
@@ -219,6 +267,7 @@ main(void)
 		cmocka_unit_test(test_revalidate),
 		cmocka_unit_test(test_keep),
 		cmocka_unit_test(test_writeback),
+		cmocka_unit_test(test_many_kept),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
