@@ -841,7 +841,7 @@ run_member(const struct buf *b, uint64_t gen, const struct buf *must)
  */
 static int
 write_run(clio_cache *c, struct cobj *o, uint64_t lbn, uint32_t max,
-	  uint64_t gen, const struct buf *must)
+	  uint64_t gen, const struct buf *must, bool wait)
 {
 	struct buf *run[1024];
 	int n = 0, r;
@@ -859,7 +859,7 @@ write_run(clio_cache *c, struct cobj *o, uint64_t lbn, uint32_t max,
 	}
 	if (n == 0)
 		return 0;
-	r = bio_submit(c, o, CLIO_OP_WRITE, run, n, false);
+	r = bio_submit(c, o, CLIO_OP_WRITE, run, n, wait);
 	return r < 0 ? r : n;
 }
 
@@ -870,8 +870,8 @@ write_run(clio_cache *c, struct cobj *o, uint64_t lbn, uint32_t max,
  * neighbours are left alone too); b itself goes in any case, unless its
  * object is being truncated.
  */
-int
-flush_buf(clio_cache *c, struct buf *b, uint64_t gen)
+static int
+flush_around(clio_cache *c, struct buf *b, uint64_t gen, bool wait)
 {
 	struct cobj *o = b->b_obj;
 	uint32_t max = MIN(c->wcluster, 1024u);
@@ -882,7 +882,13 @@ flush_buf(clio_cache *c, struct buf *b, uint64_t gen)
 	while (b->b_lbn - first + 1 < max && first > 0 &&
 	       run_member(buf_lookup(c, o, first - 1), gen, NULL))
 		first--;
-	return write_run(c, o, first, max, gen, b);
+	return write_run(c, o, first, max, gen, b, wait);
+}
+
+int
+flush_buf(clio_cache *c, struct buf *b, uint64_t gen)
+{
+	return flush_around(c, b, gen, false);
 }
 
 /* Write the dirty buffers of [first, last] in runs of contiguous blocks
@@ -894,7 +900,7 @@ push_range(clio_cache *c, struct cobj *o, uint64_t first, uint64_t last)
 
 	while (l <= last) {
 		int n = write_run(c, o, l, (uint32_t)MIN(last - l + 1, 1024u), 0,
-				  NULL);
+				  NULL, false);
 
 		l += n > 0 ? (uint64_t)n : 1;
 	}
@@ -948,6 +954,9 @@ obj_writeback(clio_cache *c, struct cobj *o)
 {
 	uint64_t gen = ++c->fsync_gen;
 	uint64_t seq0 = o->o_errseq;
+	/* what fits one write run goes out from this thread: there is no
+	 * parallelism to lose, and no hand-off to a worker and back */
+	bool here = o->o_ndirty <= c->wcluster;
 	struct buf *b;
 	int r = 0, e;
 
@@ -958,9 +967,12 @@ obj_writeback(clio_cache *c, struct cobj *o)
 				break;
 		if (b == NULL)
 			break;
-		e = flush_buf(c, b, gen);
+		e = flush_around(c, b, gen, here);
 		if (e < 0) {
-			b->b_tried = gen; /* not submitted: it stays dirty */
+			/* not written: it stays dirty (if a failure did not
+			 * drop it meanwhile), tried by this pass */
+			if (b->b_state == B_DIRTY && b->b_obj == o)
+				b->b_tried = gen;
 			if (r == 0)
 				r = e;
 		}
