@@ -456,14 +456,16 @@ node_open_data(struct mnode *n, bool want_write, uint64_t size)
 	if (n->cdev == NULL) {
 		/* a small file: the source's page cache (a write of a few
 		 * bytes is one pwrite, not an aligned read, write and cut
-		 * back) and one worker thread (each costs a clone and a
-		 * join); O_DIRECT and the default queue depth for others */
+		 * back), one request at a time on the shared worker pool (no
+		 * ring and completion thread of its own: each costs a clone
+		 * and a join); O_DIRECT and the default queue depth and
+		 * engine for others */
 		bool small = size < SMALL_FILE;
 
 		flags = fs_ro ? CLIO_DEV_RDONLY : 0;
 		for (;;) {
 			snprintf(spec, sizeof(spec), "file:/proc/self/fd/%d?%s", n->fd,
-				 small ? "qd=1" : "direct=1");
+				 small ? "qd=1&engine=threads" : "direct=1");
 			r = clio_dev_open(spec, flags, &n->cdev);
 			if (r == -EINVAL && !small) {
 				snprintf(spec, sizeof(spec), "file:/proc/self/fd/%d", n->fd);

@@ -356,19 +356,22 @@ dev_now(const clio_dev *d)
 /*
  * One worker pool for the process: the blocking io() of every device
  * (and pieces that async backends defer) runs on it.  Devices register
- * the threads they may keep busy; the pool grows to their sum, at most
- * POOL_MAX, and stops when the last device leaves.
+ * the threads they may keep busy; the pool starts one thread, grows on
+ * demand (a piece queued while no worker waits) up to their sum, at most
+ * POOL_MAX, and stops when the last device leaves.  So opening many
+ * devices that are seldom busy (a mount's small files) starts no thread.
  */
 static struct {
-	pthread_mutex_t lock;	/* the queue and `stopping` */
+	pthread_mutex_t lock;	/* the queue, `queued`, `idle`, `stopping` */
 	pthread_cond_t cv;
 	struct dev_piece *head, *tail;
+	int queued, idle;	/* pieces waiting; workers waiting for one */
 	bool stopping;
 	pthread_mutex_t admin;	/* registration: threads, want, users */
 	pthread_t threads[POOL_MAX];
 	int nthreads, want, users;
 } pool = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, NULL,
-	   false, PTHREAD_MUTEX_INITIALIZER, { 0 }, 0, 0, 0 };
+	   0, 0, false, PTHREAD_MUTEX_INITIALIZER, { 0 }, 0, 0, 0 };
 
 static void run_pooled(struct dev_piece *p);
 
@@ -380,14 +383,17 @@ pool_main(void *arg)
 	for (;;) {
 		struct dev_piece *p;
 
+		pool.idle++;
 		while (pool.head == NULL && !pool.stopping)
 			pthread_cond_wait(&pool.cv, &pool.lock);
+		pool.idle--;
 		if (pool.head == NULL)
 			break;
 		p = pool.head;
 		pool.head = p->next;
 		if (pool.head == NULL)
 			pool.tail = NULL;
+		pool.queued--;
 		pthread_mutex_unlock(&pool.lock);
 		run_pooled(p);
 		pthread_mutex_lock(&pool.lock);
@@ -399,6 +405,8 @@ pool_main(void *arg)
 static void
 pool_push(struct dev_piece *p)
 {
+	bool grow;
+
 	p->next = NULL;
 	pthread_mutex_lock(&pool.lock);
 	if (pool.tail != NULL)
@@ -406,8 +414,17 @@ pool_push(struct dev_piece *p)
 	else
 		pool.head = p;
 	pool.tail = p;
+	grow = ++pool.queued > pool.idle;
 	pthread_cond_signal(&pool.cv); /* one worker per piece */
 	pthread_mutex_unlock(&pool.lock);
+	/* no worker free for it: one more, unless (un)registration runs */
+	if (grow && pthread_mutex_trylock(&pool.admin) == 0) {
+		if (pool.nthreads < MIN(pool.want, POOL_MAX) &&
+		    pthread_create(&pool.threads[pool.nthreads], NULL, pool_main,
+				   NULL) == 0)
+			pool.nthreads++;
+		pthread_mutex_unlock(&pool.admin);
+	}
 }
 
 static int
@@ -418,12 +435,9 @@ pool_register(int threads)
 	pthread_mutex_lock(&pool.admin);
 	pool.users++;
 	pool.want += threads;
-	while (pool.nthreads < MIN(pool.want, POOL_MAX)) {
-		if (pthread_create(&pool.threads[pool.nthreads], NULL,
-				   pool_main, NULL) != 0)
-			break;
-		pool.nthreads++;
-	}
+	if (pool.nthreads == 0 &&
+	    pthread_create(&pool.threads[0], NULL, pool_main, NULL) == 0)
+		pool.nthreads = 1; /* the others when pieces wait for them */
 	if (pool.nthreads == 0) {
 		pool.users--;
 		pool.want -= threads;
