@@ -12,10 +12,10 @@ OPT     ?= -O2
 SAN     ?=
 DEFS    ?=
 CFLAGS  += -std=c11 -D_GNU_SOURCE $(OPT) -g -Wall -Wextra -Wshadow -Wvla \
-           -Iinclude -Ilib -pthread $(SAN) $(DEFS) $(CPPFLAGS)
+           -Iinclude -Ilib -Icli -pthread $(SAN) $(DEFS) $(CPPFLAGS)
 LDLIBS  += -pthread -lm $(URING_LIBS) $(NBD_LIBS)
 LDFLAGS += $(SAN)
-# libfuse 3 for `clio mount` (cli/mount*.c only)
+# libfuse 3 for `clio mount` (fuse/ only)
 FUSE_CFLAGS = $(shell pkg-config --cflags fuse3 2>/dev/null)
 FUSE_LIBS   = $(shell pkg-config --libs fuse3 2>/dev/null || echo -lfuse3)
 # liburing for the file backend's io_uring engine (lib/dev/uring.c) and
@@ -67,7 +67,9 @@ say = @echo "  $(1)	$(2)"
 endif
 
 LIB_SRC := $(wildcard lib/*.c lib/dev/*.c)
-CLI_SRC := $(wildcard cli/*.c)
+# the clio command: cli/ (its main, dd, info, stat, serve), fuse/ (clio
+# mount), bench/ (clio bench)
+CLI_SRC := $(wildcard cli/*.c fuse/*.c bench/*.c)
 TEST_SRC := $(wildcard tests/unit/test-*.c)
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
@@ -88,14 +90,14 @@ TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tests/tools/%)
 all: $(BUILD)/clio $(BUILD)/libclio.a $(BUILD)/$(SOFILE) $(BUILD)/nbdkit-clio-plugin.so
 
 $(BUILD)/obj/%.o: %.c include/clio.h lib/internal.h $(wildcard lib/*.h) $(wildcard lib/dev/*.h) \
-		$(wildcard cli/*.h)
+		$(wildcard cli/*.h fuse/*.h bench/*.h)
 	@mkdir -p $(dir $@)
 	$(call say,CC,$<)
 	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
-MOUNT_OBJ = $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard cli/mount*.c))
+MOUNT_OBJ = $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard fuse/*.c))
 $(MOUNT_OBJ): CFLAGS += $(FUSE_CFLAGS)
-$(MOUNT_OBJ): cli/mount.h cli/cli.h
+$(MOUNT_OBJ): fuse/mount.h cli/cli.h
 # clio serve looks for the plugin in LIBDIR/clio too
 $(BUILD)/obj/cli/serve.o: CFLAGS += -DCLIO_LIBDIR='"$(LIBDIR)"'
 

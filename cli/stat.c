@@ -4,7 +4,7 @@
  * `clio stat -i SECONDS [-c COUNT] [-x] [MOUNTPOINT...]` (and --raw: the
  * control file's lines as they are, for scripts): the live
  * statistics of clio mounts, read from each one's control file
- * MOUNTPOINT/.clio-stats (cli/mountstats.c, parsed by cli/statsnap.c).
+ * MOUNTPOINT/.clio-stats (fuse/mountstats.c, parsed by cli/statsnap.c).
  * Without a MOUNTPOINT: every clio mount in /proc/self/mountinfo.
  *
  * Invariants: each report reads one snapshot per mount (one open of the

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * statsnap.c - read and parse the control file `.clio-stats` of a clio
- * mount (its format: cli/mountstats.c).
+ * mount (its format: fuse/mountstats.c).
  *
  * Invariants: the file is opened only on a FUSE file system (so a stray
  * .clio-stats elsewhere is not taken); every string of a parsed snapshot

@@ -1,17 +1,19 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
 # test-layering.sh - the layers as the README's map draws them, checked in
-# the source: front ends (cli/, examples/, tests/tools/) include the
+# the source: front ends (cli/, fuse/, bench/, nbdkit/, examples/,
+# tests/tools/) include the
 # public header and lib/util.h only; the cache (file.c, cache.c,
 # cluster.c, consist.c) reads no field of the device object; nothing in
 # lib/ outside the device backends moves data with read(2)/write(2) and
-# their kin; every source file of lib/ and cli/ is named in the map.
+# their kin; every source file of lib/ and the front ends is named in the
+# map.
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here" || exit 1
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
 
-for f in cli/*.c cli/*.h examples/*.c tests/tools/*.c; do
+for f in cli/*.[ch] fuse/*.[ch] bench/*.[ch] nbdkit/*.c examples/*.c tests/tools/*.c; do
 	[ -f "$f" ] || continue
 	grep -nE '#include "(internal|dev|cache|uring)\.h"' "$f" &&
 		bad "$f includes a header of the library's internals"
@@ -32,7 +34,7 @@ echo "ok: every byte to storage goes through a backend"
 
 # the map: its section, up to the next heading
 map=$(awk '/^## / { on = /^## Map of the source/ } on { print }' README.md)
-for f in lib/*.c lib/*.h lib/dev/*.c cli/*.c; do
+for f in lib/*.c lib/*.h lib/dev/*.c cli/*.c fuse/*.c bench/*.c nbdkit/*.c; do
 	printf '%s\n' "$map" | grep -q "$(basename "$f")" ||
 		bad "$f is not in the README's map"
 done

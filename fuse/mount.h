@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * mount.h - what cli/mount.c (options, session, device mode) and
- * cli/mountfs.c (the pass-through file system) share.
+ * mount.h - what fuse/mount.c (options, session, device mode) and
+ * fuse/mountfs.c (the pass-through file system) share.
  */
 #ifndef CLIO_MOUNT_H
 #define CLIO_MOUNT_H
