@@ -18,8 +18,7 @@ filter="$(dirname "$CLIO")/nbdkit-clio-filter.so"
 # nbdkit is no sanitized program: under ASan the filter needs the runtime
 # loaded first (the filter's leaks are not checked)
 if [ "${CLIO_FLAVOUR:-plain}" = asan ]; then
-	export LD_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
-	export ASAN_OPTIONS=detect_leaks=0
+	nbd_env="LD_PRELOAD=$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so) ASAN_OPTIONS=detect_leaks=0"
 fi
 
 head -c 16777216 /dev/urandom >"$tmp/img"
