@@ -87,7 +87,8 @@ TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(BUILD)/tests/tools/%)
 # clio command and the unit tests, which use internal calls.  What is
 # installed exports clio_* only: libclio.so through a version script,
 # libclio.a as one relocatable object whose other globals are made local.
-all: $(BUILD)/clio $(BUILD)/libclio.a $(BUILD)/$(SOFILE) $(BUILD)/nbdkit-clio-plugin.so
+all: $(BUILD)/clio $(BUILD)/libclio.a $(BUILD)/$(SOFILE) $(BUILD)/nbdkit-clio-plugin.so \
+	$(BUILD)/nbdkit-clio-filter.so
 
 $(BUILD)/obj/%.o: %.c include/clio.h lib/internal.h $(wildcard lib/*.h) $(wildcard lib/dev/*.h) \
 		$(wildcard cli/*.h fuse/*.h bench/*.h)
@@ -112,6 +113,16 @@ $(BUILD)/nbdkit-clio-plugin.so: $(PLUGIN_OBJ) $(BUILD)/libclio-internal.a
 	$(call say,LD,$@)
 	$(Q)$(CC) -shared -Wl,--exclude-libs,ALL $(LDFLAGS) -o $@ \
 		$(PLUGIN_OBJ) $(INTERNAL) $(LDLIBS)
+
+# the nbdkit filter: the same, with the plugin below it as a device
+FILTER_OBJ = $(BUILD)/obj/nbdkit/clio-filter.o $(BUILD)/obj/nbdkit/filterdev.o
+$(FILTER_OBJ): CFLAGS += -fPIC $(NBDKIT_CFLAGS)
+$(FILTER_OBJ): nbdkit/filterdev.h
+
+$(BUILD)/nbdkit-clio-filter.so: $(FILTER_OBJ) $(BUILD)/libclio-internal.a
+	$(call say,LD,$@)
+	$(Q)$(CC) -shared -Wl,--exclude-libs,ALL $(LDFLAGS) -o $@ \
+		$(FILTER_OBJ) $(INTERNAL) $(LDLIBS)
 
 $(BUILD)/libclio-internal.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
@@ -199,6 +210,7 @@ install: all
 	$(INSTALL) -m 755 $(BUILD)/clio $(DESTDIR)$(BINDIR)/clio
 	$(INSTALL) -d $(DESTDIR)$(LIBDIR)/clio
 	$(INSTALL) -m 755 $(BUILD)/nbdkit-clio-plugin.so $(DESTDIR)$(LIBDIR)/clio/nbdkit-clio-plugin.so
+	$(INSTALL) -m 755 $(BUILD)/nbdkit-clio-filter.so $(DESTDIR)$(LIBDIR)/clio/nbdkit-clio-filter.so
 	$(INSTALL) -m 644 $(BUILD)/$(SOFILE) $(DESTDIR)$(LIBDIR)/$(SOFILE)
 	ln -sf $(SOFILE) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libclio.so
@@ -210,6 +222,7 @@ install: all
 	chmod 644 $(DESTDIR)$(PKGCONFIGDIR)/clio.pc
 	$(INSTALL) -m 644 man/clio.1 $(DESTDIR)$(MANDIR)/man1/clio.1
 	$(INSTALL) -m 644 man/nbdkit-clio-plugin.1 $(DESTDIR)$(MANDIR)/man1/nbdkit-clio-plugin.1
+	$(INSTALL) -m 644 man/nbdkit-clio-filter.1 $(DESTDIR)$(MANDIR)/man1/nbdkit-clio-filter.1
 	$(INSTALL) -m 644 man/libclio.3 $(DESTDIR)$(MANDIR)/man3/libclio.3
 	@for f in $(PUBLIC_CALLS); do \
 		echo ".so man3/libclio.3" > $(DESTDIR)$(MANDIR)/man3/$$f.3 || exit 1; \
@@ -219,7 +232,9 @@ install: all
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/clio/nbdkit-clio-plugin.so \
-		$(DESTDIR)$(MANDIR)/man1/nbdkit-clio-plugin.1
+		$(DESTDIR)$(MANDIR)/man1/nbdkit-clio-plugin.1 \
+		$(DESTDIR)$(LIBDIR)/clio/nbdkit-clio-filter.so \
+		$(DESTDIR)$(MANDIR)/man1/nbdkit-clio-filter.1
 	-rmdir $(DESTDIR)$(LIBDIR)/clio 2>/dev/null
 	rm -f $(DESTDIR)$(BINDIR)/clio $(DESTDIR)$(LIBDIR)/$(SOFILE) \
 		$(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libclio.so \

@@ -67,6 +67,27 @@ int clio_dev_close(clio_dev *d);
  * default is 4. */
 void clio_dev_set_default_queue_depth(uint32_t qd);
 
+/*
+ * A device the program provides: clio calls cb's functions for every
+ * transfer, synchronously, on its worker threads, at most queue_depth at
+ * once (0: the default of clio_dev_set_default_queue_depth), each moving
+ * one contiguous range of at most maxio bytes (0: no limit).  pread and
+ * pwrite move all len bytes and return 0 or -errno; pwrite NULL makes the
+ * device read-only, flush NULL a device with nothing to flush.  close
+ * (optional) runs once, from clio_dev_close or a failed open.  The size is
+ * fixed; sector is the alignment of direct transfers (0: 512).  name
+ * (NULL: "callback") is what clio_dev_name returns.
+ */
+struct clio_dev_callbacks {
+	int (*pread)(void *arg, void *buf, size_t len, uint64_t off);
+	int (*pwrite)(void *arg, const void *buf, size_t len, uint64_t off);
+	int (*flush)(void *arg);
+	void (*close)(void *arg);
+};
+int clio_dev_open_callbacks(const char *name, uint64_t size, uint32_t sector,
+			    uint32_t maxio, const struct clio_dev_callbacks *cb,
+			    void *arg, uint32_t queue_depth, clio_dev **devp);
+
 const char *clio_dev_name(const clio_dev *d);	/* the string it was opened from */
 uint64_t clio_dev_size(const clio_dev *d);
 uint32_t clio_dev_sector_size(const clio_dev *d);

@@ -1097,6 +1097,24 @@ dev_open_spec(const char *spec, int flags, clio_dev **dp, char *err, size_t errl
 	return dev_file_open(spec, "", flags, dp, err, errlen);
 }
 
+/* A device just opened joins the worker pool if it needs it; on failure
+ * it is closed. */
+static int
+dev_start(clio_dev *d)
+{
+	int r;
+
+	if (d->blocking || d->ops->submit != NULL) {
+		r = pool_register(pool_share(d));
+		if (r < 0) {
+			d->ops->close(d);
+			return r;
+		}
+		d->uses_pool = true;
+	}
+	return 0;
+}
+
 int
 clio_dev_open_err(const char *spec, int flags, clio_dev **devp, char *errbuf,
 		  size_t errlen)
@@ -1112,16 +1130,31 @@ clio_dev_open_err(const char *spec, int flags, clio_dev **devp, char *errbuf,
 		return r;
 	if (flags & CLIO_DEV_RDONLY)
 		d->readonly = true;
-	if (d->blocking || d->ops->submit != NULL) {
-		r = pool_register(pool_share(d));
-		if (r < 0) {
-			set_err(errbuf, errlen, "%s: cannot start worker threads",
-				spec);
-			d->ops->close(d);
-			return r;
-		}
-		d->uses_pool = true;
+	r = dev_start(d);
+	if (r < 0) {
+		set_err(errbuf, errlen, "%s: cannot start worker threads", spec);
+		return r;
 	}
+	*devp = d;
+	return 0;
+}
+
+int
+clio_dev_open_callbacks(const char *name, uint64_t size, uint32_t sector,
+			uint32_t maxio, const struct clio_dev_callbacks *cb,
+			void *arg, uint32_t queue_depth, clio_dev **devp)
+{
+	clio_dev *d = NULL;
+	int r;
+
+	if (devp == NULL)
+		return -EINVAL;
+	r = dev_callback_open(name, size, sector, maxio, cb, arg, queue_depth, &d);
+	if (r < 0)
+		return r;
+	r = dev_start(d);
+	if (r < 0)
+		return r;
 	*devp = d;
 	return 0;
 }

@@ -154,6 +154,10 @@ int dev_sim_open(const char *opts, int flags, clio_dev **dp, char *err,
 		 size_t errlen);
 int dev_fault_open(const char *opts, const char *inner, int flags,
 		   clio_dev **dp, char *err, size_t errlen);
+/* lib/dev/callback.c: the device of clio_dev_open_callbacks. */
+int dev_callback_open(const char *name, uint64_t size, uint32_t sector,
+		      uint32_t maxio, const struct clio_dev_callbacks *cb,
+		      void *arg, uint32_t queue_depth, clio_dev **dp);
 /* spec is the whole libnbd URI (nbd:, nbd+unix:, nbds:, nbds+unix:).
  * Weak: the installed static library has no NBD backend (a static
  * program cannot have libnbd's TLS and XML libraries), and there it is

@@ -38,10 +38,13 @@ nbd_wait_pid() {
 	nbd_pids=$(cat "$1")
 }
 
-# nbdkit ARGS... on $sock; returns once it serves (its pid file is written).
+# nbdkit ARGS... on $sock, with the variables of $nbd_env (VAR=VALUE
+# words) in its environment; returns once it serves (its pid file is
+# written).
+nbd_env=""
 nbd_start() {
 	nbd_stop
 	rm -f "$tmp/nbdkit.pid"
-	nbdkit -U "$sock" --pidfile "$tmp/nbdkit.pid" "$@" || fail "nbdkit $* did not start"
+	env $nbd_env nbdkit -U "$sock" --pidfile "$tmp/nbdkit.pid" "$@" || fail "nbdkit $* did not start"
 	nbd_wait_pid "$tmp/nbdkit.pid"
 }

@@ -25,6 +25,7 @@ for f in usr/lib/$multiarch/libclio.so.0 usr/lib/$multiarch/libclio.so \
 	usr/lib/$multiarch/libclio.a usr/lib/$multiarch/pkgconfig/clio.pc \
 	usr/include/clio.h usr/bin/clio usr/share/man/man1/clio.1.gz \
 	usr/lib/$multiarch/clio/nbdkit-clio-plugin.so usr/share/man/man1/nbdkit-clio-plugin.1.gz \
+	usr/lib/$multiarch/clio/nbdkit-clio-filter.so usr/share/man/man1/nbdkit-clio-filter.1.gz \
 	usr/share/man/man3/libclio.3.gz usr/share/man/man3/clio_open.3.gz \
 	usr/share/doc/libclio0/copyright; do
 	[ -e "$root/$f" ] || fail "the packages have no /$f"

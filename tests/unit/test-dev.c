@@ -3,6 +3,7 @@
  * test-dev.c - the device layer: the shared parsers, device strings and
  * their errors, the mem, file and fault backends, splitting at maxio,
  * asynchronous submission with several requests in flight, statistics,
+ * a device of callbacks (clio_dev_open_callbacks) under a cache,
  * the io_uring and threads engines of files (many requests from one
  * thread, O_DIRECT, flush through the ring, the forced fallback), one
  * piece per request, and front-end accounting from several threads.
@@ -1577,6 +1578,153 @@ test_latency_sums(void **state)
 	clio_dev_close(d);
 }
 
+/* ------------------------------------------------------------ callbacks */
+
+/* A callback device over a memory buffer: what it saw, what it fails. */
+struct cbmem {
+	unsigned char *data;
+	size_t size;
+	pthread_mutex_t lock;
+	int writes, largest_write, flushes, closes;
+	int fail_writes; /* -errno for every write, or 0 */
+};
+
+static int
+cbmem_pread(void *arg, void *buf, size_t len, uint64_t off)
+{
+	struct cbmem *m = arg;
+
+	if (off + len > m->size)
+		return -EIO;
+	memcpy(buf, m->data + off, len);
+	return 0;
+}
+
+static int
+cbmem_pwrite(void *arg, const void *buf, size_t len, uint64_t off)
+{
+	struct cbmem *m = arg;
+	int r = 0;
+
+	pthread_mutex_lock(&m->lock);
+	if (m->fail_writes != 0 || off + len > m->size) {
+		r = m->fail_writes != 0 ? m->fail_writes : -EIO;
+	} else {
+		memcpy(m->data + off, buf, len);
+		m->writes++;
+		if ((int)len > m->largest_write)
+			m->largest_write = (int)len;
+	}
+	pthread_mutex_unlock(&m->lock);
+	return r;
+}
+
+static int
+cbmem_flush(void *arg)
+{
+	struct cbmem *m = arg;
+
+	pthread_mutex_lock(&m->lock);
+	m->flushes++;
+	pthread_mutex_unlock(&m->lock);
+	return 0;
+}
+
+static void
+cbmem_close(void *arg)
+{
+	((struct cbmem *)arg)->closes++;
+}
+
+static const struct clio_dev_callbacks cbmem_ops = {
+	cbmem_pread, cbmem_pwrite, cbmem_flush, cbmem_close
+};
+
+static void
+test_callbacks(void **state)
+{
+	struct cbmem m = { .size = 4 * MiB };
+	struct clio_conf conf = CLIO_CONF_DEFAULTS;
+	struct clio_dev_info info;
+	unsigned char *src = malloc(m.size), *back = malloc(m.size);
+	clio_cache *c;
+	clio_file *f;
+	clio_dev *d;
+	size_t i;
+
+	(void)state;
+	m.data = calloc(1, m.size);
+	assert_non_null(src);
+	assert_non_null(back);
+	assert_non_null(m.data);
+	pthread_mutex_init(&m.lock, NULL);
+	for (i = 0; i < m.size; i++)
+		src[i] = (unsigned char)(i * 7 + i / 4096);
+
+	assert_int_equal(clio_dev_open_callbacks("x", m.size, 3, 0, &cbmem_ops, &m, 4, &d),
+			 -EINVAL);
+	assert_int_equal(clio_dev_open_callbacks("x", m.size, 512, 0, NULL, &m, 4, &d),
+			 -EINVAL);
+	assert_int_equal(m.closes, 0);
+	assert_int_equal(clio_dev_open_callbacks("cbmem", m.size, 512, 256 * KiB,
+						 &cbmem_ops, &m, 4, &d), 0);
+	assert_string_equal(clio_dev_name(d), "cbmem");
+	assert_int_equal(clio_dev_info(d, &info), 0);
+	assert_string_equal(info.type, "callback");
+	assert_int_equal(info.size, m.size);
+	assert_int_equal(info.maxio, 256 * KiB);
+	assert_int_equal(info.queue_depth, 4);
+	assert_false(info.readonly);
+
+	/* 1 KiB writes through the cache reach the callback as clusters */
+	conf.flusher = 0;
+	assert_int_equal(clio_cache_new(&conf, &c), 0);
+	assert_int_equal(clio_open(c, d, CLIO_RDWR, &f), 0);
+	for (i = 0; i < m.size; i += 1024)
+		assert_int_equal(clio_pwrite(f, src + i, 1024, i), 1024);
+	assert_int_equal(clio_fsync(f), 0);
+	assert_memory_equal(m.data, src, m.size);
+	print_message("  4096 writes of 1 KiB: %d callback writes, the largest %d bytes, "
+		      "%d flushes\n", m.writes, m.largest_write, m.flushes);
+	assert_true(m.flushes >= 1);
+	assert_true(m.writes <= 64);
+	assert_true(m.largest_write > (int)conf.bsize);
+	assert_true(m.largest_write <= 256 * (int)KiB);
+	assert_int_equal(clio_pread(f, back, m.size, 0), (ssize_t)m.size);
+	assert_memory_equal(back, src, m.size);
+
+	/* a callback's error reaches clio_fsync, and nothing is lost on it */
+	m.fail_writes = -ENOSPC;
+	assert_int_equal(clio_pwrite(f, src, 4096, 8192), 4096);
+	assert_int_equal(clio_fsync(f), -ENOSPC);
+	m.fail_writes = 0;
+	assert_int_equal(clio_close(f), 0);
+	clio_cache_free(c);
+	assert_int_equal(m.closes, 0);
+	assert_int_equal(clio_dev_close(d), 0);
+	assert_int_equal(m.closes, 1);
+
+	/* no pwrite: read-only; no flush: a flush is 0 */
+	{
+		struct clio_dev_callbacks ro = { cbmem_pread, NULL, NULL, NULL };
+		unsigned char b[4096];
+
+		assert_int_equal(clio_dev_open_callbacks(NULL, m.size, 0, 0, &ro, &m, 0, &d), 0);
+		assert_string_equal(clio_dev_name(d), "callback");
+		assert_int_equal(clio_dev_info(d, &info), 0);
+		assert_true(info.readonly);
+		assert_int_equal(clio_dev_pread(d, b, sizeof(b), 4096), (ssize_t)sizeof(b));
+		assert_memory_equal(b, src + 4096, sizeof(b));
+		assert_true(clio_dev_pwrite(d, b, sizeof(b), 0) < 0);
+		assert_int_equal(clio_dev_flush(d), 0);
+		clio_dev_close(d);
+	}
+	pthread_mutex_destroy(&m.lock);
+	free(m.data);
+	free(src);
+	free(back);
+}
+
 int
 main(void)
 {
@@ -1600,6 +1748,7 @@ main(void)
 		cmocka_unit_test(test_uring_fallback),
 		cmocka_unit_test(test_one_piece),
 		cmocka_unit_test(test_front_threads),
+		cmocka_unit_test(test_callbacks),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,400 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * clio-filter.c - the nbdkit filter that puts clio's cache between the
+ * clients and any plugin:
+ *
+ *   nbdkit --filter=nbdkit-clio-filter.so PLUGIN [ARGS] [TUNABLE=VALUE]...
+ *
+ * A key clio_conf_set knows (bsize, cache_size, maxphys, dirty_hi, ...)
+ * is the filter's; every other key goes to the plugin.
+ *
+ * Invariants:
+ *  1. One device and one cache for the whole server, made in .after_fork:
+ *     the device is a context into the plugin opened outside connections
+ *     (filterdev.c), so every connection shares the buffers and a FLUSH on
+ *     any of them covers every write acknowledged on all (can_multi_conn).
+ *  2. One clio_file per connection (.open); the connection's own next is
+ *     opened, as nbdkit expects, and carries no data: nbdkit asks it only
+ *     what the filter passes through (is_rotational).
+ *  3. A write is acknowledged once it is in the cache (with FUA, once
+ *     clio_fsync returned); FLUSH is clio_fsync: every acknowledged write
+ *     is on the plugin's storage and the plugin flushed.  .close writes
+ *     back and reports an error it finds; .cleanup frees the cache
+ *     (writing back) and closes the device.
+ *  4. What the cache cannot keep coherent is not advertised: no extents
+ *     (the plugin's map lags the dirty buffers), no trim, no fast zero.
+ *  5. Requests run in parallel: the cache is thread-safe and the filter
+ *     keeps no state per request.
+ */
+#include <nbdkit-filter.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clio.h"
+#include "filterdev.h"
+#include "util.h"
+
+#define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
+
+#define MAX_REQUEST (32u << 20) /* the largest request advertised */
+
+static struct clio_conf conf = CLIO_CONF_DEFAULTS;
+static clio_cache *cache;
+static clio_dev *dev;
+static struct clio_dev_info dev_info;
+static char *zeros; /* bsize bytes */
+
+struct conn {
+	clio_file *f;
+};
+
+static int
+cf_config(nbdkit_next_config *next, nbdkit_backend *nxdata, const char *key,
+	  const char *value)
+{
+	char err[256] = "";
+
+	if (clio_conf_set(&conf, key, value, err, sizeof(err)) == 0)
+		return 0;
+	if (strncmp(err, "unknown option", 14) == 0)
+		return next(nxdata, key, value);
+	nbdkit_error("%s", err);
+	return -1;
+}
+
+static int
+cf_config_complete(nbdkit_next_config_complete *next, nbdkit_backend *nxdata)
+{
+	char err[256];
+
+	if (clio_conf_check(&conf, err, sizeof(err)) < 0) {
+		nbdkit_error("%s", err);
+		return -1;
+	}
+	clio_dev_set_default_queue_depth(conf.queue_depth);
+	return next(nxdata);
+}
+
+/* Invariant 1: the device and the cache, born in the process that serves. */
+static int
+cf_after_fork(nbdkit_backend *backend)
+{
+	nbdkit_next *next = nbdkit_next_context_open(backend, 0, "", 1);
+	int r;
+
+	if (next == NULL) {
+		nbdkit_error("cannot open a context into the plugin");
+		return -1;
+	}
+	if (next->prepare(next) < 0) {
+		nbdkit_error("cannot prepare a context into the plugin");
+		nbdkit_next_context_close(next);
+		return -1;
+	}
+	r = filterdev_open(next, conf.queue_depth, &dev);
+	if (r < 0) {
+		nbdkit_error("cannot make the plugin a clio device: %s", strerror(-r));
+		return -1;
+	}
+	clio_dev_info(dev, &dev_info);
+	r = clio_cache_new(&conf, &cache);
+	if (r < 0) {
+		nbdkit_error("cannot make the cache: %s", strerror(-r));
+		return -1;
+	}
+	zeros = calloc(1, conf.bsize);
+	if (zeros == NULL) {
+		nbdkit_error("calloc: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static void
+cf_cleanup(nbdkit_backend *backend)
+{
+	int r;
+
+	(void)backend;
+	if (cache != NULL && (r = clio_cache_free(cache)) < 0)
+		nbdkit_error("writing back the cache: %s", strerror(-r));
+	cache = NULL;
+	if (dev != NULL)
+		clio_dev_close(dev);
+	dev = NULL;
+	free(zeros);
+	zeros = NULL;
+}
+
+static int
+cf_thread_model(void)
+{
+	return THREAD_MODEL;
+}
+
+static void *
+cf_open(nbdkit_next_open *next, nbdkit_context *context, int readonly,
+	const char *exportname, int is_tls)
+{
+	struct conn *h;
+	int r;
+
+	(void)is_tls;
+	if (next(context, readonly, exportname) < 0)
+		return NULL;
+	h = calloc(1, sizeof(*h));
+	if (h == NULL) {
+		nbdkit_error("calloc: %s", strerror(errno));
+		return NULL;
+	}
+	r = clio_open(cache, dev, readonly || dev_info.readonly ? CLIO_RDONLY : CLIO_RDWR,
+		      &h->f);
+	if (r < 0) {
+		nbdkit_error("cannot open the plugin through the cache: %s",
+			     strerror(-r));
+		free(h);
+		return NULL;
+	}
+	return h;
+}
+
+static void
+cf_close(void *handle)
+{
+	struct conn *h = handle;
+	int r = clio_writeback(h->f), r2 = clio_close(h->f);
+
+	if (r == 0)
+		r = r2;
+	if (r < 0)
+		nbdkit_error("writing back at the close of a connection: %s",
+			     strerror(-r));
+	free(h);
+}
+
+static int64_t
+cf_get_size(nbdkit_next *next, void *handle)
+{
+	(void)next;
+	(void)handle;
+	return (int64_t)clio_dev_size(dev);
+}
+
+static int
+cf_block_size(nbdkit_next *next, void *handle, uint32_t *minimum,
+	      uint32_t *preferred, uint32_t *maximum)
+{
+	(void)next;
+	(void)handle;
+	*minimum = dev_info.sector;
+	*preferred = MAX(conf.bsize, *minimum);
+	*maximum = MAX(MAX_REQUEST, MAX(conf.maxphys, *preferred));
+	return 0;
+}
+
+static int
+cf_can_write(nbdkit_next *next, void *handle)
+{
+	(void)next;
+	(void)handle;
+	return !dev_info.readonly;
+}
+
+static int
+cf_one(nbdkit_next *next, void *handle)
+{
+	(void)next;
+	(void)handle;
+	return 1;
+}
+
+static int
+cf_none(nbdkit_next *next, void *handle)
+{
+	(void)next;
+	(void)handle;
+	return 0;
+}
+
+static int
+cf_can_fua(nbdkit_next *next, void *handle)
+{
+	(void)next;
+	(void)handle;
+	return NBDKIT_FUA_NATIVE;
+}
+
+static int
+cf_can_cache(nbdkit_next *next, void *handle)
+{
+	(void)next;
+	(void)handle;
+	return NBDKIT_CACHE_NATIVE;
+}
+
+static int
+fail_with(const char *what, uint32_t count, uint64_t offset, ssize_t r, int *err)
+{
+	nbdkit_error("%s of %u bytes at %llu: %s", what, count,
+		     (unsigned long long)offset, strerror((int)-r));
+	*err = (int)-r;
+	return -1;
+}
+
+static int
+read_all(struct conn *h, void *buf, uint32_t count, uint64_t offset, int *err)
+{
+	uint32_t done = 0;
+
+	while (done < count) {
+		ssize_t r = clio_pread(h->f, (char *)buf + done, count - done,
+				       offset + done);
+		if (r < 0)
+			return fail_with("read", count, offset, r, err);
+		if (r == 0) { /* past the end: nbdkit checks bounds, but be sure */
+			memset((char *)buf + done, 0, count - done);
+			break;
+		}
+		done += (uint32_t)r;
+	}
+	return 0;
+}
+
+static int
+write_all(struct conn *h, const void *buf, uint32_t count, uint64_t offset,
+	  int *err)
+{
+	uint32_t done = 0;
+
+	while (done < count) {
+		ssize_t r = clio_pwrite(h->f, (const char *)buf + done,
+					count - done, offset + done);
+		if (r <= 0)
+			return fail_with("write", count, offset, r < 0 ? r : -EIO, err);
+		done += (uint32_t)r;
+	}
+	return 0;
+}
+
+static int
+fsync_if(struct conn *h, uint32_t flags, int *err)
+{
+	int r;
+
+	if (!(flags & NBDKIT_FLAG_FUA))
+		return 0;
+	r = clio_fsync(h->f);
+	if (r < 0) {
+		nbdkit_error("flush: %s", strerror(-r));
+		*err = -r;
+		return -1;
+	}
+	return 0;
+}
+
+static int
+cf_pread(nbdkit_next *next, void *handle, void *buf, uint32_t count,
+	 uint64_t offset, uint32_t flags, int *err)
+{
+	(void)next;
+	(void)flags;
+	return read_all(handle, buf, count, offset, err);
+}
+
+static int
+cf_pwrite(nbdkit_next *next, void *handle, const void *buf, uint32_t count,
+	  uint64_t offset, uint32_t flags, int *err)
+{
+	(void)next;
+	if (write_all(handle, buf, count, offset, err) < 0)
+		return -1;
+	return fsync_if(handle, flags, err);
+}
+
+/* Zeros written through the cache, a buffer at a time. */
+static int
+cf_zero(nbdkit_next *next, void *handle, uint32_t count, uint64_t offset,
+	uint32_t flags, int *err)
+{
+	uint32_t done = 0;
+
+	(void)next;
+	if (flags & NBDKIT_FLAG_FAST_ZERO) {
+		*err = ENOTSUP;
+		return -1;
+	}
+	while (done < count) {
+		uint32_t n = MIN(count - done, conf.bsize - (uint32_t)((offset + done) % conf.bsize));
+		if (write_all(handle, zeros, n, offset + done, err) < 0)
+			return -1;
+		done += n;
+	}
+	return fsync_if(handle, flags, err);
+}
+
+static int
+cf_flush(nbdkit_next *next, void *handle, uint32_t flags, int *err)
+{
+	(void)next;
+	(void)flags;
+	return fsync_if(handle, NBDKIT_FLAG_FUA, err);
+}
+
+/* NBD_CMD_CACHE: a read through the cache, the data dropped here. */
+static int
+cf_cache(nbdkit_next *next, void *handle, uint32_t count, uint64_t offset,
+	 uint32_t flags, int *err)
+{
+	uint32_t chunk = MAX(conf.maxphys, conf.bsize), done = 0;
+	char *scratch = malloc(chunk);
+	int r = 0;
+
+	(void)next;
+	(void)flags;
+	if (scratch == NULL) {
+		*err = ENOMEM;
+		return -1;
+	}
+	while (r == 0 && done < count) {
+		uint32_t n = MIN(count - done, chunk);
+		r = read_all(handle, scratch, n, offset + done, err);
+		done += n;
+	}
+	free(scratch);
+	return r;
+}
+
+static struct nbdkit_filter filter = {
+	.name = "clio",
+	.longname = "clio: clio's buffer cache in front of any plugin",
+	.description = "Caches a plugin in clio's buffer cache with BSD-style "
+		       "clustering, read-ahead and write-behind.",
+	.config = cf_config,
+	.config_complete = cf_config_complete,
+	.config_help = "TUNABLE=VALUE    a cache tunable (bsize, cache_size, maxphys, ...)",
+	.thread_model = cf_thread_model,
+	.after_fork = cf_after_fork,
+	.cleanup = cf_cleanup,
+	.open = cf_open,
+	.close = cf_close,
+	.get_size = cf_get_size,
+	.block_size = cf_block_size,
+	.can_write = cf_can_write,
+	.can_flush = cf_one,
+	.can_trim = cf_none,
+	.can_zero = cf_one,
+	.can_fast_zero = cf_none,
+	.can_extents = cf_none,
+	.can_fua = cf_can_fua,
+	.can_multi_conn = cf_one,
+	.can_cache = cf_can_cache,
+	.pread = cf_pread,
+	.pwrite = cf_pwrite,
+	.zero = cf_zero,
+	.flush = cf_flush,
+	.cache = cf_cache,
+};
+
+NBDKIT_REGISTER_FILTER(filter)

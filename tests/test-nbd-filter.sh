@@ -1,0 +1,93 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+# test-nbd-filter.sh - nbdkit-clio-filter.so in front of nbdkit's memory
+# and file plugins, on Unix sockets: nbdcopy of 16 MiB in and out,
+# compared; nbdinfo --json shows the block sizes and multi-conn; 16384
+# writes of 1 KiB (clio dd oflag=direct through the NBD client over a
+# 16 MiB file image, seed 002's rewrite) reach the plugin as a few large
+# writes (nbdkit's stats filter above the clio filter counts the client's
+# writes, the log filter below it the plugin's) and are in the file after
+# the FLUSH; an EIO of the plugin's writes (nbdkit's error filter below)
+# fails the FLUSH; after a FLUSH reply, kill -9 of nbdkit loses nothing.
+. "$(dirname "$0")/functions.sh"
+. "$(dirname "$0")/nbd-common.sh"
+command -v nbdcopy >/dev/null 2>&1 || { echo "nbdcopy not found (apt-get install libnbd-bin)"; exit 77; }
+filter="$(dirname "$CLIO")/nbdkit-clio-filter.so"
+[ -f "$filter" ] || fail "no $filter"
+
+# nbdkit is no sanitized program: under ASan the filter needs the runtime
+# loaded first (the filter's leaks are not checked)
+if [ "${CLIO_FLAVOUR:-plain}" = asan ]; then
+	nbd_env="LD_PRELOAD=$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so) ASAN_OPTIONS=detect_leaks=0"
+fi
+
+head -c 16777216 /dev/urandom >"$tmp/img"
+head -c 16777216 /dev/urandom >"$tmp/new"
+
+# ------------------------------------------------------------ memory plugin
+nbd_start --filter="$filter" memory size=16M bsize=64k cache_size=32M
+nbdinfo --json "$uri" >"$tmp/info.json" || fail "nbdinfo of the filter"
+python3 - "$tmp/info.json" <<'PY' || fail "what nbdinfo says of the filter"
+import json, sys
+e = json.load(open(sys.argv[1]))["exports"][0]
+assert e["export-size"] == 16 << 20, e
+assert e["block_size_minimum"] == 512, e
+assert e["block_size_preferred"] == 65536, e
+assert e["block_size_maximum"] == 32 << 20, e
+for k in ("can_multi_conn", "can_flush", "can_fua", "can_zero", "can_cache"):
+    assert e[k] is True, k
+assert e["can_trim"] is False, e
+print("ok: nbdinfo: 16 MiB, blocks 512/65536/32M, multi-conn, flush, FUA, zero, cache")
+PY
+nbdcopy --flush "$tmp/img" "$uri" || fail "nbdcopy into the memory plugin"
+nbdcopy "$uri" "$tmp/out" || fail "nbdcopy out of the memory plugin"
+cmp "$tmp/out" "$tmp/img" || fail "memory plugin: the bytes differ"
+echo "ok: memory plugin: nbdcopy of 16 MiB in and out (4 connections), compared"
+
+# ------------------------------------------------------------ file plugin
+cp "$tmp/img" "$tmp/disk"
+nbd_start --filter=stats --filter="$filter" --filter=log file "$tmp/disk" \
+	statsfile="$tmp/stats" logfile="$tmp/log" bsize=16k
+nbdinfo --json "$uri" | grep -q '"block_size_preferred": 16384' ||
+	fail "file plugin: bsize=16k is not the preferred block size"
+nbdcopy "$uri" "$tmp/out" && cmp "$tmp/out" "$tmp/img" ||
+	fail "file plugin: nbdcopy out"
+echo "ok: file plugin: nbdcopy out, compared"
+: >"$tmp/log"
+"$CLIO" dd if="$tmp/new" of="$uri" bs=1k count=16384 oflag=direct conv=notrunc,fsync \
+	2>"$tmp/err" || { cat "$tmp/err"; fail "clio dd bs=1k into the file plugin"; }
+cmp "$tmp/new" "$tmp/disk" || fail "the file lacks bytes whose FLUSH returned"
+plugin_writes=$(grep -c ' Write ' "$tmp/log")
+nbd_stop # the stats filter writes its file at the exit
+client_writes=$(sed -n 's/^write: \([0-9]*\) ops.*/\1/p' "$tmp/stats")
+echo "1 KiB rewrite: $client_writes client writes, $plugin_writes plugin writes"
+[ "$client_writes" -ge 16384 ] || fail "the client sent $client_writes writes, not 16384 of 1 KiB"
+[ "$plugin_writes" -ge 1 ] && [ "$plugin_writes" -le 256 ] ||
+	fail "$plugin_writes writes reached the plugin (at most 256 wanted)"
+echo "ok: rewrite with 1 KiB writes: in the file after the FLUSH, clustered"
+
+# ------------------------------------------------------------ EIO below
+cp "$tmp/img" "$tmp/disk"
+nbd_start --filter="$filter" --filter=error file "$tmp/disk" \
+	error-pwrite-rate=1 error=EIO
+nbdinfo "$uri" >/dev/null || fail "error filter: nbdinfo"
+if "$CLIO" dd if="$tmp/new" of="$uri" bs=64k count=16 conv=notrunc,fsync 2>"$tmp/err"; then
+	fail "a FLUSH succeeded over writes the plugin failed"
+fi
+grep -q "Input/output error" "$tmp/err" || { cat "$tmp/err"; fail "no EIO"; }
+cmp -n 1048576 "$tmp/img" "$tmp/disk" || fail "the error filter let a write through"
+if nbdcopy --flush "$tmp/new" "$uri" 2>"$tmp/err"; then
+	fail "nbdcopy --flush succeeded over writes the plugin failed"
+fi
+echo "ok: an EIO of the plugin's writes reaches the client at FLUSH"
+
+# ------------------------------------------------------------ kill -9
+cp "$tmp/img" "$tmp/disk"
+nbd_start --filter="$filter" file "$tmp/disk" flusher=0 dirty_age=3600
+"$CLIO" dd if="$tmp/new" of="$uri" bs=64k count=64 conv=notrunc,fsync 2>"$tmp/err" ||
+	{ cat "$tmp/err"; fail "clio dd into the file plugin"; }
+kill -9 "$nbd_pids"
+nbd_pids=""
+cmp -n 4194304 "$tmp/new" "$tmp/disk" || fail "kill -9 after the FLUSH lost data"
+echo "ok: kill -9 after a FLUSH reply: the data is in the file"
+exit 0
