@@ -102,16 +102,29 @@ stripe_of(clio_cache *c, const struct cobj *o, uint64_t lbn)
 	return &c->stripes[hash_of(c, o, lbn) & c->smask];
 }
 
+uint32_t
+buf_bucket(const clio_cache *c, const struct cobj *o, uint64_t lbn)
+{
+	return hash_of(c, o, lbn);
+}
+
+/* Called with c->lock or the bucket's stripe lock held. */
+struct buf *
+buf_lookup_in(clio_cache *c, uint32_t bucket, struct cobj *o, uint64_t lbn)
+{
+	struct buf *b;
+
+	for (b = c->hash[bucket]; b != NULL; b = b->b_hnext)
+		if (b->b_obj == o && b->b_lbn == lbn)
+			return b;
+	return NULL;
+}
+
 /* Called with c->lock or the block's stripe lock held. */
 struct buf *
 buf_lookup(clio_cache *c, struct cobj *o, uint64_t lbn)
 {
-	struct buf *b;
-
-	for (b = c->hash[hash_of(c, o, lbn)]; b != NULL; b = b->b_hnext)
-		if (b->b_obj == o && b->b_lbn == lbn)
-			return b;
-	return NULL;
+	return buf_lookup_in(c, hash_of(c, o, lbn), o, lbn);
 }
 
 /* Hash b under (b_obj, b_lbn) and put it on its object's list. */

@@ -152,6 +152,11 @@ struct clio_file {
 /* cache.c: called with c->lock held unless noted. */
 struct buf *buf_lookup(clio_cache *c, struct cobj *o, uint64_t lbn);
 struct stripe *stripe_of(clio_cache *c, const struct cobj *o, uint64_t lbn);
+/* The hash bucket of (o, lbn), and a lookup in it: its stripe is
+ * c->stripes[bucket & c->smask]. */
+uint32_t buf_bucket(const clio_cache *c, const struct cobj *o, uint64_t lbn);
+struct buf *buf_lookup_in(clio_cache *c, uint32_t bucket, struct cobj *o,
+			  uint64_t lbn);
 struct buf *getblk(clio_cache *c, struct cobj *o, uint64_t lbn, bool nowait,
 		   int *err);
 void buf_release(clio_cache *c, struct buf *b);

@@ -408,12 +408,13 @@ static struct buf *
 hit_lockless(clio_cache *c, struct cobj *o, uint64_t lbn, uint32_t seq,
 	     bool *ra)
 {
-	struct stripe *s = stripe_of(c, o, lbn);
+	uint32_t h = buf_bucket(c, o, lbn);
+	struct stripe *s = &c->stripes[h & c->smask];
 	struct buf *b;
 	unsigned fl;
 
 	pthread_mutex_lock(&s->lock);
-	b = buf_lookup(c, o, lbn);
+	b = buf_lookup_in(c, h, o, lbn);
 	if (b == NULL || !buf_valid(b)) {
 		pthread_mutex_unlock(&s->lock);
 		return NULL;
