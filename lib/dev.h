@@ -164,5 +164,9 @@ int dev_callback_open(const char *name, uint64_t size, uint32_t sector,
  * NULL. */
 int dev_nbd_open(const char *spec, int flags, clio_dev **dp, char *err,
 		 size_t errlen) __attribute__((weak));
+/* spec is the whole "rbd:POOL/IMAGE..." string.  Weak, and not in the
+ * installed static library, as dev_nbd_open (librbd and librados). */
+int dev_rbd_open(const char *spec, int flags, clio_dev **dp, char *err,
+		 size_t errlen) __attribute__((weak));
 
 #endif
