@@ -166,6 +166,13 @@ $(BUILD)/tests/tools/%: tests/tools/%.c
 	$(call say,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS) $(LDLIBS)
 
+# tools on the library's public calls are linked with it
+LIB_TOOL_BIN := $(BUILD)/tests/tools/wbfault
+$(LIB_TOOL_BIN): $(BUILD)/tests/tools/%: tests/tools/%.c $(BUILD)/libclio-internal.a
+	@mkdir -p $(dir $@)
+	$(call say,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $< $(INTERNAL) $(LDFLAGS) $(LDLIBS)
+
 tests: all $(TEST_BIN) $(TOOL_BIN)
 
 deps:
