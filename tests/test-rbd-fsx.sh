@@ -12,7 +12,10 @@ fsx="$(dirname "$CLIO")/tests/test-fsx"
 ceph_start 8M
 seed=${CLIO_SEED:-$(date +%s)}
 ops=${CLIO_FSX_OPS:-4000}
+[ "${CLIO_FLAVOUR:-}" = plain ] || [ -n "${CLIO_FSX_OPS:-}" ] || ops=2000
 CLIO_SEED=$seed CLIO_FSX_OPS=$ops CLIO_FSX_DEV="$(ceph_uri)" "$fsx" >"$tmp/fsx.out" 2>&1 ||
 	{ tail -n 40 "$tmp/fsx.out"; fail "test-fsx on $(ceph_uri) (CLIO_SEED=$seed CLIO_FSX_OPS=$ops)"; }
 grep "seed .*ops" "$tmp/fsx.out"
-echo "ok: test-fsx on rbd, seed $seed, $ops ops"
+n=$(grep -c "^fsx: config .* rbd:rbd/img" "$tmp/fsx.out")
+[ "$n" -ge 10 ] || fail "only $n configurations ran on $(ceph_uri)"
+echo "ok: test-fsx on rbd, seed $seed, $ops ops in $n configurations"
