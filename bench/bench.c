@@ -3,7 +3,8 @@
  * bench.c - `clio bench NAME [--quick] [--json] [--plot DIR]`: the seeds'
  * experiments on the calibrated simulated disks, each row beside the
  * figure the seed published, clio against the Linux kernel on a real
- * file (kernel.c), and the library's core against its peers (benchcore.c).
+ * file (kernel.c), the library's core against its peers (benchcore.c),
+ * and clio over an RBD image against librbd's cache (benchrbd.c).
  *
  * Every experiment builds one table (table.h); the text, JSON and plot
  * renderings all come from it.  The simulated ones run in virtual time
@@ -469,6 +470,7 @@ static const struct experiment {
 	{ "core", exp_core, false, false },
 	{ "mount", exp_mount, false, true },
 	{ "mount", exp_mount_meta, false, true },	/* its second table */
+	{ "rbd", exp_rbd, false, true },
 };
 
 static void
@@ -478,7 +480,8 @@ usage_bench(FILE *fp)
 		"usage: clio bench NAME [--quick] [--json] [--plot DIR] [--runs N]\n"
 		"                  [--file PATH] [--size N] [--cachegrind]\n"
 		"NAME: maxbsize, blocksize, rewrite, rawblock, kernel, core, or all (these\n"
-		"      six); mount (clio mount and FUSE against the kernel; not in all).\n"
+		"      six); mount (clio mount and FUSE against the kernel; not in all);\n"
+		"      rbd --file rbd:POOL/IMAGE (clio against librbd's cache; not in all).\n"
 		"See clio(1).\n");
 }
 
