@@ -44,6 +44,9 @@ if [ "${CLIO_CEPH_NS:-}" != 1 ]; then
 	exec unshare -m -n sh "$0" "$@"
 fi
 ip link set lo up || fail "ip link set lo up in the test's network namespace"
+if [ "${CLIO_FLAVOUR:-}" = tsan ]; then
+	export TSAN_OPTIONS="${TSAN_OPTIONS:-} suppressions=$(cd "$(dirname "$0")" && pwd)/ceph-tsan.supp"
+fi
 
 ceph_dir="$tmp/ceph"
 ceph_pids=""

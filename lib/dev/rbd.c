@@ -42,10 +42,15 @@
  *     image's size as this device last set or read it (rd->lock).
  *  5. close() runs with nothing outstanding (dev.h rule 6): it stops
  *     rbd_main, then closes the image, the pool and the connection.
+ *  6. rbd_seq (release before a command starts, acquire in its
+ *     callback) orders the submitter's writes to the command before the
+ *     callback's accesses; librbd's own hand-off between its threads
+ *     gives no edge that thread sanitizers can see.
  */
 #include <errno.h>
 #include <rados/librados.h>
 #include <rbd/librbd.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -90,6 +95,8 @@ struct rbd_dev {
 	bool started;
 };
 
+static atomic_uint_fast64_t rbd_seq; /* threading rule 6 */
+
 static void
 rbd_queue_done(struct rbd_dev *rd, struct rbd_cmd *cmd)
 {
@@ -110,6 +117,7 @@ rbd_callback(rbd_completion_t c, void *arg)
 {
 	struct rbd_cmd *cmd = arg;
 
+	(void)atomic_load_explicit(&rbd_seq, memory_order_acquire);
 	cmd->ret = rbd_aio_get_return_value(c);
 	if (cmd->sync) {
 		pthread_mutex_lock(cmd->m);
@@ -145,23 +153,33 @@ rbd_cmd_start(struct rbd_cmd *cmd)
 		cmd->ret = 0;
 		return 1;
 	}
-	r = rbd_aio_create_completion(cmd, rbd_callback, &cmd->comp);
+	rbd_completion_t comp;
+	enum clio_op op = p->op;
+	const struct iovec *iov = p->iov;
+	int iovcnt = p->iovcnt;
+	uint64_t off = p->off;
+
+	r = rbd_aio_create_completion(cmd, rbd_callback, &comp);
 	if (r < 0)
 		return r;
-	switch (p->op) {
+	cmd->comp = comp;
+	/* threading rule 6: neither cmd nor p is touched from here on,
+	 * unless librbd refused the command */
+	atomic_fetch_add_explicit(&rbd_seq, 1, memory_order_release);
+	switch (op) {
 	case CLIO_OP_READ:
-		r = rbd_aio_readv(rd->img, p->iov, p->iovcnt, p->off, cmd->comp);
+		r = rbd_aio_readv(rd->img, iov, iovcnt, off, comp);
 		break;
 	case CLIO_OP_WRITE:
-		r = rbd_aio_writev(rd->img, p->iov, p->iovcnt, p->off, cmd->comp);
+		r = rbd_aio_writev(rd->img, iov, iovcnt, off, comp);
 		break;
 	case CLIO_OP_FLUSH:
 	default:
-		r = rbd_aio_flush(rd->img, cmd->comp);
+		r = rbd_aio_flush(rd->img, comp);
 		break;
 	}
 	if (r < 0) {
-		rbd_aio_release(cmd->comp);
+		rbd_aio_release(comp);
 		cmd->comp = NULL;
 	}
 	return r < 0 ? r : 0;
