@@ -1,0 +1,101 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+# test-nfs-dev.sh - the nfs:// device against NFS-Ganesha (NFSv3, the VFS
+# backend) in the test's own namespace, through tests/tools/rpcproxy:
+# clio dd writes and reads seeded unaligned offsets and sizes, and the
+# export's file on disk equals a model written by GNU dd, byte for byte
+# (writes past the end grow the file, a dd without notrunc truncates it:
+# SETATTR); clio info shows the server's rtmax and wtmax and maxio is
+# their minimum; 4 KiB writes reach the server as WRITE RPCs of the
+# cluster size, counted by the proxy, and fsync is a COMMIT; a bad URL,
+# a missing file and an unreachable server are one-line errors naming
+# the device.
+. "$(dirname "$0")/functions.sh"
+. "$(dirname "$0")/ganesha-common.sh"
+
+seed=${SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
+fail() { echo "FAIL: $* (SEED=$seed)" >&2; exit 1; }
+echo "seed $seed"
+
+ganesha_start
+proxy_start 0
+url="nfs://127.0.0.1$export/f?$pq"
+
+# ------------------------------------------------------------ round trips
+head -c 1500007 /dev/urandom >"$export/f"
+cp "$export/f" "$tmp/model"
+awk -v s="$seed" 'BEGIN { srand(s); for (i = 0; i < 10; i++)
+	printf "%d %d %d %d %d\n", int(rand() * 2000000), 1 + int(rand() * 300000),
+	       1 + int(rand() * 70000), int(rand() * 2100000), 1 + int(rand() * 400000) }' \
+	>"$tmp/plan"
+n=0
+while read -r off len bs roff rlen; do
+	n=$((n + 1))
+	head -c "$len" /dev/urandom >"$tmp/piece"
+	conv=notrunc
+	[ $((n % 2)) -eq 0 ] && conv=notrunc,fsync
+	"$CLIO" dd if="$tmp/piece" of="$url" bs="$bs" oflag=seek_bytes seek="$off" \
+		conv=$conv status=none 2>"$tmp/err" ||
+		{ cat "$tmp/err"; fail "clio dd of=nfs:// at $off, $len bytes, bs=$bs"; }
+	dd if="$tmp/piece" of="$tmp/model" bs="$bs" oflag=seek_bytes seek="$off" \
+		conv=notrunc status=none
+	cmp "$tmp/model" "$export/f" || fail "write $n ($len bytes at $off, bs=$bs): the export's file differs"
+	"$CLIO" dd if="$url" of="$tmp/rb" bs="$bs" iflag=skip_bytes,count_bytes \
+		skip="$roff" count="$rlen" status=none 2>"$tmp/err" ||
+		{ cat "$tmp/err"; fail "clio dd if=nfs:// at $roff, $rlen bytes"; }
+	dd if="$tmp/model" of="$tmp/rbm" bs="$bs" iflag=skip_bytes,count_bytes \
+		skip="$roff" count="$rlen" status=none
+	cmp "$tmp/rb" "$tmp/rbm" || fail "read $n ($rlen bytes at $roff, bs=$bs) differs"
+done <"$tmp/plan"
+echo "ok: $n unaligned writes and reads through nfs://, byte for byte ($(stat -c %s "$export/f") bytes)"
+
+# a dd without notrunc truncates at its seek offset (SETATTR size)
+head -c 5000 /dev/urandom >"$tmp/piece"
+"$CLIO" dd if="$tmp/piece" of="$url" bs=999 oflag=seek_bytes seek=700001 status=none 2>"$tmp/err" ||
+	{ cat "$tmp/err"; fail "clio dd with truncation"; }
+dd if="$tmp/piece" of="$tmp/model" bs=999 oflag=seek_bytes seek=700001 status=none
+[ "$(stat -c %s "$export/f")" -eq 705001 ] || fail "truncated to $(stat -c %s "$export/f"), not 705001"
+cmp "$tmp/model" "$export/f" || fail "after the truncation the file differs"
+echo "ok: truncated and written: 705001 bytes, as GNU dd"
+
+# ------------------------------------------------------------ clio info
+"$CLIO" info "$url" >"$tmp/info" 2>&1 || { cat "$tmp/info"; fail "clio info $url"; }
+rtmax=$(sed -n 's/^ *rtmax=//p' "$tmp/info")
+wtmax=$(sed -n 's/^ *wtmax=//p' "$tmp/info")
+maxio=$(sed -n 's/^maxio: *\([0-9]*\).*/\1/p' "$tmp/info")
+[ -n "$rtmax" ] && [ -n "$wtmax" ] || { cat "$tmp/info"; fail "clio info shows no rtmax/wtmax"; }
+[ "$maxio" -eq "$([ "$rtmax" -lt "$wtmax" ] && echo "$rtmax" || echo "$wtmax")" ] ||
+	fail "maxio $maxio is not min(rtmax $rtmax, wtmax $wtmax)"
+grep -q "^size: *705001 " "$tmp/info" || { cat "$tmp/info"; fail "clio info: not the file's size"; }
+echo "ok: clio info: rtmax=$rtmax wtmax=$wtmax maxio=$maxio"
+
+# ------------------------------------------------------------ clustering
+# 2 MiB in 4 KiB writes with 256 KiB clusters: 8 WRITE RPCs, 1 COMMIT
+head -c 2097152 /dev/urandom >"$tmp/two"
+proxy_counts "$tmp/c0"
+"$CLIO" dd if="$tmp/two" of="$url" bs=4k conv=notrunc,fsync --maxphys=256k status=none 2>"$tmp/err" ||
+	{ cat "$tmp/err"; fail "clio dd bs=4k"; }
+proxy_counts "$tmp/c1"
+cmp "$tmp/two" "$export/f" || fail "the 4 KiB writes differ on the server"
+w=$(( $(rpc_calls "$tmp/c1" nfs3 WRITE) - $(rpc_calls "$tmp/c0" nfs3 WRITE) ))
+b=$(( $(rpc_bytes "$tmp/c1" nfs3 WRITE) - $(rpc_bytes "$tmp/c0" nfs3 WRITE) ))
+cm=$(( $(rpc_calls "$tmp/c1" nfs3 COMMIT) - $(rpc_calls "$tmp/c0" nfs3 COMMIT) ))
+[ "$w" -eq 8 ] || { cat "$tmp/c1"; fail "$w WRITE RPCs for 2 MiB in 256 KiB clusters, not 8"; }
+[ $((b / w)) -ge 262144 ] || fail "WRITE RPCs of $((b / w)) bytes, not 256 KiB"
+[ "$cm" -ge 1 ] || fail "fsync sent no COMMIT"
+echo "ok: 512 writes of 4 KiB became $w WRITE RPCs of $((b / w)) bytes and $cm COMMIT"
+
+# ------------------------------------------------------------ errors
+one_line() { # WHAT DEVICE: clio info fails with one line naming DEVICE
+	if "$CLIO" info "$2" >"$tmp/out" 2>"$tmp/err"; then fail "$1: clio info succeeded"; fi
+	[ "$(wc -l <"$tmp/err")" -eq 1 ] || { cat "$tmp/err"; fail "$1: not one line"; }
+	grep -qF "$2" "$tmp/err" || { cat "$tmp/err"; fail "$1: the error does not name '$2'"; }
+	echo "ok: $1: $(cat "$tmp/err")"
+}
+one_line "bad URL" "nfs://"
+one_line "no file name" "nfs://127.0.0.1"
+one_line "missing file" "nfs://127.0.0.1$export/nope?$pq"
+one_line "not exported" "nfs://127.0.0.1/nowhere/f?$pq"
+one_line "unreachable server" "nfs://127.0.0.1$export/f?port=9&mountport=9"
+one_line "bad qd" "nfs://127.0.0.1$export/f?qd=0"
+exit 0
