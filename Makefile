@@ -167,6 +167,12 @@ $(BUILD)/tests/tools/%: tests/tools/%.c
 	$(call say,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS) $(LDLIBS)
 
+# clioctl drives the library through its public calls
+$(BUILD)/tests/tools/clioctl: tests/tools/clioctl.c include/clio.h $(BUILD)/libclio-internal.a
+	@mkdir -p $(dir $@)
+	$(call say,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $< $(INTERNAL) $(LDFLAGS) $(LDLIBS)
+
 tests: all $(TEST_BIN) $(TOOL_BIN)
 
 deps:

@@ -164,6 +164,7 @@ struct nfs_dev {
 	/* the I/O thread's own (threading rule 1) */
 	struct nfs_cmd *done_head, *done_tail;
 	unsigned inflight;	/* RPCs */
+	int backoff_ms;		/* poll_once() */
 	struct nfs_wrec *rec_head, *rec_tail;
 	uint64_t kept, wseq;
 	char verf[NFS_VERF];
@@ -850,7 +851,9 @@ dispatch_done(struct nfs_dev *nd)
 	return true;
 }
 
-/* One wait for the socket or the eventfd, then libnfs's service. */
+/* One wait for the socket or the eventfd, then libnfs's service.  A
+ * socket in error (a server gone: libnfs reconnects at once, and again)
+ * is served at most every 10 ms, doubling to 320 ms while it stays so. */
 static void
 poll_once(struct nfs_dev *nd)
 {
@@ -865,8 +868,13 @@ poll_once(struct nfs_dev *nd)
 		return; /* EINTR */
 	if (fds[0].revents & POLLIN)
 		(void)!read(nd->wake, &n, sizeof(n));
-	if (nfs_service(nd->nfs, fds[1].fd >= 0 ? fds[1].revents : 0) < 0)
-		poll(NULL, 0, 10); /* a dead socket: libnfs reconnects */
+	r = nfs_service(nd->nfs, fds[1].fd >= 0 ? fds[1].revents : 0);
+	if (r < 0 || (fds[1].revents & (POLLERR | POLLHUP))) {
+		poll(NULL, 0, nd->backoff_ms);
+		nd->backoff_ms = MIN(nd->backoff_ms * 2, 320);
+	} else if (fds[1].revents & POLLIN) {
+		nd->backoff_ms = 10;
+	}
 }
 
 static void *
@@ -1228,6 +1236,7 @@ dev_nfs_open(const char *spec, int flags, clio_dev **dp, char *err,
 	if (nd == NULL)
 		return -ENOMEM;
 	nd->wake = -1;
+	nd->backoff_ms = 10;
 	pthread_mutex_init(&nd->lock, NULL);
 	atomic_init(&nd->n_verf_changes, 0);
 	atomic_init(&nd->n_resends, 0);
