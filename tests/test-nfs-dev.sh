@@ -68,6 +68,11 @@ maxio=$(sed -n 's/^maxio: *\([0-9]*\).*/\1/p' "$tmp/info")
 	fail "maxio $maxio is not min(rtmax $rtmax, wtmax $wtmax)"
 grep -q "^size: *705001 " "$tmp/info" || { cat "$tmp/info"; fail "clio info: not the file's size"; }
 echo "ok: clio info: rtmax=$rtmax wtmax=$wtmax maxio=$maxio"
+# the file's version from GETATTR: what stat(1) says of the export's file
+want="$(stat -c '%s %i %.9Y %.9Z' "$export/f")"
+got="$(sed -n 's/^ *attr_\(size\|fileid\|mtime\|ctime\)=//p' "$tmp/info" | tr '\n' ' ' | sed 's/ $//')"
+[ "$got" = "$want" ] || fail "GETATTR: size fileid mtime ctime '$got', stat says '$want'"
+echo "ok: GETATTR: size fileid mtime ctime $got"
 
 # ------------------------------------------------------------ clustering
 # 2 MiB in 4 KiB writes with 256 KiB clusters: 8 WRITE RPCs, 1 COMMIT
@@ -84,6 +89,18 @@ cm=$(( $(rpc_calls "$tmp/c1" nfs3 COMMIT) - $(rpc_calls "$tmp/c0" nfs3 COMMIT) )
 [ $((b / w)) -ge 262144 ] || fail "WRITE RPCs of $((b / w)) bytes, not 256 KiB"
 [ "$cm" -ge 1 ] || fail "fsync sent no COMMIT"
 echo "ok: 512 writes of 4 KiB became $w WRITE RPCs of $((b / w)) bytes and $cm COMMIT"
+
+# keep=: at most 1 MiB uncommitted (wtmax): 4 MiB written send COMMITs
+# on the way, not one at the end
+head -c 4194304 /dev/urandom >"$tmp/four"
+proxy_counts "$tmp/c0"
+"$CLIO" dd if="$tmp/four" of="$url&keep=1M" bs=64k conv=notrunc,fsync --maxphys=256k status=none 2>"$tmp/err" ||
+	{ cat "$tmp/err"; fail "clio dd with keep=1M"; }
+proxy_counts "$tmp/c1"
+cmp "$tmp/four" "$export/f" || fail "keep=1M: the file differs"
+cm=$(( $(rpc_calls "$tmp/c1" nfs3 COMMIT) - $(rpc_calls "$tmp/c0" nfs3 COMMIT) ))
+[ "$cm" -ge 3 ] || { cat "$tmp/c1"; fail "keep=1M: $cm COMMITs for 4 MiB, not at least 3"; }
+echo "ok: keep=1M: 4 MiB written with $cm COMMITs"
 
 # ------------------------------------------------------------ errors
 one_line() { # WHAT DEVICE: clio info fails with one line naming DEVICE

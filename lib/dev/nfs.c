@@ -1034,7 +1034,15 @@ nfs_dev_free(struct nfs_dev *nd)
 static void
 nfs_dev_close(clio_dev *d)
 {
-	nfs_dev_free(d->priv);
+	struct nfs_dev *nd = d->priv;
+	struct nfs_cmd cmd = { .kind = C_FLUSH };
+
+	/* what was written and not committed: one COMMIT (with its resends)
+	 * at the last moment, as an NFS client's close; its error has no
+	 * caller to go to */
+	if (atomic_load(&nd->n_kept) > 0)
+		(void)cmd_run(nd, &cmd);
+	nfs_dev_free(nd);
 	dev_free(d);
 }
 
@@ -1056,6 +1064,16 @@ nfs_params(clio_dev *d, struct dev_params *o)
 	dev_param(o, "verifier_changes", "%llu",
 		  (unsigned long long)atomic_load(&nd->n_verf_changes));
 	dev_param(o, "resends", "%llu", (unsigned long long)atomic_load(&nd->n_resends));
+	pthread_mutex_lock(&nd->lock);
+	if (nd->have_attr) {
+		dev_param(o, "attr_size", "%llu", (unsigned long long)nd->attr.size);
+		dev_param(o, "attr_fileid", "%llu", (unsigned long long)nd->attr.fileid);
+		dev_param(o, "attr_mtime", "%u.%09u", nd->attr.mtime.seconds,
+			  nd->attr.mtime.nseconds);
+		dev_param(o, "attr_ctime", "%u.%09u", nd->attr.ctime.seconds,
+			  nd->attr.ctime.nseconds);
+	}
+	pthread_mutex_unlock(&nd->lock);
 }
 
 static const struct dev_ops nfs_ops = {
@@ -1163,13 +1181,13 @@ nfs_connect(struct nfs_dev *nd, int flags, char *err, size_t errlen)
 
 	nd->nfs = nfs_init_context();
 	if (nd->nfs == NULL) {
-		set_err(err, errlen, "nfs device '%s': cannot make a libnfs context", spec);
+		set_err(err, errlen, "%s: cannot make a libnfs context", spec);
 		return -ENOMEM;
 	}
 	nfs_set_readahead(nd->nfs, 0);
 	u = nfs_parse_url_full(nd->nfs, nd->url);
 	if (u == NULL) {
-		set_err(err, errlen, "nfs device '%s': bad URL (nfs://HOST/EXPORT/PATH): %s",
+		set_err(err, errlen, "%s: bad URL (nfs://HOST/EXPORT/PATH): %s",
 			spec, nfs_get_error(nd->nfs));
 		return -EINVAL;
 	}
@@ -1183,7 +1201,7 @@ nfs_connect(struct nfs_dev *nd, int flags, char *err, size_t errlen)
 	r = nfs_mount(nd->nfs, nd->server, nd->export);
 	if (r != 0) {
 		r = r < 0 ? r : -EIO;
-		set_err(err, errlen, "nfs device '%s': cannot mount %s:%s: %s (%s)", spec,
+		set_err(err, errlen, "%s: cannot mount %s:%s: %s (%s)", spec,
 			nd->server, nd->export, nfs_get_error(nd->nfs), strerror(-r));
 		return r;
 	}
@@ -1192,25 +1210,25 @@ nfs_connect(struct nfs_dev *nd, int flags, char *err, size_t errlen)
 			      ((flags & CLIO_DEV_CREATE) ? O_CREAT : 0),
 		      0644, &nd->fh);
 	if (r != 0) {
-		set_err(err, errlen, "nfs device '%s': cannot open %s in %s:%s: %s", spec,
+		set_err(err, errlen, "%s: cannot open %s in %s:%s: %s", spec,
 			nd->path, nd->server, nd->export, nfs_get_error(nd->nfs));
 		return r < 0 ? r : -EIO;
 	}
 	r = nfs_fstat64(nd->nfs, nd->fh, &st);
 	if (r != 0) {
-		set_err(err, errlen, "nfs device '%s': GETATTR: %s", spec,
+		set_err(err, errlen, "%s: GETATTR: %s", spec,
 			nfs_get_error(nd->nfs));
 		return r < 0 ? r : -EIO;
 	}
 	if ((st.nfs_mode & S_IFMT) != S_IFREG) {
-		set_err(err, errlen, "nfs device '%s': %s is not a regular file", spec,
+		set_err(err, errlen, "%s: %s is not a regular file", spec,
 			nd->path);
 		return -EINVAL;
 	}
 	nd->d->size = st.nfs_size;
 	fh = (struct libnfs_fh *)nfs_get_fh(nd->fh);
 	if (fh == NULL || fh->len <= 0 || fh->len > NFS3_FHSIZE) {
-		set_err(err, errlen, "nfs device '%s': no file handle from libnfs", spec);
+		set_err(err, errlen, "%s: no file handle from libnfs", spec);
 		return -EIO;
 	}
 	nd->fh3.data.data_len = (u_int)fh->len;
@@ -1218,7 +1236,7 @@ nfs_connect(struct nfs_dev *nd, int flags, char *err, size_t errlen)
 	nd->rtmax = (uint32_t)MIN(nfs_get_readmax(nd->nfs), 1u << 30);
 	nd->wtmax = (uint32_t)MIN(nfs_get_writemax(nd->nfs), 1u << 30);
 	if (nd->rtmax < 512 || nd->wtmax < 512) {
-		set_err(err, errlen, "nfs device '%s': the server's rtmax %u / wtmax %u "
+		set_err(err, errlen, "%s: the server's rtmax %u / wtmax %u "
 			"are below 512", spec, nd->rtmax, nd->wtmax);
 		return -EINVAL;
 	}
@@ -1263,15 +1281,24 @@ dev_nfs_open(const char *spec, int flags, clio_dev **dp, char *err,
 	nd->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (nd->wake < 0) {
 		r = -errno;
-		set_err(err, errlen, "nfs device '%s': eventfd: %s", spec, strerror(errno));
+		set_err(err, errlen, "%s: eventfd: %s", spec, strerror(errno));
 		goto fail;
 	}
 	r = -pthread_create(&nd->thread, NULL, nfs_main, nd);
 	if (r < 0) {
-		set_err(err, errlen, "nfs device '%s': pthread_create: %s", spec, strerror(-r));
+		set_err(err, errlen, "%s: pthread_create: %s", spec, strerror(-r));
 		goto fail;
 	}
 	nd->started = true;
+	{
+		struct clio_validator v;
+
+		r = dev_nfs_validator(d, &v); /* and the attributes of params() */
+		if (r < 0) {
+			set_err(err, errlen, "%s: GETATTR: %s", spec, strerror(-r));
+			goto fail;
+		}
+	}
 	d->sector = 512;
 	d->maxio = MIN(nd->rtmax, nd->wtmax);
 	d->queue_depth = nd->qd;
