@@ -5,7 +5,7 @@
 # clio dd writes and reads seeded unaligned offsets and sizes, and the
 # export's file on disk equals a model written by GNU dd, byte for byte
 # (writes past the end grow the file, a dd without notrunc truncates it:
-# SETATTR); clio info shows the server's rtmax and wtmax and maxio is
+# SETATTR; a missing file is created, a subdirectory's file read); clio info shows the server's rtmax and wtmax and maxio is
 # their minimum; 4 KiB writes reach the server as WRITE RPCs of the
 # cluster size, counted by the proxy, and fsync is a COMMIT; a bad URL,
 # a missing file and an unreachable server are one-line errors naming
@@ -57,6 +57,17 @@ dd if="$tmp/piece" of="$tmp/model" bs=999 oflag=seek_bytes seek=700001 status=no
 [ "$(stat -c %s "$export/f")" -eq 705001 ] || fail "truncated to $(stat -c %s "$export/f"), not 705001"
 cmp "$tmp/model" "$export/f" || fail "after the truncation the file differs"
 echo "ok: truncated and written: 705001 bytes, as GNU dd"
+
+# a missing file is created (clio dd of=), a file in a subdirectory read
+head -c 100000 /dev/urandom >"$tmp/small"
+"$CLIO" dd if="$tmp/small" of="nfs://127.0.0.1$export/new?$pq" bs=7k status=none 2>"$tmp/err" ||
+	{ cat "$tmp/err"; fail "clio dd of= a new file"; }
+cmp "$tmp/small" "$export/new" || fail "the created file differs"
+mkdir "$export/sub" && cp "$tmp/small" "$export/sub/g"
+"$CLIO" dd if="nfs://127.0.0.1$export/sub/g?$pq" of="$tmp/g" bs=5k status=none 2>"$tmp/err" ||
+	{ cat "$tmp/err"; fail "clio dd if= a file in a subdirectory"; }
+cmp "$tmp/small" "$tmp/g" || fail "the file in a subdirectory reads back otherwise"
+echo "ok: a missing file created, a file in a subdirectory read"
 
 # ------------------------------------------------------------ clio info
 "$CLIO" info "$url" >"$tmp/info" 2>&1 || { cat "$tmp/info"; fail "clio info $url"; }

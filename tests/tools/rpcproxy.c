@@ -255,7 +255,8 @@ push(struct dir *d, const char *data, size_t len, double when)
 	k->len = len;
 	k->off = 0;
 	k->next = NULL;
-	memcpy(k->data, data, len);
+	if (len > 0)
+		memcpy(k->data, data, len);
 	if (d->tail != NULL)
 		d->tail->next = k;
 	else
