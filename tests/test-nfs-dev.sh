@@ -101,11 +101,13 @@ cm=$(( $(rpc_calls "$tmp/c1" nfs3 COMMIT) - $(rpc_calls "$tmp/c0" nfs3 COMMIT) )
 [ "$cm" -ge 1 ] || fail "fsync sent no COMMIT"
 echo "ok: 512 writes of 4 KiB became $w WRITE RPCs of $((b / w)) bytes and $cm COMMIT"
 
-# keep=: at most 1 MiB uncommitted (wtmax): 4 MiB written send COMMITs
-# on the way, not one at the end
+# keep=: at most 1 MiB uncommitted or in flight (wtmax): 4 MiB written
+# with 16 clusters of 256 KiB in flight at most send COMMITs on the way,
+# not one at the end
 head -c 4194304 /dev/urandom >"$tmp/four"
 proxy_counts "$tmp/c0"
-"$CLIO" dd if="$tmp/four" of="$url&keep=1M" bs=64k conv=notrunc,fsync --maxphys=256k status=none 2>"$tmp/err" ||
+"$CLIO" dd if="$tmp/four" of="$url&keep=1M" bs=64k conv=notrunc,fsync --maxphys=256k \
+	--queue-depth=16 status=none 2>"$tmp/err" ||
 	{ cat "$tmp/err"; fail "clio dd with keep=1M"; }
 proxy_counts "$tmp/c1"
 cmp "$tmp/four" "$export/f" || fail "keep=1M: the file differs"

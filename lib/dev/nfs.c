@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * nfs.c - the NFSv3 client backend: `nfs://HOST/EXPORT/PATH`, one regular
- * file of an export, through libnfs.  libnfs's URL keys pass through
+ * file of an export, through libnfs (lib/dev/nfsxprt.c).  libnfs's URL keys pass through
  * (`uid=`, `gid=`, `mountport=`, ...; clio's `port=` is libnfs's
  * `nfsport=`); clio's own are taken out first: `qd=N` (RPCs in flight,
  * default 16, at most 128), `keep=SIZE` (the uncommitted data kept for a
@@ -12,8 +12,7 @@
  * min(rtmax, wtmax) of the server's FSINFO; the size is the file's
  * (GETATTR at open), and the device is resizable: a write past the end
  * grows the file, resize() is SETATTR of the size.  Writes are UNSTABLE; a
- * flush is COMMIT.  libnfs's own readahead and page cache stay off (its
- * defaults; every transfer here is a raw rpc_nfs3_*_async call anyway).
+ * flush is COMMIT.
  *
  * Durability (the write verifier).  An UNSTABLE write the server
  * acknowledged may still be lost if the server restarts before a COMMIT;
@@ -36,43 +35,42 @@
  *  4. A failed COMMIT or resend fails the waiting flushes with its error
  *     and keeps every record: the next flush tries again (the data is
  *     still "dirty" here), which succeeds once the server is back.
- *  5. The kept data is bounded by keep=: a write that would pass it
- *     waits while a commit cycle runs first.
+ *  5. The kept data and the writes in flight together are bounded by
+ *     keep=: a write that would pass it waits while a commit cycle runs
+ *     first (a write alone may be as large as wtmax, keep='s floor).
  *
  * Threading model:
- *  1. One I/O thread (nfs_main) owns the libnfs context: it alone calls
- *     libnfs after open and touches the engine state (records, cycle,
- *     counters are atomics read by params()).  It polls nfs_get_fd() for
- *     nfs_which_events() and an eventfd, and runs nfs_service(), also
- *     every 100 ms for libnfs's timeouts.
+ *  1. One I/O thread (nfs_main) owns the transport (libnfs has no
+ *     threads: one context, one thread) and the engine's state: the
+ *     records, the commit cycle; the counters params() reads are atomics,
+ *     the attributes it shows are under nd->lock.
  *  2. Submitters (submit(), io(), resize()) queue a command under
- *     nd->lock and wake the thread.  libnfs calls back inside
- *     nfs_service(); the callbacks finish commands onto nd->done, which
- *     the thread completes with dev_piece_done() after nfs_service
+ *     nd->lock and wake the thread through an eventfd.  Replies come
+ *     inside the transport's wait(); they finish commands onto nd->done,
+ *     which the thread completes with dev_piece_done() after wait()
  *     returned, holding no lock.  A synchronous command (io()) is waited
  *     for on its own condition variable; io() called on the I/O thread
- *     itself (from a completion) drives the context there until its
+ *     itself (from a completion) drives the transport there until its
  *     command is finished.
- *  3. close() runs with nothing outstanding (dev.h rule 6): it stops the
- *     thread, then closes the file and the context.
+ *  3. close() runs with nothing outstanding (dev.h rule 6): it commits
+ *     what is uncommitted, stops the thread, then closes the transport.
  *
- * The seam between the protocol and the transport.  The engine (eng_*:
- * pieces to READ/WRITE, flushes to commit cycles, the records, the
- * verifier and the resends) sees the server only through the xp_*
- * calls, each of which starts one RPC and later calls eng_reply() with a
- * struct nfs_reply (status as -errno, count, eof, stable, verifier,
- * attributes).  A simulated server on the virtual clock can take the
- * transport's place by providing the same xp_* calls and calling
- * eng_reply() at the simulated completion time.
+ * The seam (lib/dev/nfs.h).  The engine (eng_*, cycle_*: pieces to READ
+ * and WRITE calls, flushes to commit cycles, the records, the verifier
+ * and the resends) reaches the server only through a struct nfs_xport:
+ * call() starts one procedure on the file (READ, WRITE UNSTABLE, COMMIT,
+ * SETATTR of the size, GETATTR) and its reply comes back, inside the
+ * transport's wait(), to eng_reply() as a struct nfs_reply (-errno,
+ * count, eof, stable, verifier, attributes).  lib/dev/nfsxprt.c is the
+ * transport over libnfs to a real server.  A simulated server on clio's
+ * virtual clock (lib/vclock.c, with a disk of lib/dev/sim.c behind it) can
+ * replace it with the same three operations, its wait() replying at the
+ * simulated completion times (per-RPC round trip, bandwidth, the
+ * server's CPU per call), so that the same client code path runs in
+ * virtual time; the verifier and a server restart are then the
+ * simulation's to choose.
  */
-#include <sys/time.h>
-#include <nfsc/libnfs.h>
-#include <nfsc/libnfs-raw.h>
-#include <nfsc/libnfs-raw-nfs.h>
-
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,18 +78,13 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "dev/nfs.h"
 
 #define NFS_DEFAULT_QD 16
 #define NFS_MAX_QD 128
 #define NFS_DEFAULT_KEEP (64u << 20)
 #define NFS_DEFAULT_TIMEO 30
-#define NFS_VERF 8
-
-/* libnfs 4.0's struct nfs_fh (nfs_get_fh's result; not in its headers). */
-struct libnfs_fh {
-	int len;
-	char *val;
-};
+#define NFS_VERF NFS_VERF_SIZE
 
 enum cmd_kind { C_READ, C_WRITE, C_FLUSH, C_RESIZE, C_GETATTR };
 
@@ -103,7 +96,7 @@ struct nfs_cmd {
 	char *data;		/* a write's copy: becomes its record's */
 	uint64_t flush_gen;	/* a flush: the cycle generation it needs */
 	ssize_t result;
-	struct fattr3 attr;	/* getattr */
+	struct nfs_attr attr;	/* getattr */
 	struct nfs_cmd *next;
 	bool sync, finished;
 	pthread_mutex_t *m;
@@ -131,24 +124,12 @@ struct nfs_rpc {
 	uint32_t len;
 };
 
-/* What the transport says of one RPC. */
-struct nfs_reply {
-	int err;		/* -errno, 0 on success */
-	uint32_t count;
-	bool eof, stable, has_verf, has_attr;
-	char verf[NFS_VERF];
-	struct fattr3 attr;
-	const char *data;	/* a READ's data, valid during eng_reply() */
-};
-
 struct nfs_dev {
 	clio_dev *d;
 	char *spec, *url;	/* what the user said, what libnfs parses */
-	char *server, *export, *path;
-	struct nfs_context *nfs;
-	struct nfsfh *fh;
-	struct nfs_fh3 fh3;
-	uint32_t qd, rtmax, wtmax;
+	struct nfs_file_info fi; /* server, export, path, rtmax, wtmax */
+	struct nfs_xport *xp;
+	uint32_t qd;
 	uint64_t keep_max;
 	int timeo;
 
@@ -158,15 +139,15 @@ struct nfs_dev {
 	pthread_mutex_t lock;	/* incoming, stop, attr */
 	struct nfs_cmd *in_head, *in_tail;
 	bool stop;
-	struct fattr3 attr;	/* the newest attributes seen */
+	struct nfs_attr attr;	/* the newest attributes seen */
 	bool have_attr;
 
 	/* the I/O thread's own (threading rule 1) */
 	struct nfs_cmd *done_head, *done_tail;
 	unsigned inflight;	/* RPCs */
-	int backoff_ms;		/* poll_once() */
 	struct nfs_wrec *rec_head, *rec_tail;
 	uint64_t kept, wseq;
+	uint64_t wbytes_out;	/* of the WRITEs in flight (not resends) */
 	char verf[NFS_VERF];
 	bool have_verf;
 	struct nfs_cmd *blocked_head, *blocked_tail; /* rule 5 */
@@ -189,114 +170,6 @@ static void cycle_begin(struct nfs_dev *nd);
 
 /* ------------------------------------------------------------ transport */
 
-static int
-rpc_status_errno(int status)
-{
-	switch (status) {
-	case RPC_STATUS_TIMEOUT:
-		return -ETIMEDOUT;
-	case RPC_STATUS_CANCEL:
-		return -ECANCELED;
-	default:
-		return -EIO;
-	}
-}
-
-static int
-nfsstat_errno(int st)
-{
-	int e = nfsstat3_to_errno(st);
-
-	if (e == 0)
-		return -EIO;
-	return e < 0 ? e : -e;
-}
-
-static void
-post_op(struct nfs_reply *rep, const struct post_op_attr *a)
-{
-	if (a->attributes_follow) {
-		rep->has_attr = true;
-		rep->attr = a->post_op_attr_u.attributes;
-	}
-}
-
-/* The one libnfs callback: the reply decoded into a struct nfs_reply. */
-static void
-xp_cb(struct rpc_context *rpc, int status, void *data, void *priv)
-{
-	struct nfs_rpc *r = priv;
-	struct nfs_reply rep = { 0 };
-
-	(void)rpc;
-	if (status != RPC_STATUS_SUCCESS) {
-		rep.err = rpc_status_errno(status);
-		eng_reply(r->nd, r, &rep);
-		return;
-	}
-	switch (r->kind) {
-	case R_READ: {
-		READ3res *res = data;
-		if (res->status != NFS3_OK) {
-			rep.err = nfsstat_errno(res->status);
-			break;
-		}
-		post_op(&rep, &res->READ3res_u.resok.file_attributes);
-		rep.count = res->READ3res_u.resok.count;
-		if (rep.count > res->READ3res_u.resok.data.data_len)
-			rep.count = res->READ3res_u.resok.data.data_len;
-		rep.eof = res->READ3res_u.resok.eof;
-		rep.data = res->READ3res_u.resok.data.data_val;
-		break;
-	}
-	case R_WRITE:
-	case R_RESEND: {
-		WRITE3res *res = data;
-		if (res->status != NFS3_OK) {
-			rep.err = nfsstat_errno(res->status);
-			break;
-		}
-		post_op(&rep, &res->WRITE3res_u.resok.file_wcc.after);
-		rep.count = res->WRITE3res_u.resok.count;
-		rep.stable = res->WRITE3res_u.resok.committed != UNSTABLE;
-		rep.has_verf = true;
-		memcpy(rep.verf, res->WRITE3res_u.resok.verf, NFS_VERF);
-		break;
-	}
-	case R_COMMIT: {
-		COMMIT3res *res = data;
-		if (res->status != NFS3_OK) {
-			rep.err = nfsstat_errno(res->status);
-			break;
-		}
-		post_op(&rep, &res->COMMIT3res_u.resok.file_wcc.after);
-		rep.has_verf = true;
-		memcpy(rep.verf, res->COMMIT3res_u.resok.verf, NFS_VERF);
-		break;
-	}
-	case R_SETATTR: {
-		SETATTR3res *res = data;
-		if (res->status != NFS3_OK) {
-			rep.err = nfsstat_errno(res->status);
-			break;
-		}
-		post_op(&rep, &res->SETATTR3res_u.resok.obj_wcc.after);
-		break;
-	}
-	case R_GETATTR: {
-		GETATTR3res *res = data;
-		if (res->status != NFS3_OK) {
-			rep.err = nfsstat_errno(res->status);
-			break;
-		}
-		rep.has_attr = true;
-		rep.attr = res->GETATTR3res_u.resok.obj_attributes;
-		break;
-	}
-	}
-	eng_reply(r->nd, r, &rep);
-}
-
 static struct nfs_rpc *
 rpc_new(struct nfs_dev *nd, enum rpc_kind kind, struct nfs_cmd *cmd)
 {
@@ -310,69 +183,67 @@ rpc_new(struct nfs_dev *nd, enum rpc_kind kind, struct nfs_cmd *cmd)
 	return r;
 }
 
-/* Each xp_* starts one RPC whose reply reaches eng_reply(); it returns 0,
- * or -errno when the RPC did not start (no reply then). */
+/* The seam (nfs.h): each xp_* starts one call whose reply reaches
+ * eng_reply(); it returns 0, or -errno when the call did not start (no
+ * reply then, and r is freed). */
 static int
-xp_start(struct nfs_dev *nd, struct nfs_rpc *r, int rc)
+xp_start(struct nfs_dev *nd, struct nfs_rpc *r, const struct nfs_call *c)
 {
-	if (rc != 0) {
+	int rc = nd->xp->ops->call(nd->xp, c, r);
+
+	if (rc < 0) {
 		free(r);
-		return -EIO;
+		return rc;
 	}
 	nd->inflight++;
 	return 0;
 }
 
-static int
-xp_read(struct nfs_dev *nd, struct nfs_rpc *r)
+static void
+xp_reply(void *arg, void *tag, const struct nfs_reply *rep)
 {
-	struct READ3args a = { .file = nd->fh3, .offset = r->off, .count = r->len };
-
-	return xp_start(nd, r, rpc_nfs3_read_async(nfs_get_rpc_context(nd->nfs),
-						   xp_cb, &a, r));
+	eng_reply(arg, tag, rep);
 }
 
 static int
-xp_write(struct nfs_dev *nd, struct nfs_rpc *r, char *data)
+xp_read(struct nfs_dev *nd, struct nfs_rpc *r)
 {
-	struct WRITE3args a = { .file = nd->fh3, .offset = r->off,
-				.count = r->len, .stable = UNSTABLE };
+	struct nfs_call c = { .proc = NFS_READ, .off = r->off, .len = r->len };
 
-	a.data.data_len = r->len;
-	a.data.data_val = data;
-	return xp_start(nd, r, rpc_nfs3_write_async(nfs_get_rpc_context(nd->nfs),
-						    xp_cb, &a, r));
+	return xp_start(nd, r, &c);
+}
+
+static int
+xp_write(struct nfs_dev *nd, struct nfs_rpc *r, const char *data)
+{
+	struct nfs_call c = { .proc = NFS_WRITE, .off = r->off, .len = r->len,
+			      .data = data };
+
+	return xp_start(nd, r, &c);
 }
 
 static int
 xp_commit(struct nfs_dev *nd, struct nfs_rpc *r)
 {
-	struct COMMIT3args a = { .file = nd->fh3, .offset = 0, .count = 0 };
+	struct nfs_call c = { .proc = NFS_COMMIT };
 
-	return xp_start(nd, r, rpc_nfs3_commit_async(nfs_get_rpc_context(nd->nfs),
-						     xp_cb, &a, r));
+	return xp_start(nd, r, &c);
 }
 
 static int
 xp_setattr_size(struct nfs_dev *nd, struct nfs_rpc *r, uint64_t size)
 {
-	struct SETATTR3args a;
+	struct nfs_call c = { .proc = NFS_SETSIZE, .size = size };
 
-	memset(&a, 0, sizeof(a));
-	a.object = nd->fh3;
-	a.new_attributes.size.set_it = 1;
-	a.new_attributes.size.set_size3_u.size = size;
-	return xp_start(nd, r, rpc_nfs3_setattr_async(nfs_get_rpc_context(nd->nfs),
-						      xp_cb, &a, r));
+	return xp_start(nd, r, &c);
 }
 
 static int
 xp_getattr(struct nfs_dev *nd, struct nfs_rpc *r)
 {
-	struct GETATTR3args a = { .object = nd->fh3 };
+	struct nfs_call c = { .proc = NFS_GETATTR };
 
-	return xp_start(nd, r, rpc_nfs3_getattr_async(nfs_get_rpc_context(nd->nfs),
-						      xp_cb, &a, r));
+	return xp_start(nd, r, &c);
 }
 
 /* ------------------------------------------------------------ commands */
@@ -518,18 +389,33 @@ eng_fail_blocked(struct nfs_dev *nd, int err)
 
 static void eng_start(struct nfs_dev *nd, struct nfs_cmd *cmd);
 
-/* Durability rule 5: writes that waited for a cycle go now (those that
- * do not fit wait for the next one). */
+static void eng_send(struct nfs_dev *nd, struct nfs_cmd *cmd);
+
+/* Durability rule 5: may a write of len bytes go now? */
+static bool
+write_fits(const struct nfs_dev *nd, size_t len)
+{
+	uint64_t used = nd->kept + nd->wbytes_out;
+
+	return used == 0 || used + len <= nd->keep_max;
+}
+
+/* Rule 5: the writes that waited go, in order, as far as they fit.  A
+ * commit cycle makes room when something is kept; otherwise the writes
+ * in flight make room as they complete. */
 static void
 eng_unblock(struct nfs_dev *nd)
 {
-	struct nfs_cmd *list = nd->blocked_head, *cmd;
+	struct nfs_cmd *cmd;
 
-	nd->blocked_head = nd->blocked_tail = NULL;
-	while ((cmd = list) != NULL) {
-		list = cmd->next;
-		eng_start(nd, cmd);
+	while ((cmd = nd->blocked_head) != NULL && write_fits(nd, cmd->len)) {
+		nd->blocked_head = cmd->next;
+		if (nd->blocked_head == NULL)
+			nd->blocked_tail = NULL;
+		eng_send(nd, cmd);
 	}
+	if (nd->blocked_head != NULL && nd->kept > 0)
+		cycle_begin(nd);
 }
 
 /* The end of a commit cycle: err 0 completes the flushes it served. */
@@ -552,10 +438,9 @@ cycle_end(struct nfs_dev *nd, int err)
 	nd->flush_tail = keep_tail;
 	if (err != 0)
 		eng_fail_blocked(nd, err);
-	else
-		eng_unblock(nd);
-	if (nd->flush_head != NULL || nd->blocked_head != NULL)
+	if (nd->flush_head != NULL)
 		cycle_begin(nd);
+	eng_unblock(nd);
 }
 
 /* Does an older record that is stale or being sent overlap w? */
@@ -707,6 +592,7 @@ eng_reply(struct nfs_dev *nd, struct nfs_rpc *r, const struct nfs_reply *rep)
 		}
 		break;
 	case R_WRITE:
+		nd->wbytes_out -= cmd->len;
 		if (rep->err != 0) {
 			cmd_finish(nd, cmd, rep->err);
 		} else if (rep->count == 0) {
@@ -738,6 +624,8 @@ eng_reply(struct nfs_dev *nd, struct nfs_rpc *r, const struct nfs_reply *rep)
 	free(r);
 	if (nd->cycle && !nd->committing)
 		cycle_step(nd); /* resends waiting for a slot */
+	if (nd->blocked_head != NULL)
+		eng_unblock(nd); /* room made by a write's end */
 }
 
 /* Records past a new end of file would grow it again if resent. */
@@ -763,9 +651,6 @@ rec_truncate(struct nfs_dev *nd, uint64_t size)
 static void
 eng_start(struct nfs_dev *nd, struct nfs_cmd *cmd)
 {
-	struct nfs_rpc *r;
-	int rc;
-
 	switch (cmd->kind) {
 	case C_FLUSH:
 		cmd->flush_gen = ++nd->flush_gen;
@@ -773,15 +658,26 @@ eng_start(struct nfs_dev *nd, struct nfs_cmd *cmd)
 		cycle_begin(nd);
 		return;
 	case C_WRITE:
-		if (nd->kept > 0 && nd->kept + cmd->len > nd->keep_max) {
+		if (nd->blocked_head != NULL || !write_fits(nd, cmd->len)) {
 			cmd_push(&nd->blocked_head, &nd->blocked_tail, cmd);
-			cycle_begin(nd);
+			if (nd->kept > 0)
+				cycle_begin(nd);
 			return;
 		}
 		break;
 	default:
 		break;
 	}
+	eng_send(nd, cmd);
+}
+
+/* Start the call of a command. */
+static void
+eng_send(struct nfs_dev *nd, struct nfs_cmd *cmd)
+{
+	struct nfs_rpc *r;
+	int rc;
+
 	r = rpc_new(nd, cmd->kind == C_READ ? R_READ : cmd->kind == C_WRITE ? R_WRITE
 			: cmd->kind == C_RESIZE ? R_SETATTR : R_GETATTR, cmd);
 	if (r == NULL) {
@@ -796,6 +692,8 @@ eng_start(struct nfs_dev *nd, struct nfs_cmd *cmd)
 		break;
 	case C_WRITE:
 		rc = xp_write(nd, r, cmd->data);
+		if (rc == 0)
+			nd->wbytes_out += cmd->len;
 		break;
 	case C_RESIZE:
 		rec_truncate(nd, cmd->size);
@@ -851,30 +749,11 @@ dispatch_done(struct nfs_dev *nd)
 	return true;
 }
 
-/* One wait for the socket or the eventfd, then libnfs's service.  A
- * socket in error (a server gone: libnfs reconnects at once, and again)
- * is served at most every 10 ms, doubling to 320 ms while it stays so. */
+/* The transport's wait (nfs.h rule 3): replies, or the eventfd. */
 static void
 poll_once(struct nfs_dev *nd)
 {
-	struct pollfd fds[2] = { { nd->wake, POLLIN, 0 }, { -1, 0, 0 } };
-	uint64_t n;
-	int r;
-
-	fds[1].fd = nfs_get_fd(nd->nfs);
-	fds[1].events = (short)nfs_which_events(nd->nfs);
-	r = poll(fds, fds[1].fd >= 0 ? 2 : 1, 100);
-	if (r < 0)
-		return; /* EINTR */
-	if (fds[0].revents & POLLIN)
-		(void)!read(nd->wake, &n, sizeof(n));
-	r = nfs_service(nd->nfs, fds[1].fd >= 0 ? fds[1].revents : 0);
-	if (r < 0 || (fds[1].revents & (POLLERR | POLLHUP))) {
-		poll(NULL, 0, nd->backoff_ms);
-		nd->backoff_ms = MIN(nd->backoff_ms * 2, 320);
-	} else if (fds[1].revents & POLLIN) {
-		nd->backoff_ms = 10;
-	}
+	nd->xp->ops->wait(nd->xp, nd->wake);
 }
 
 static void *
@@ -1010,11 +889,8 @@ nfs_dev_free(struct nfs_dev *nd)
 		nfs_wake(nd);
 		pthread_join(nd->thread, NULL);
 	}
-	if (nd->nfs != NULL) {
-		if (nd->fh != NULL)
-			(void)nfs_close(nd->nfs, nd->fh);
-		nfs_destroy_context(nd->nfs);
-	}
+	if (nd->xp != NULL)
+		nd->xp->ops->close(nd->xp);
 	while ((w = nd->rec_head) != NULL) {
 		nd->rec_head = w->next;
 		free(w->data);
@@ -1023,9 +899,9 @@ nfs_dev_free(struct nfs_dev *nd)
 	if (nd->wake >= 0)
 		close(nd->wake);
 	pthread_mutex_destroy(&nd->lock);
-	free(nd->server);
-	free(nd->export);
-	free(nd->path);
+	free(nd->fi.server);
+	free(nd->fi.export);
+	free(nd->fi.path);
 	free(nd->url);
 	free(nd->spec);
 	free(nd);
@@ -1051,11 +927,11 @@ nfs_params(clio_dev *d, struct dev_params *o)
 {
 	struct nfs_dev *nd = d->priv;
 
-	dev_param(o, "server", "%s", nd->server);
-	dev_param(o, "export", "%s", nd->export);
-	dev_param(o, "path", "%s", nd->path);
-	dev_param(o, "rtmax", "%u", nd->rtmax);
-	dev_param(o, "wtmax", "%u", nd->wtmax);
+	dev_param(o, "server", "%s", nd->fi.server);
+	dev_param(o, "export", "%s", nd->fi.export);
+	dev_param(o, "path", "%s", nd->fi.path);
+	dev_param(o, "rtmax", "%u", nd->fi.rtmax);
+	dev_param(o, "wtmax", "%u", nd->fi.wtmax);
 	dev_param(o, "qd", "%u", nd->qd);
 	dev_param(o, "keep_max", "%llu", (unsigned long long)nd->keep_max);
 	dev_param(o, "timeo", "%d", nd->timeo);
@@ -1068,10 +944,12 @@ nfs_params(clio_dev *d, struct dev_params *o)
 	if (nd->have_attr) {
 		dev_param(o, "attr_size", "%llu", (unsigned long long)nd->attr.size);
 		dev_param(o, "attr_fileid", "%llu", (unsigned long long)nd->attr.fileid);
-		dev_param(o, "attr_mtime", "%u.%09u", nd->attr.mtime.seconds,
-			  nd->attr.mtime.nseconds);
-		dev_param(o, "attr_ctime", "%u.%09u", nd->attr.ctime.seconds,
-			  nd->attr.ctime.nseconds);
+		dev_param(o, "attr_mtime", "%lld.%09lld",
+			  (long long)(nd->attr.mtime_ns / 1000000000),
+			  (long long)(nd->attr.mtime_ns % 1000000000));
+		dev_param(o, "attr_ctime", "%lld.%09lld",
+			  (long long)(nd->attr.ctime_ns / 1000000000),
+			  (long long)(nd->attr.ctime_ns % 1000000000));
 	}
 	pthread_mutex_unlock(&nd->lock);
 }
@@ -1098,8 +976,8 @@ dev_nfs_validator(clio_dev *d, struct clio_validator *v)
 		return r;
 	memset(v, 0, sizeof(*v));
 	v->size = cmd.attr.size;
-	v->mtime_ns = (int64_t)cmd.attr.mtime.seconds * 1000000000 + cmd.attr.mtime.nseconds;
-	v->ctime_ns = (int64_t)cmd.attr.ctime.seconds * 1000000000 + cmd.attr.ctime.nseconds;
+	v->mtime_ns = cmd.attr.mtime_ns;
+	v->ctime_ns = cmd.attr.ctime_ns;
 	v->id = cmd.attr.fileid;
 	return 0;
 }
@@ -1170,79 +1048,6 @@ bad:
 	return -EINVAL;
 }
 
-static int
-nfs_connect(struct nfs_dev *nd, int flags, char *err, size_t errlen)
-{
-	struct nfs_url *u;
-	struct nfs_stat_64 st;
-	struct libnfs_fh *fh;
-	const char *spec = nd->spec;
-	int r;
-
-	nd->nfs = nfs_init_context();
-	if (nd->nfs == NULL) {
-		set_err(err, errlen, "%s: cannot make a libnfs context", spec);
-		return -ENOMEM;
-	}
-	nfs_set_readahead(nd->nfs, 0);
-	u = nfs_parse_url_full(nd->nfs, nd->url);
-	if (u == NULL) {
-		set_err(err, errlen, "%s: bad URL (nfs://HOST/EXPORT/PATH): %s",
-			spec, nfs_get_error(nd->nfs));
-		return -EINVAL;
-	}
-	nd->server = strdup(u->server);
-	nd->export = strdup(u->path);
-	nd->path = strdup(u->file);
-	nfs_destroy_url(u);
-	if (nd->server == NULL || nd->export == NULL || nd->path == NULL)
-		return -ENOMEM;
-	nfs_set_timeout(nd->nfs, nd->timeo * 1000);
-	r = nfs_mount(nd->nfs, nd->server, nd->export);
-	if (r != 0) {
-		r = r < 0 ? r : -EIO;
-		set_err(err, errlen, "%s: cannot mount %s:%s: %s (%s)", spec,
-			nd->server, nd->export, nfs_get_error(nd->nfs), strerror(-r));
-		return r;
-	}
-	r = nfs_open2(nd->nfs, nd->path,
-		      ((flags & CLIO_DEV_RDONLY) ? O_RDONLY : O_RDWR) |
-			      ((flags & CLIO_DEV_CREATE) ? O_CREAT : 0),
-		      0644, &nd->fh);
-	if (r != 0) {
-		set_err(err, errlen, "%s: cannot open %s in %s:%s: %s", spec,
-			nd->path, nd->server, nd->export, nfs_get_error(nd->nfs));
-		return r < 0 ? r : -EIO;
-	}
-	r = nfs_fstat64(nd->nfs, nd->fh, &st);
-	if (r != 0) {
-		set_err(err, errlen, "%s: GETATTR: %s", spec,
-			nfs_get_error(nd->nfs));
-		return r < 0 ? r : -EIO;
-	}
-	if ((st.nfs_mode & S_IFMT) != S_IFREG) {
-		set_err(err, errlen, "%s: %s is not a regular file", spec,
-			nd->path);
-		return -EINVAL;
-	}
-	nd->d->size = st.nfs_size;
-	fh = (struct libnfs_fh *)nfs_get_fh(nd->fh);
-	if (fh == NULL || fh->len <= 0 || fh->len > NFS3_FHSIZE) {
-		set_err(err, errlen, "%s: no file handle from libnfs", spec);
-		return -EIO;
-	}
-	nd->fh3.data.data_len = (u_int)fh->len;
-	nd->fh3.data.data_val = fh->val;
-	nd->rtmax = (uint32_t)MIN(nfs_get_readmax(nd->nfs), 1u << 30);
-	nd->wtmax = (uint32_t)MIN(nfs_get_writemax(nd->nfs), 1u << 30);
-	if (nd->rtmax < 512 || nd->wtmax < 512) {
-		set_err(err, errlen, "%s: the server's rtmax %u / wtmax %u "
-			"are below 512", spec, nd->rtmax, nd->wtmax);
-		return -EINVAL;
-	}
-	return 0;
-}
-
 int
 dev_nfs_open(const char *spec, int flags, clio_dev **dp, char *err,
 	     size_t errlen)
@@ -1254,7 +1059,6 @@ dev_nfs_open(const char *spec, int flags, clio_dev **dp, char *err,
 	if (nd == NULL)
 		return -ENOMEM;
 	nd->wake = -1;
-	nd->backoff_ms = 10;
 	pthread_mutex_init(&nd->lock, NULL);
 	atomic_init(&nd->n_verf_changes, 0);
 	atomic_init(&nd->n_resends, 0);
@@ -1273,11 +1077,15 @@ dev_nfs_open(const char *spec, int flags, clio_dev **dp, char *err,
 		goto fail;
 	d->priv = nd;
 	nd->d = d;
-	r = nfs_connect(nd, flags, err, errlen);
+	r = nfs_libnfs_open(spec, nd->url, flags, nd->timeo, &nd->xp, &nd->fi, err,
+			    errlen);
 	if (r < 0)
 		goto fail;
-	if (nd->keep_max < nd->wtmax)
-		nd->keep_max = nd->wtmax;
+	nd->xp->reply = xp_reply;
+	nd->xp->arg = nd;
+	d->size = nd->fi.size;
+	if (nd->keep_max < nd->fi.wtmax)
+		nd->keep_max = nd->fi.wtmax;
 	nd->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (nd->wake < 0) {
 		r = -errno;
@@ -1300,7 +1108,7 @@ dev_nfs_open(const char *spec, int flags, clio_dev **dp, char *err,
 		}
 	}
 	d->sector = 512;
-	d->maxio = MIN(nd->rtmax, nd->wtmax);
+	d->maxio = MIN(nd->fi.rtmax, nd->fi.wtmax);
 	d->queue_depth = nd->qd;
 	d->readonly = (flags & CLIO_DEV_RDONLY) != 0;
 	snprintf(d->engine, sizeof(d->engine), "libnfs (NFSv3, qd %u)", nd->qd);
