@@ -7,9 +7,10 @@
 # (writes past the end grow the file, a dd without notrunc truncates it:
 # SETATTR; a missing file is created, a subdirectory's file read); clio info shows the server's rtmax and wtmax and maxio is
 # their minimum; 4 KiB writes reach the server as WRITE RPCs of the
-# cluster size, counted by the proxy, and fsync is a COMMIT; a bad URL,
-# a missing file and an unreachable server are one-line errors naming
-# the device.
+# cluster size, counted by the proxy, and fsync is a COMMIT; keep=
+# bounds what is uncommitted (COMMITs on the way); a bad URL, a missing
+# file and an unreachable server are one-line errors naming the device;
+# the proxy's delay shows in the time the calls take.
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/ganesha-common.sh"
 
@@ -128,4 +129,19 @@ one_line "missing file" "nfs://127.0.0.1$export/nope?$pq"
 one_line "not exported" "nfs://127.0.0.1/nowhere/f?$pq"
 one_line "unreachable server" "nfs://127.0.0.1$export/f?port=9&mountport=9"
 one_line "bad qd" "nfs://127.0.0.1$export/f?qd=0"
+
+# ------------------------------------------------------------ latency
+# the proxy delays each direction 25 ms: opening the device, one call
+# after the other, takes at least 50 ms a call
+proxy_stop
+proxy_start 25
+t0=$(date +%s%N)
+"$CLIO" info "$url" >/dev/null 2>"$tmp/err" || { cat "$tmp/err"; fail "clio info through a 50 ms RTT"; }
+t1=$(date +%s%N)
+proxy_counts "$tmp/c2"
+calls=$(awk '{ n += $3 } END { print n }' "$tmp/c2")
+ms=$(( (t1 - t0) / 1000000 ))
+[ "$calls" -ge 5 ] || { cat "$tmp/c2"; fail "only $calls calls to open the device"; }
+[ "$ms" -ge $((calls * 50 * 9 / 10)) ] || fail "$calls calls in $ms ms through a 50 ms round trip"
+echo "ok: 50 ms round trips: $calls calls to open and close, $ms ms"
 exit 0
