@@ -8,7 +8,8 @@
 #     file loses them (the old contents put back), ganesha restarts with
 #     a new write verifier; fsync then succeeds and the export's file
 #     equals the model byte for byte: the device saw the verifier change
-#     (verifier_changes >= 1) and sent the writes again (resends > 0);
+#     (verifier_changes >= 1) and sent the writes again (resends > 0),
+#     the older of two overlapping ones first;
 #  2. the server down during fsync, the data dirty in the cache: fsync
 #     fails with the RPC's error (timeo=2: in seconds), the cache still
 #     holds the data dirty, and fsync after the restart succeeds with the
@@ -58,6 +59,10 @@ cp "$export/f" "$tmp/committed"
 ok write 1000 300000 1
 ok write 2000001 1500000 2
 ok write 3999000 70000 3
+ok writeback
+# a newer write inside an older one, both kept: resent in their order
+ok write 50000 1000 8
+ok write 2500000 40000 9
 ok writeback
 kept=$(value param kept)
 [ "$kept" -gt 0 ] || fail "written back but nothing kept before the COMMIT"
