@@ -17,7 +17,11 @@
 #  3. the server down during fsync, the data written back but not
 #     committed: fsync fails, the device still keeps the data (kept > 0),
 #     the restarted server lost it, and fsync after the restart resends
-#     and succeeds.
+#     and succeeds;
+#  4. after a crash and before fsync, reads from the device show what it
+#     acknowledged (also past the server's old end of file), and a newer
+#     write acknowledged by the restarted server is not overwritten by
+#     the resend of an older lost one it overlaps.
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/ganesha-common.sh"
 
@@ -111,6 +115,29 @@ rs1=$(value param resends)
 [ "$rs1" -gt "$rs0" ] || fail "no resend after the restart ($rs0, $rs1)"
 cmp "$tmp/model" "$export/f" || fail "after the server came back the file differs"
 echo "ok: COMMIT failed with the server down ($kept bytes kept), then resent ($((rs1 - rs0))) and committed"
+
+# ------------------------------------------------------------ 4
+# after the crash, before any fsync: the device reads what it
+# acknowledged (the kept writes over the server's old data, and past
+# its old end); a newer write acknowledged by the restarted server over
+# an older lost one survives the older one's resend
+cp "$export/f" "$tmp/committed"
+size0=$(stat -c %s "$export/f")
+ok write 100000 300000 10
+ok write $((size0 + 30000)) 50000 11
+ok writeback
+crash_and_restart
+ctl devread 98304 409600
+case $ans in "ok 409600") ;; *) fail "reading the lost writes back through the device: $ans";; esac
+end=$((size0 + 80000))
+ctl devread $((size0 - 4096)) $((end - size0 + 4096))
+case $ans in "ok $((end - size0 + 4096))") ;; *) fail "reading the lost growth back: $ans";; esac
+echo "ok: after the crash the device reads the acknowledged data, the lost growth included"
+ok write 200000 10000 12
+ok writeback
+ok fsync
+cmp "$tmp/model" "$export/f" || fail "the newer write did not survive the older one's resend"
+echo "ok: a newer write over a lost older one survived its resend"
 
 ok quit
 wait "$ctl_pid" || fail "clioctl exited with an error"

@@ -20,13 +20,14 @@
  *  1. Every write acknowledged UNSTABLE since the last successful COMMIT
  *     is kept (a record: offset, length, a copy of the data, the verifier
  *     of its reply, a sequence number).  A write acknowledged FILE_SYNC
- *     is durable and not kept.  A newer record that covers an older one
+ *     is durable and not kept, unless it overlaps a record (whose resend
+ *     would overwrite it).  A newer record that covers an older one
  *     replaces it.
  *  2. A reply (WRITE or COMMIT) whose verifier differs from a record's
  *     marks that record stale: the server that acknowledged it is gone.
  *  3. A flush is a commit cycle: every stale record is sent again (in
- *     sequence order where they overlap, so the newest data wins), then
- *     COMMIT.  COMMIT frees the records up to the sequence number sent
+ *     sequence order where they overlap, each newer overlapping record
+ *     again after it, so the newest data lands last), then COMMIT.  COMMIT frees the records up to the sequence number sent
  *     with it whose verifier equals COMMIT's; any other makes them stale
  *     and the cycle goes round again.  Only a cycle whose COMMIT covered
  *     every record completes the flushes that were waiting before it
@@ -37,7 +38,14 @@
  *     still "dirty" here), which succeeds once the server is back.
  *  5. The kept data and the writes in flight together are bounded by
  *     keep=: a write that would pass it waits while a commit cycle runs
- *     first (a write alone may be as large as wtmax, keep='s floor).
+ *     first (a write alone may be as large as wtmax, keep='s floor).  A
+ *     write overlapping a record being sent again waits for it.
+ *  6. A READ returns the server's data with the records laid over it in
+ *     their order: a server that lost acknowledged writes never shows
+ *     their old data to this client (a block the cache reads back to
+ *     merge a partial write included).  The device assumes it is the
+ *     file's only writer until its next COMMIT, as an NFS client's
+ *     unstable pages do.
  *
  * Threading model:
  *  1. One I/O thread (nfs_main) owns the transport (libnfs has no
@@ -98,6 +106,7 @@ struct nfs_cmd {
 	ssize_t result;
 	struct nfs_attr attr;	/* getattr */
 	struct nfs_cmd *next;
+	struct nfs_cmd *out_prev, *out_next; /* nd->wout: a WRITE in flight */
 	bool sync, finished;
 	pthread_mutex_t *m;
 	pthread_cond_t *cv;
@@ -148,6 +157,7 @@ struct nfs_dev {
 	struct nfs_wrec *rec_head, *rec_tail;
 	uint64_t kept, wseq;
 	uint64_t wbytes_out;	/* of the WRITEs in flight (not resends) */
+	struct nfs_cmd *wout;	/* those WRITEs */
 	char verf[NFS_VERF];
 	bool have_verf;
 	struct nfs_cmd *blocked_head, *blocked_tail; /* rule 5 */
@@ -387,6 +397,46 @@ eng_fail_blocked(struct nfs_dev *nd, int err)
 	}
 }
 
+static bool
+overlap(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
+{
+	return a < b + blen && b < a + alen;
+}
+
+/* Durability rule 3's order: a stale record is sent again only when no
+ * older record overlapping it is still to be sent or being sent, no
+ * newer one overlapping it is being sent, and no WRITE overlapping it
+ * is in flight; so the newest data lands last. */
+static bool
+resend_may_go(const struct nfs_dev *nd, const struct nfs_wrec *w)
+{
+	const struct nfs_wrec *o;
+	const struct nfs_cmd *c;
+
+	for (o = w->prev; o != NULL; o = o->prev)
+		if ((o->stale || o->sending) && overlap(o->off, o->len, w->off, w->len))
+			return false;
+	for (o = w->next; o != NULL; o = o->next)
+		if (o->sending && overlap(o->off, o->len, w->off, w->len))
+			return false;
+	for (c = nd->wout; c != NULL; c = c->out_next)
+		if (overlap(c->off, c->len, w->off, w->len))
+			return false;
+	return true;
+}
+
+/* A write overlapping a record being sent again waits for it. */
+static bool
+overlaps_resend(const struct nfs_dev *nd, uint64_t off, uint64_t len)
+{
+	const struct nfs_wrec *o;
+
+	for (o = nd->rec_head; o != NULL; o = o->next)
+		if (o->sending && overlap(o->off, o->len, off, len))
+			return true;
+	return false;
+}
+
 static void eng_start(struct nfs_dev *nd, struct nfs_cmd *cmd);
 
 static void eng_send(struct nfs_dev *nd, struct nfs_cmd *cmd);
@@ -408,7 +458,8 @@ eng_unblock(struct nfs_dev *nd)
 {
 	struct nfs_cmd *cmd;
 
-	while ((cmd = nd->blocked_head) != NULL && write_fits(nd, cmd->len)) {
+	while ((cmd = nd->blocked_head) != NULL && write_fits(nd, cmd->len) &&
+	       !overlaps_resend(nd, cmd->off, cmd->len)) {
 		nd->blocked_head = cmd->next;
 		if (nd->blocked_head == NULL)
 			nd->blocked_tail = NULL;
@@ -443,24 +494,11 @@ cycle_end(struct nfs_dev *nd, int err)
 	eng_unblock(nd);
 }
 
-/* Does an older record that is stale or being sent overlap w? */
-static bool
-older_overlap(struct nfs_wrec *w)
-{
-	struct nfs_wrec *o;
-
-	for (o = w->prev; o != NULL; o = o->prev)
-		if ((o->stale || o->sending) && o->off < w->off + w->len &&
-		    w->off < o->off + o->len)
-			return true;
-	return false;
-}
-
 /* Durability rule 3: resend the stale records, then COMMIT. */
 static void
 cycle_step(struct nfs_dev *nd)
 {
-	struct nfs_wrec *w;
+	struct nfs_wrec *w, *o;
 	struct nfs_rpc *r;
 	bool stale = false;
 
@@ -475,25 +513,32 @@ cycle_step(struct nfs_dev *nd)
 		if (!w->stale)
 			continue;
 		stale = true;
-		if (w->sending || older_overlap(w) || nd->inflight >= nd->qd)
+		if (w->sending || nd->inflight >= nd->qd || !resend_may_go(nd, w))
 			continue;
 		if ((r = rpc_new(nd, R_RESEND, NULL)) == NULL) {
-			cycle_end(nd, -ENOMEM);
-			return;
+			nd->cycle_err = -ENOMEM;
+			break;
 		}
 		r->rec = w;
 		r->off = w->off;
 		r->len = w->len;
+		if (xp_write(nd, r, w->data) < 0) {
+			nd->cycle_err = -EIO;
+			break;
+		}
+		/* the newer data it overwrites is to be sent after it */
+		for (o = w->next; o != NULL; o = o->next)
+			if (overlap(o->off, o->len, w->off, w->len))
+				o->stale = true;
 		w->stale = false;
 		w->sending = true;
-		if (xp_write(nd, r, w->data) < 0) {
-			w->stale = true;
-			w->sending = false;
-			cycle_end(nd, -EIO);
-			return;
-		}
 		atomic_fetch_add(&nd->n_resends, 1);
 		nd->resends_out++;
+	}
+	if (nd->cycle_err != 0) {
+		if (nd->resends_out == 0)
+			cycle_end(nd, nd->cycle_err);
+		return;
 	}
 	if (stale || nd->resends_out > 0)
 		return;
@@ -553,6 +598,46 @@ commit_reply(struct nfs_dev *nd, const struct nfs_reply *rep)
 		cycle_end(nd, 0);
 }
 
+static bool
+overlaps_kept(const struct nfs_dev *nd, uint64_t off, uint64_t len)
+{
+	const struct nfs_wrec *w;
+
+	for (w = nd->rec_head; w != NULL; w = w->next)
+		if (overlap(w->off, w->len, off, len))
+			return true;
+	return false;
+}
+
+/* Durability rule 6: a READ's n bytes from the server, with the kept
+ * writes laid over them in their order (and past them: a server that
+ * lost the writes that grew the file); returns the bytes read. */
+static size_t
+read_overlay(const struct nfs_dev *nd, struct nfs_cmd *cmd, size_t n)
+{
+	const struct dev_io *p = cmd->p;
+	const struct nfs_wrec *w;
+	size_t ext = n;
+
+	for (w = nd->rec_head; w != NULL; w = w->next)
+		if (overlap(w->off, w->len, cmd->off, cmd->len))
+			ext = MAX(ext, (size_t)(MIN(w->off + w->len, cmd->off + cmd->len) -
+						cmd->off));
+	if (ext > n)
+		iov_memset(p->iov, p->iovcnt, n, 0, ext - n);
+	for (w = nd->rec_head; w != NULL; w = w->next) {
+		uint64_t from, to;
+
+		if (!overlap(w->off, w->len, cmd->off, ext))
+			continue;
+		from = MAX(w->off, cmd->off);
+		to = MIN(w->off + w->len, cmd->off + ext);
+		buf_to_iov(p->iov, p->iovcnt, from - cmd->off, w->data + (from - w->off),
+			   to - from);
+	}
+	return ext;
+}
+
 static void
 resend_reply(struct nfs_dev *nd, struct nfs_wrec *w, const struct nfs_reply *rep)
 {
@@ -563,8 +648,6 @@ resend_reply(struct nfs_dev *nd, struct nfs_wrec *w, const struct nfs_reply *rep
 	} else if (rep->err == 0) {
 		memcpy(w->verf, rep->verf, NFS_VERF);
 		verf_seen(nd, rep->verf);
-		if (rep->stable)
-			rec_unlink(nd, w);
 	} else {
 		w->stale = true;
 		if (nd->cycle_err == 0)
@@ -588,11 +671,17 @@ eng_reply(struct nfs_dev *nd, struct nfs_rpc *r, const struct nfs_reply *rep)
 		} else {
 			size_t n = MIN((size_t)rep->count, cmd->len);
 			buf_to_iov(cmd->p->iov, cmd->p->iovcnt, 0, rep->data, n);
-			cmd_finish(nd, cmd, (ssize_t)n);
+			cmd_finish(nd, cmd, (ssize_t)read_overlay(nd, cmd, n));
 		}
 		break;
 	case R_WRITE:
 		nd->wbytes_out -= cmd->len;
+		if (cmd->out_prev != NULL)
+			cmd->out_prev->out_next = cmd->out_next;
+		else
+			nd->wout = cmd->out_next;
+		if (cmd->out_next != NULL)
+			cmd->out_next->out_prev = cmd->out_prev;
 		if (rep->err != 0) {
 			cmd_finish(nd, cmd, rep->err);
 		} else if (rep->count == 0) {
@@ -600,7 +689,7 @@ eng_reply(struct nfs_dev *nd, struct nfs_rpc *r, const struct nfs_reply *rep)
 		} else {
 			uint32_t n = MIN(rep->count, (uint32_t)cmd->len);
 			verf_seen(nd, rep->verf);
-			if (rep->stable)
+			if (rep->stable && !overlaps_kept(nd, cmd->off, n))
 				cmd_finish(nd, cmd, n);
 			else
 				rec_add(nd, cmd, n, rep->verf);
@@ -658,7 +747,8 @@ eng_start(struct nfs_dev *nd, struct nfs_cmd *cmd)
 		cycle_begin(nd);
 		return;
 	case C_WRITE:
-		if (nd->blocked_head != NULL || !write_fits(nd, cmd->len)) {
+		if (nd->blocked_head != NULL || !write_fits(nd, cmd->len) ||
+		    overlaps_resend(nd, cmd->off, cmd->len)) {
 			cmd_push(&nd->blocked_head, &nd->blocked_tail, cmd);
 			if (nd->kept > 0)
 				cycle_begin(nd);
@@ -692,8 +782,14 @@ eng_send(struct nfs_dev *nd, struct nfs_cmd *cmd)
 		break;
 	case C_WRITE:
 		rc = xp_write(nd, r, cmd->data);
-		if (rc == 0)
+		if (rc == 0) {
 			nd->wbytes_out += cmd->len;
+			cmd->out_prev = NULL;
+			cmd->out_next = nd->wout;
+			if (nd->wout != NULL)
+				nd->wout->out_prev = cmd;
+			nd->wout = cmd;
+		}
 		break;
 	case C_RESIZE:
 		rec_truncate(nd, cmd->size);

@@ -13,6 +13,8 @@
  *   write OFF LEN SEED   write LEN bytes of a pattern made from SEED at OFF
  *   writeback            clio_writeback: written back, not flushed
  *   fsync                clio_fsync
+ *   devread OFF LEN      read from the device itself (clio_dev_pread, not
+ *                        the cache) and compare with MODEL
  *   dirty                the cache's dirty bytes
  *   param KEY            the device parameter KEY (clio_dev_params)
  *   quit                 close the file, the cache and the device
@@ -59,6 +61,7 @@ main(int argc, char **argv)
 	clio_dev *dev;
 	clio_file *f;
 	int model, r;
+	const char *model_path;
 
 	if (argc != 3) {
 		fprintf(stderr, "usage: clioctl DEVICE MODEL\n");
@@ -69,7 +72,8 @@ main(int argc, char **argv)
 		fprintf(stderr, "clioctl: %s\n", err);
 		return 1;
 	}
-	model = open(argv[2], O_WRONLY | O_CREAT, 0644);
+	model_path = argv[2];
+	model = open(model_path, O_RDWR | O_CREAT, 0644);
 	if (model < 0 || clio_cache_new(&conf, &cache) < 0 ||
 	    clio_open(cache, dev, CLIO_RDWR, &f) < 0) {
 		fprintf(stderr, "clioctl: cannot set up %s\n", argv[1]);
@@ -96,6 +100,35 @@ main(int argc, char **argv)
 				n = -errno;
 			free(buf);
 			reply(n < 0 ? (int)n : 0);
+		} else if (sscanf(line, "devread %llu %llu", &off, &len) == 2) {
+			unsigned char *got = malloc(len ? len : 1), *want = calloc(1, len ? len : 1);
+			ssize_t n, m;
+			size_t i;
+
+			if (got == NULL || want == NULL) {
+				free(got);
+				free(want);
+				reply(-ENOMEM);
+				continue;
+			}
+			n = clio_dev_pread(dev, got, len, off);
+			m = pread(model, want, len, (off_t)off);
+			if (n < 0) {
+				reply((int)n);
+			} else if (m < 0) {
+				reply(-errno);
+			} else {
+				/* past the model's end the device reads zeros */
+				for (i = 0; i < (size_t)n && got[i] == want[i]; i++)
+					;
+				if (i < (size_t)n)
+					printf("err %d byte %llu differs from %s\n", EIO,
+					       off + (unsigned long long)i, model_path);
+				else
+					printf("ok %zd\n", n);
+			}
+			free(got);
+			free(want);
 		} else if (strcmp(line, "writeback\n") == 0) {
 			reply(clio_writeback(f));
 		} else if (strcmp(line, "fsync\n") == 0) {
