@@ -450,6 +450,17 @@ write_fits(const struct nfs_dev *nd, size_t len)
 	return used == 0 || used + len <= nd->keep_max;
 }
 
+/* Rule 5: may a write go now (it fits, and overlaps no resend)?  A
+ * resize waits for every resend: one landing after it would grow the
+ * file again. */
+static bool
+may_go(const struct nfs_dev *nd, const struct nfs_cmd *cmd)
+{
+	if (cmd->kind == C_RESIZE)
+		return !overlaps_resend(nd, 0, UINT64_MAX);
+	return write_fits(nd, cmd->len) && !overlaps_resend(nd, cmd->off, cmd->len);
+}
+
 /* Rule 5: the writes that waited go, in order, as far as they fit.  A
  * commit cycle makes room when something is kept; otherwise the writes
  * in flight make room as they complete. */
@@ -458,8 +469,7 @@ eng_unblock(struct nfs_dev *nd)
 {
 	struct nfs_cmd *cmd;
 
-	while ((cmd = nd->blocked_head) != NULL && write_fits(nd, cmd->len) &&
-	       !overlaps_resend(nd, cmd->off, cmd->len)) {
+	while ((cmd = nd->blocked_head) != NULL && may_go(nd, cmd)) {
 		nd->blocked_head = cmd->next;
 		if (nd->blocked_head == NULL)
 			nd->blocked_tail = NULL;
@@ -747,8 +757,8 @@ eng_start(struct nfs_dev *nd, struct nfs_cmd *cmd)
 		cycle_begin(nd);
 		return;
 	case C_WRITE:
-		if (nd->blocked_head != NULL || !write_fits(nd, cmd->len) ||
-		    overlaps_resend(nd, cmd->off, cmd->len)) {
+	case C_RESIZE:
+		if (nd->blocked_head != NULL || !may_go(nd, cmd)) {
 			cmd_push(&nd->blocked_head, &nd->blocked_tail, cmd);
 			if (nd->kept > 0)
 				cycle_begin(nd);
