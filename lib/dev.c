@@ -1152,6 +1152,15 @@ dev_open_spec(const char *spec, int flags, clio_dev **dp, char *err, size_t errl
 		}
 		return dev_nbd_open(spec, flags, dp, err, errlen);
 	}
+	if (has_prefix(spec, "nfs:")) {
+		if (dev_nfs_open == NULL) {
+			set_err(err, errlen, "nfs device '%s': this program has libclio's "
+				"static library, which has no NFS backend (link libclio.so)",
+				spec);
+			return -ENOTSUP;
+		}
+		return dev_nfs_open(spec, flags, dp, err, errlen);
+	}
 	if (strcmp(spec, "mem") == 0)
 		return dev_mem_open("", flags, dp, err, errlen);
 	if (strcmp(spec, "sim") == 0)

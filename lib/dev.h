@@ -178,5 +178,12 @@ int dev_callback_open(const char *name, uint64_t size, uint32_t sector,
  * NULL. */
 int dev_nbd_open(const char *spec, int flags, clio_dev **dp, char *err,
 		 size_t errlen) __attribute__((weak));
+/* spec is the whole nfs:// URL (lib/dev/nfs.c).  Weak, as NBD's: the
+ * installed static library has no NFS backend, and there it is NULL. */
+int dev_nfs_open(const char *spec, int flags, clio_dev **dp, char *err,
+		 size_t errlen) __attribute__((weak));
+/* The file's version from a GETATTR of an nfs device (-EINVAL for any
+ * other device): size, mtime, ctime, fileid. */
+int dev_nfs_validator(clio_dev *d, struct clio_validator *v) __attribute__((weak));
 
 #endif
