@@ -217,6 +217,44 @@ test_parse_kv(void **state)
 	assert_int_equal(s.calls, 0);
 }
 
+/* uri_take_query's take: "qd=..." is ours, "bad=..." an error. */
+static int
+take_qd(void *arg, const char *kv)
+{
+	int *n = arg;
+
+	if (strncmp(kv, "bad=", 4) == 0)
+		return -EINVAL;
+	if (strncmp(kv, "qd=", 3) != 0)
+		return 0;
+	*n = atoi(kv + 3);
+	return 1;
+}
+
+static void
+test_uri_query(void **state)
+{
+	char *rest = NULL;
+	int qd = 0;
+
+	(void)state;
+	assert_int_equal(uri_take_query("nbd+unix:///e?socket=/s&qd=4&tls=off",
+					take_qd, &qd, &rest), 0);
+	assert_string_equal(rest, "nbd+unix:///e?socket=/s&tls=off");
+	assert_int_equal(qd, 4);
+	free(rest);
+	assert_int_equal(uri_take_query("nbd://h/e?qd=9", take_qd, &qd, &rest), 0);
+	assert_string_equal(rest, "nbd://h/e");
+	assert_int_equal(qd, 9);
+	free(rest);
+	assert_int_equal(uri_take_query("nbd://h/e", take_qd, &qd, &rest), 0);
+	assert_string_equal(rest, "nbd://h/e");
+	free(rest);
+	rest = NULL;
+	assert_int_equal(uri_take_query("nbd://h/e?a=1&bad=2", take_qd, &qd, &rest), -EINVAL);
+	assert_null(rest);
+}
+
 /* ------------------------------------------------------------ strings */
 
 /* spec must fail with want, and the message must name `names`. */
@@ -1737,6 +1775,7 @@ main(void)
 		cmocka_unit_test(test_parse_size),
 		cmocka_unit_test(test_parse_other),
 		cmocka_unit_test(test_parse_kv),
+		cmocka_unit_test(test_uri_query),
 		cmocka_unit_test(test_dev_strings),
 		cmocka_unit_test(test_dev_limits),
 		cmocka_unit_test(test_mem_backend),
