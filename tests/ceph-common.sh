@@ -31,6 +31,8 @@
 # keeps the data in memory), ceph_osd_stop and ceph_osd_start (the fault
 # test: a clean stop keeps memstore's data on disk), ceph_stop, and
 # ceph_uri [IMAGE]: the device string of an image (rbd:rbd/IMAGE?conf=...).
+# A test's own clean-up (servers, mounts) goes into $ceph_on_exit, run
+# on exit before the cluster stops.
 
 for tool in ceph-mon ceph-osd ceph rbd monmaptool unshare ip; do
 	command -v "$tool" >/dev/null 2>&1 ||
@@ -52,6 +54,7 @@ ceph_dir="$tmp/ceph"
 ceph_pids=""
 ceph_osd_pid=""
 ceph_osd_uuid=""
+ceph_on_exit=""
 export CEPH_CONF="$ceph_dir/ceph.conf"
 # the ceph command: bounded, quiet
 CEPH="ceph --connect-timeout 15"
@@ -91,6 +94,7 @@ ceph_exit() {
 	rc=$?
 	trap - EXIT
 	[ $rc -ne 0 ] && [ $rc -ne 77 ] && ceph_logs
+	eval "$ceph_on_exit" # the test's own clean-up, before the cluster's
 	ceph_stop
 	rm -rf "$tmp"
 	exit $rc
