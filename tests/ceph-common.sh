@@ -41,9 +41,10 @@ done
 
 if [ "${CLIO_CEPH_NS:-}" != 1 ]; then
 	# the namespaces first; the copy of the test in them makes its own $tmp
+	[ "$(id -u)" -eq 0 ] || { echo "the rbd tests need root (unshare -m -n)"; exit 77; }
 	rm -rf "$tmp"
 	export CLIO_CEPH_NS=1
-	exec unshare -m -n sh "$0" "$@"
+	exec unshare -m -n --propagation private sh "$0" "$@"
 fi
 ip link set lo up || fail "ip link set lo up in the test's network namespace"
 if [ "${CLIO_FLAVOUR:-}" = tsan ]; then
@@ -183,9 +184,13 @@ run dir = $ceph_dir/run
 crash dir = $ceph_dir/crash
 log file = $ceph_dir/log/\$name.log
 pid file = $ceph_dir/run/\$name.pid
-admin socket = $ceph_dir/run/\$name.asok
+admin socket = $ceph_dir/run/\$name.\$pid.asok
 mon data = $ceph_dir/mon.\$id
 osd data = $ceph_dir/osd.\$id
+[mon]
+admin socket = $ceph_dir/run/\$name.asok
+[osd]
+admin socket = $ceph_dir/run/\$name.asok
 keyring = $ceph_dir/keyring
 EOF
 	: >"$ceph_dir/keyring"

@@ -3,7 +3,7 @@
 # test-rbd-faults.sh - the OSD of a one-node Ceph cluster
 # (tests/ceph-common.sh) stopped while clio holds acknowledged dirty
 # data for an RBD image (tests/tools/wbfault writes, waits, fsyncs):
-#  1. with osd_timeout=3 the write-back fails and fsync returns the error
+#  1. with osd_timeout=2 the write-back fails and fsync returns the error
 #     within a bounded time; once the OSD is back a second fsync succeeds
 #     and every byte written reads back, through the cache, from the
 #     device and in `rbd export`;
@@ -49,7 +49,7 @@ finish_case() {
 }
 
 # ------------------------------------------------------------ 1. the error
-run_case timeout "$(ceph_uri)&osd_timeout=3"
+run_case timeout "$(ceph_uri)&osd_timeout=2"
 ceph_osd_stop
 t0=$(date +%s)
 touch "$tmp/timeout/go1"
@@ -61,7 +61,7 @@ case $r in
 -*) echo "ok: with the OSD stopped fsync failed after $((t1 - t0)) s: $r";;
 *) fail "the first fsync: '$r'";;
 esac
-[ $((t1 - t0)) -le 60 ] || fail "the first fsync took $((t1 - t0)) s with osd_timeout=3"
+[ $((t1 - t0)) -le 60 ] || fail "the first fsync took $((t1 - t0)) s with osd_timeout=2"
 ceph_osd_start
 finish_case timeout
 echo "ok: the OSD back, the second fsync succeeded; the $size bytes acknowledged are in the image"
