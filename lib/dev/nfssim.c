@@ -37,6 +37,9 @@
  *     reads are atomics.
  *  5. mtime and ctime are the server's virtual time in ns at the change,
  *     strictly increasing: every change gives a new version.
+ *  6. The disk's clock starts at the server's start (epoch): a drive's
+ *     rotation is a function of time, and so a run gives the same times
+ *     whenever on the virtual clock it begins.
  */
 #include <errno.h>
 #include <math.h>
@@ -124,6 +127,7 @@ struct ns {
 	clio_dev *disk;
 
 	double up_free, cpu_free, down_free; /* invariant 1 */
+	double epoch;		/* the disk's time 0: this server's start */
 	uint64_t fsize;
 	int64_t mtime_ns;
 	char verf[NFS_VERF_SIZE];
@@ -152,7 +156,7 @@ disk_io(struct ns *s, enum clio_op op, uint64_t off, void *buf, size_t len,
 {
 	struct iovec iov = { buf, len };
 	struct dev_io p = { .op = op, .off = off, .iov = &iov, .iovcnt = 1,
-			    .len = len, .t_submit = t };
+			    .len = len, .t_submit = t - s->epoch };
 	ssize_t r = s->disk->ops->io(s->disk, &p);
 
 	if (r < 0)
@@ -161,7 +165,7 @@ disk_io(struct ns *s, enum clio_op op, uint64_t off, void *buf, size_t len,
 		atomic_fetch_add(&s->n_disk_reads, 1);
 	else if (op == CLIO_OP_WRITE)
 		atomic_fetch_add(&s->n_disk_writes, 1);
-	return p.t_done;
+	return p.t_done + s->epoch;
 }
 
 static void
@@ -706,6 +710,7 @@ nfs_sim_open(const char *spec, const char *opts, int flags, struct nfs_xport **x
 	atomic_init(&s->n_disk_writes, 0);
 	memcpy(s->verf, "sim-boot", NFS_VERF_SIZE);
 	s->fsize = s->p.size; /* zeros: a hole */
+	s->epoch = vclock_now();
 	changed(s, vclock_now());
 	info->server = strdup("sim");
 	info->export = strdup("/export");
