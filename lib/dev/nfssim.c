@@ -244,10 +244,11 @@ make_room(struct ns *s, size_t keep_a, size_t keep_b, double t)
 }
 
 /* Pages [a, b) into memory from t (runs on the disk read as one
- * command; with fresh, none: they are to be overwritten whole); returns
- * when they are in, or -1. */
+ * command; with fresh, none: they are to be overwritten whole), evicting
+ * none of [ka, kb); returns when they are in, or -1. */
 static double
-load_pages(struct ns *s, size_t a, size_t b, bool fresh, double t)
+load_pages_keep(struct ns *s, size_t a, size_t b, bool fresh, size_t ka, size_t kb,
+		double t)
 {
 	double done = t;
 	size_t i = a, j, k;
@@ -273,7 +274,7 @@ load_pages(struct ns *s, size_t a, size_t b, bool fresh, double t)
 			}
 		}
 		for (k = i; k < j; k++) {
-			double r = make_room(s, a, b, t);
+			double r = make_room(s, MIN(a, ka), MAX(b, kb), t);
 
 			if (r < 0 || (s->page[k] = calloc(1, PAGE)) == NULL) {
 				free(buf);
@@ -289,6 +290,12 @@ load_pages(struct ns *s, size_t a, size_t b, bool fresh, double t)
 		i = j;
 	}
 	return done;
+}
+
+static double
+load_pages(struct ns *s, size_t a, size_t b, bool fresh, double t)
+{
+	return load_pages_keep(s, a, b, fresh, a, b, t);
 }
 
 /* ------------------------------------------------------------ the server */
@@ -360,10 +367,10 @@ serve(struct ns *s, const struct nfs_call *c, struct nfs_reply *rep,
 			bool pa = c->off % PAGE != 0 || end < (uint64_t)(a + 1) * PAGE;
 			bool pb = end % PAGE != 0;
 
-			if (pa && (done = load_pages(s, a, a + 1, false, done)) < 0)
+			if (pa && (done = load_pages_keep(s, a, a + 1, false, a, b, done)) < 0)
 				goto eio;
 			if (pb) {
-				double e = load_pages(s, b - 1, b, false, t);
+				double e = load_pages_keep(s, b - 1, b, false, a, b, t);
 
 				if (e < 0)
 					goto eio;
