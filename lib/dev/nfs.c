@@ -1266,7 +1266,6 @@ nfs_open_common(const char *spec, const char *sim_opts, int flags,
 	d->queue_depth = nd->qd;
 	d->readonly = (flags & CLIO_DEV_RDONLY) != 0;
 	d->is_virtual = nd->virt;
-	d->blocking = false; /* nfssim_ops: its replies come at once */
 	snprintf(d->engine, sizeof(d->engine), nd->virt ?
 		 "simulated NFSv3 server (virtual clock, qd %u)" : "libnfs (NFSv3, qd %u)",
 		 nd->qd);

@@ -67,34 +67,42 @@ struct ns_params {
 /*
  * seed2010 - seed 004 (Rick Macklem, freebsd-arch, April 2010): two
  * machines "running off the same small $50 home router", 100 Mbit
- * Ethernet, the server "an 800MHz PIII" (the laptop-as-client runs).
- *   - bw 11.7 MB/s each way: 100 Mbit/s is 12.5 MB/s of frames; a full
+ * Ethernet, the server "an 800MHz PIII" (the laptop-as-client runs; the
+ * other runs had the 1.5 GHz laptop as the server).  test5 wrote 10 x
+ * 1 MiB in 1.39-1.64 s with delegations (6.36-7.53 MB/s) and in
+ * 1.75-7.27 s without (1.44-5.96 MB/s).
+ *   - bw 11.77 MB/s each way: 100 Mbit/s is 12.5 MB/s of frames; a full
  *     1500-byte frame costs 1538 bytes of wire time (preamble, header,
  *     FCS, gap) and carries 1448 bytes of TCP payload (IP, TCP with
- *     timestamps): 12.5 x 1448 / 1538 = 11.77 MB/s.  research/network.md:
- *     every plain test5 READ or WRITE is one RPC, so no more is lost.
- *   - copy 6.6 MB/s and cpu 0.12 ms: with delegations nothing waits for
- *     the disk or for a COMMIT, and the writes stream: 10 x 1 MiB in
- *     1.64 s, 6.36 MB/s, below the wire's 11.77.  So the 800 MHz server
- *     is the limit: 65536 / 6.36 MB/s = 10.3 ms per 64 KiB WRITE, as a
- *     fixed cost per RPC (decoding, the VFS call: 0.12 ms, the seed's
- *     kernel build's 2x fewer RPCs giving a few % of a 6859 s run on the
- *     same machines bounds it below a millisecond) and the rest per byte
- *     (the PIII's copies and checksums of ~45 frames per WRITE with a
- *     cheap NIC without offload): 65536 B / (10.3 - 0.12 ms) = 6.44 MB/s,
- *     taken as 6.6 because test5 stops its clock at the last close, with
- *     about one WRITE still in flight.
- *   - rtt 0.3 ms: a round trip of a small RPC through a home router's
- *     switch and two 2010 stacks (the seed gives none; research/network.md
- *     measures 27 us on loopback here, a LAN adds the router's
- *     store-and-forward and the interrupts); test5 has few round trips
- *     per MiB (2 attribute RPCs and a COMMIT), so its result moves little
- *     with it.
+ *     timestamps): 12.5 x 1448 / 1538 = 11.77 MB/s.  A 64 KiB WRITE is
+ *     5.6 ms on the wire.
+ *   - copy 6.6 MB/s, cpu 0.12 ms: with delegations nothing waits for a
+ *     COMMIT and the writes stream, yet at 6.36-7.53 MB/s, below the
+ *     wire's 11.77: the server is the limit, one WRITE at a time through
+ *     its CPU (the copies and checksums of ~45 frames per 64 KiB on a
+ *     PIII and a cheap NIC without offload).  Aim at the middle of the
+ *     range, 6.95 MB/s.  test5 stops its clock at the last close, and
+ *     the cache pushes each pass's 1 MiB cluster at its last write, so
+ *     the clock covers 9 passes of the server's work (the 10th is still
+ *     in flight): a pass is 10 MiB / 6.95 MB/s / 9 = 167.6 ms, of which
+ *     the first WRITE's upload (5.6 ms), half a round trip and the
+ *     truncating SETATTR (0.6 ms) leave 161.3 ms for 16 WRITEs: 10.08 ms
+ *     each.  Per RPC, 0.12 ms (decoding, the VFS call, the reply: some
+ *     100k instructions at 800 MHz; the seed gives no figure, and test5
+ *     sends only 3-4 small RPCs per MiB); the rest is per byte:
+ *     65536 / (10.08 - 0.12 ms) = 6.58 MB/s, 6.6.
+ *   - rtt 0.3 ms: a small RPC's round trip through a home router's switch
+ *     and two 2010 stacks (the seed gives none; research/network.md
+ *     measures 27 us on loopback here, a LAN adds the router's store and
+ *     forward and the interrupts); test5 has few round trips per MiB, so
+ *     its result moves little with it.
  *   - disk ad2009: the SATA disk of seed 001 (2009, 7200 rpm, 57 MB/s),
- *     the disk such a machine had.  Without delegations each close
- *     waits for the last WRITEs and a COMMIT, which writes the 1 MiB to
- *     it (~18 ms of media plus the rotation): the seed's 1.75-7.27 s
- *     against 1.39-1.64 s with them.
+ *     the disk such a machine had.  Without delegations each close waits
+ *     for the pass's WRITEs and then a COMMIT, which writes the 1 MiB to
+ *     it (one write: ~18 ms of media plus the rotation and a seek), and
+ *     the opens and closes add their GETATTRs: 5.46 MB/s, inside the
+ *     seed's 1.44-5.96 (its spread, the seed says, is "when the writes
+ *     get flushed").
  *   - iosize 64 KiB: MAXBSIZE, the seed's subject, the largest NFS I/O a
  *     2010 FreeBSD client or server did (rsize/wsize).
  *   - mem 256 MiB of the server's memory for file data (a PIII of 2010
