@@ -176,6 +176,7 @@ struct nfs_dev {
 	atomic_ullong n_verf_changes, n_resends, n_commits, n_kept;
 	bool virt;		/* the transport's clock is virtual (nfs.h rule 6) */
 	double vt;		/* the I/O thread's: the event's virtual time */
+	double vbusy;		/* the latest t_done stamped */
 };
 
 static _Thread_local struct nfs_dev *driving;
@@ -285,8 +286,11 @@ cmd_finish(struct nfs_dev *nd, struct nfs_cmd *cmd, ssize_t result)
 	cmd->result = result;
 	cmd->t_done = nd->vt;
 	if (nd->virt && cmd->p != NULL) {
-		cmd->p->t_start = MIN(cmd->p->t_submit, nd->vt);
+		/* busy from where the last piece's busy time ended: the
+		 * device layer sums the pieces' t_done - t_start (%util) */
+		cmd->p->t_start = MIN(MAX(cmd->p->t_submit, nd->vbusy), nd->vt);
 		cmd->p->t_done = nd->vt;
+		nd->vbusy = MAX(nd->vbusy, nd->vt);
 	}
 	if (cmd->kind == C_WRITE) {
 		free(cmd->data); /* unless a record took it */
