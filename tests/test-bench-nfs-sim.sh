@@ -7,7 +7,8 @@
 # the engine must send: close-to-open a COMMIT per close and a GETATTR per
 # open, the lease no GETATTR and one COMMIT at the end; clustering sends
 # 64 KiB WRITEs (160, not test5's 1280 8 KiB writes).  Without --sim and
-# without the real run built, a one-line message and exit 69.
+# without the real run built, a one-line message and exit 69.  clio info
+# shows the model, its RPC counters and its disk.
 set -e
 . "$(dirname "$0")/functions.sh"
 command -v python3 >/dev/null 2>&1 || { echo "python3 not found"; exit 77; }
@@ -48,6 +49,17 @@ PY
 "$CLIO" bench nfs --sim >"$tmp/a.txt" || fail "clio bench nfs --sim (text) exited $?"
 grep -q '1.44-5.96' "$tmp/a.txt" || fail "no published range in: $(cat "$tmp/a.txt")"
 [ "$(grep -c ' yes  *yes$' "$tmp/a.txt")" = 2 ] || fail "not in range/repeatable: $(cat "$tmp/a.txt")"
+
+# clio info: the model, its RPC counters and its disk's parameters
+"$CLIO" info 'nfs+sim:preset=seed2010,size=1M' >"$tmp/info" || fail "clio info nfs+sim exited $?"
+for want in 'type: *nfs+sim' 'clock: *virtual' 'maxio: *65536' 'preset=seed2010' 'rtt=0.3' \
+	'bw=11.77' 'disk=ad2009' 'rpc_getattr=1' 'rpc_write=0' 'disk.rpm=7200' 'attr_size=1048576'; do
+	grep -q "$want" "$tmp/info" || fail "clio info lacks '$want': $(cat "$tmp/info")"
+done
+rc=0
+"$CLIO" info 'nfs+sim:preset=seed2010,bw=fast' 2>"$tmp/err" || rc=$?
+[ "$rc" != 0 ] && grep -q "bad bw 'fast'" "$tmp/err" || fail "bad bw: rc $rc, $(cat "$tmp/err")"
+echo "ok: clio info nfs+sim"
 
 # no real run built: a clean error
 rc=0
