@@ -140,7 +140,7 @@ $(BUILD)/libclio-internal.a: $(LIB_OBJ)
 INTERNAL = -Wl,--undefined=dev_nbd_open -Wl,--undefined=dev_nfs_open \
 	-Wl,--undefined=dev_rbd_open $(BUILD)/libclio-internal.a
 STATIC_OBJ := $(filter-out $(BUILD)/obj/lib/dev/nbd.o $(BUILD)/obj/lib/dev/nfs.o \
-	$(BUILD)/obj/lib/dev/nfsxprt.o $(BUILD)/obj/lib/dev/rbd.o,$(LIB_OBJ))
+	$(BUILD)/obj/lib/dev/nfsxprt.o $(BUILD)/obj/lib/dev/nfssim.o $(BUILD)/obj/lib/dev/rbd.o,$(LIB_OBJ))
 $(BUILD)/libclio.a: $(STATIC_OBJ)
 	@mkdir -p $(dir $@)
 	$(call say,AR,$@)
