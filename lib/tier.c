@@ -122,6 +122,7 @@ struct meta {
 struct slot {
 	uint64_t lbn;
 	uint64_t seq;
+	double dirtied;		/* when it became dirty (monotonic) */
 	uint32_t crc, len;
 	uint32_t hnext, prev, next;
 	uint16_t pins;
@@ -167,6 +168,7 @@ struct tier {
 	/* writeback: the background writer */
 	pthread_t writer;
 	bool writer_running, stopping;
+	double wb_age;		/* conf dirty_age: seconds before write-back */
 	int wb_err;		/* positive errno of a failed write-back */
 	struct tier_stats st;
 };
@@ -761,6 +763,7 @@ insert_blocks(struct tier *t, struct top *op, uint64_t off, size_t len,
 		hash_insert(t, i);
 		t->nused++;
 		if (dirty) {
+			s->dirtied = now_monotonic();
 			list_append(t, &t->dirty_head, &t->dirty_tail, i);
 			t->ndirty++;
 		} else {
@@ -1353,11 +1356,12 @@ wb_all(struct tier *t, bool all, uint64_t first, uint64_t last)
 	return r;
 }
 
+/* writeback: the background writer takes the oldest dirty entries once
+ * they are dirty_age old, or when half the slots are dirty. */
 static void *
 writer_main(void *arg)
 {
 	struct tier *t = arg;
-	double last_n = -1;
 
 	pthread_mutex_lock(&t->lock);
 	while (!t->stopping) {
@@ -1369,19 +1373,15 @@ writer_main(void *arg)
 			ts.tv_nsec -= 1000000000;
 		}
 		pthread_cond_timedwait(&t->cv, &t->lock, &ts);
-		if (t->stopping || t->ndirty == 0)
+		if (t->stopping || t->ndirty == 0 ||
+		    (t->ndirty < t->cap / 2 &&
+		     now_monotonic() - t->slots[t->dirty_head].dirtied < t->wb_age))
 			continue;
-		/* write back when the writers paused, or the cache fills */
-		if ((double)t->seq != last_n && t->ndirty < t->cap / 2) {
-			last_n = (double)t->seq;
-			continue;
-		}
 		pthread_mutex_unlock(&t->lock);
 		int r = wb_batch(t, true, 0, 0);
 		pthread_mutex_lock(&t->lock);
 		if (r < 0)
 			t->wb_err = -r;
-		last_n = (double)t->seq;
 	}
 	pthread_mutex_unlock(&t->lock);
 	return NULL;
@@ -1506,6 +1506,7 @@ load_index(struct tier *t, uint64_t maxblk)
 		}
 		s->lbn = c->lbn;
 		s->seq = c->seq;
+		s->dirtied = 0;
 		s->crc = c->dcrc;
 		s->len = c->len;
 		if (c->seq > t->seq)
@@ -1680,6 +1681,7 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 	t->lru_head = t->lru_tail = t->free_head = NIL;
 	t->dirty_head = t->dirty_tail = NIL;
 	t->writeback = conf->disk_cache_mode == 1;
+	t->wb_age = conf->dirty_age;
 	t->brun = conf->disk_cache_brun;
 	t->bcull = conf->disk_cache_bcull;
 	t->bstop = conf->disk_cache_bstop;

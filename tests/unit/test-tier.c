@@ -137,13 +137,13 @@ stack_open(struct stack *s, const char *mode, const char *dcsize, uint64_t memsi
 static int
 stack_close(struct stack *s)
 {
-	int r = clio_close(s->f), e;
+	int r = clio_close(s->f), e, e2;
 
 	e = clio_cache_free(s->c);
-	if (r == 0)
-		r = e;
-	e = clio_dev_close(s->d);
-	return r ? r : e;
+	e2 = clio_dev_close(s->d);
+	if (r || e || e2)
+		fprintf(stderr, "close %d, cache_free %d, dev_close %d\n", r, e, e2);
+	return r ? r : e ? e : e2;
 }
 
 static uint64_t
@@ -478,14 +478,21 @@ test_writeback_recover(void **state)
 	mkdir(dcdir, 0755);
 	make_file(7);
 	run_wb_child(70);
+	/* the background writer may have written some back before the
+	 * kill (it starts after 200 ms without new dirty data) */
+	uint64_t there = 0, rec;
 	truth = file_read();
-	printf("writeback: after kill -9 the file has %s\n",
-	       tu_check(truth + WB_A, WB_LEN, WB_A, 70) < 0 ? "the new data already"
-							    : "the old data");
+	for (uint64_t o = 0; o < WB_LEN; o += BS)
+		there += (tu_check(truth + WB_A + o, BS, WB_A + o, 70) < 0) +
+			 (tu_check(truth + WB_B + o, BS, WB_B + o, 70) < 0);
 	free(truth);
 	/* the restart writes the dirty blocks back before serving */
 	assert_int_equal(stack_open(&st, "writethrough", "8M", 256 * TU_KiB), 0);
-	assert_int_equal(param(st.d, "recovered"), 2 * WB_LEN / BS);
+	rec = param(st.d, "recovered");
+	printf("writeback: after kill -9, %llu of %llu dirty blocks were on the "
+	       "device; the restart wrote back %llu\n", (unsigned long long)there,
+	       (unsigned long long)(2 * WB_LEN / BS), (unsigned long long)rec);
+	assert_true(rec >= 2 * WB_LEN / BS - there && rec <= 2 * WB_LEN / BS);
 	assert_int_equal(param(st.d, "dirty"), 0);
 	assert_int_equal(stack_close(&st), 0);
 	truth = file_read();
@@ -603,6 +610,10 @@ thr_main(void *arg)
 			t->bad++;
 		}
 	}
+	/* before the thread ends: a file device's io_uring cancels what a
+	 * thread that exits left in flight */
+	if (t->writer && clio_fsync(t->s->f) != 0)
+		t->bad++;
 	free(b);
 	return NULL;
 }
