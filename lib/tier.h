@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * tier.h - the disk tier (tier.c): a persistent, checksummed cache of a
+ * tier.h - the disk tier (lib/dev/tier.c): a persistent, checksummed cache of a
  * device's blocks in a local directory (conf disk_cache=DIR), between the
  * memory cache and the device.  It sits in the device layer: once
  * attached, every request to the device goes through tier_submit().
