@@ -31,7 +31,11 @@
  *  2. A record whose data was not (or not completely) written, or was
  *     overwritten by a later fill of the slot, fails the data crc at its
  *     first read: it is dropped and the block read from the device.  So
- *     clean fills need no fsync at all.
+ *     clean fills need no fsync at all.  A slot taken from an entry
+ *     (eviction, a fill given up, a drop) has its record cleared at once,
+ *     so no older copy of a block can outlive a newer one on disk; at
+ *     open, of two records of one block the lower sequence number is
+ *     cleared.
  *  3. An entry is never stale: a write to the device first invalidates
  *     (rewrites as empty) the records of the blocks it covers, under the
  *     tier's lock, and makes that durable (fdatasync) before the device
@@ -46,10 +50,12 @@
  *     or with another validator at attach has all its clean entries
  *     dropped before any read is served.
  *  5. writeback: a dirty block is written to a fresh slot (copy on
- *     write, a higher sequence number) and its old slot's record
- *     cleared after the new one is written, so a crash leaves the old or
- *     the new version, never neither; fsync is fdatasync of data and
- *     index.  A dirty entry becomes clean only after the device took it
+ *     write, a higher sequence number); its old slot (a "zombie") keeps
+ *     its record until the new one is durable (the next fsync, which is
+ *     fdatasync of data and index, or the index's fdatasync before the
+ *     new version is marked clean), so a crash or a power loss leaves the
+ *     old or the new version, never neither, and a dirty record whose
+ *     data fails its crc at open gives way to the older one.  A dirty entry becomes clean only after the device took it
  *     and was flushed.  At attach, dirty entries (the newest valid one of
  *     each block) are written back if the validator matches (devices
  *     without one: the user's promise), else copied to lost+found.
@@ -153,6 +159,7 @@ struct tier {
 	uint32_t *hash, hmask;
 	uint32_t lru_head, lru_tail, free_head;
 	uint32_t dirty_head, dirty_tail;
+	uint32_t zombies;	/* old versions of dirty blocks (crash safety 5) */
 	uint64_t nused, ndirty;
 	uint64_t seq;
 	uint32_t brun, bcull, bstop;
@@ -425,6 +432,41 @@ slot_unpin(struct tier *t, uint32_t i)
 		slot_free(t, i);
 }
 
+/* The old version of a block just written dirty again: out of use, but
+ * its record stays until the new one is durable (zombies_clear). */
+static void
+slot_zombie(struct tier *t, uint32_t i)
+{
+	struct slot *s = &t->slots[i];
+
+	hash_remove(t, i);
+	if (s->state == S_CLEAN)
+		list_remove(t, &t->lru_head, &t->lru_tail, i);
+	else if (s->state == S_DIRTY) {
+		list_remove(t, &t->dirty_head, &t->dirty_tail, i);
+		t->ndirty--;
+	}
+	t->nused--;
+	s->state = S_DEAD;
+	s->pins++;
+	s->next = t->zombies;
+	t->zombies = i;
+}
+
+static int rec_put(struct tier *t, uint32_t i, bool valid);
+
+/* The index is durable: the zombies' records go.  Under the lock. */
+static void
+zombies_clear(struct tier *t)
+{
+	while (t->zombies != NIL) {
+		uint32_t i = t->zombies;
+		t->zombies = t->slots[i].next;
+		(void)rec_put(t, i, false);
+		slot_unpin(t, i);
+	}
+}
+
 static int
 slots_grow(struct tier *t, uint32_t want)
 {
@@ -509,6 +551,7 @@ evict_one(struct tier *t)
 			break;
 	if (i == NIL)
 		return NIL;
+	(void)rec_put(t, i, false); /* no older copy may outlive a newer */
 	slot_unuse(t, i); /* to the free list: take it back */
 	t->free_head = t->slots[i].next;
 	t->st.evictions++;
@@ -735,6 +778,7 @@ insert_blocks(struct tier *t, struct top *op, uint64_t off, size_t len,
 		s->seq = ++t->seq;
 		s->pins = 0;
 		if (r < 0 || (op->tainted && !dirty)) {
+			(void)rec_put(t, i, false); /* what it held is gone */
 			slot_free(t, i);
 			pthread_mutex_unlock(&t->lock);
 			if (dirty && r < 0)
@@ -743,6 +787,7 @@ insert_blocks(struct tier *t, struct top *op, uint64_t off, size_t len,
 		}
 		old = slot_lookup(t, lbn);
 		if (old != NIL && !dirty) { /* another filler was first */
+			(void)rec_put(t, i, false);
 			slot_free(t, i);
 			pthread_mutex_unlock(&t->lock);
 			continue;
@@ -750,16 +795,16 @@ insert_blocks(struct tier *t, struct top *op, uint64_t off, size_t len,
 		s->state = dirty ? S_DIRTY : S_CLEAN;
 		r = rec_put(t, i, true);
 		if (r < 0) {
+			(void)rec_put(t, i, false);
 			slot_free(t, i);
 			pthread_mutex_unlock(&t->lock);
 			if (dirty)
 				ret = r;
 			continue;
 		}
-		if (old != NIL) { /* the new version is recorded: drop the old */
-			(void)rec_put(t, old, false);
-			slot_unuse(t, old);
-		}
+		if (old != NIL) /* the new version is recorded: the old goes
+				   once the new is durable */
+			slot_zombie(t, old);
 		hash_insert(t, i);
 		t->nused++;
 		if (dirty) {
@@ -994,6 +1039,8 @@ tier_submit(struct tier *t, clio_dev *d, struct clio_req *req)
 			if (fdatasync(t->dfd) < 0 || fdatasync(t->ifd) < 0)
 				e = -errno;
 			pthread_mutex_lock(&t->lock);
+			if (e == 0)
+				zombies_clear(t);
 			if (e == 0 && t->wb_err) {
 				e = -t->wb_err;
 				t->wb_err = 0;
@@ -1317,7 +1364,10 @@ wb_batch(struct tier *t, bool all, uint64_t first, uint64_t last)
 	}
 	if (err == 0)
 		meta_clean(t);
+	bool synced = fdatasync(t->ifd) == 0;
 	pthread_mutex_lock(&t->lock);
+	if (synced) /* before a new version becomes clean, and evictable */
+		zombies_clear(t);
 	for (int k = 0; k < n; k++) {
 		uint32_t i = b[k].i;
 		struct slot *s = &t->slots[i];
@@ -1329,7 +1379,7 @@ wb_batch(struct tier *t, bool all, uint64_t first, uint64_t last)
 			slot_unuse(t, i);
 			if (err == 0)
 				err = -EIO;
-		} else if (same && b[k].r == 0) {
+		} else if (same && b[k].r == 0 && synced) {
 			list_remove(t, &t->dirty_head, &t->dirty_tail, i);
 			t->ndirty--;
 			s->state = S_CLEAN;
@@ -1680,6 +1730,7 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 	pthread_cond_init(&t->cv, NULL);
 	t->lru_head = t->lru_tail = t->free_head = NIL;
 	t->dirty_head = t->dirty_tail = NIL;
+	t->zombies = NIL;
 	t->writeback = conf->disk_cache_mode == 1;
 	t->wb_age = conf->dirty_age;
 	t->brun = conf->disk_cache_brun;
