@@ -469,6 +469,7 @@ static const struct experiment {
 	{ "core", exp_core, false, false },
 	{ "mount", exp_mount, false, true },
 	{ "mount", exp_mount_meta, false, true },	/* its second table */
+	{ "diskcache", exp_diskcache, false, true },	/* nbdkit, 5 ms RTT */
 };
 
 static void
@@ -478,7 +479,8 @@ usage_bench(FILE *fp)
 		"usage: clio bench NAME [--quick] [--json] [--plot DIR] [--runs N]\n"
 		"                  [--file PATH] [--size N] [--cachegrind]\n"
 		"NAME: maxbsize, blocksize, rewrite, rawblock, kernel, core, or all (these\n"
-		"      six); mount (clio mount and FUSE against the kernel; not in all).\n"
+		"      six); mount (clio mount and FUSE against the kernel; not in all);\n"
+		"      diskcache (the disk tier over NBD at 5 ms RTT; not in all).\n"
 		"See clio(1).\n");
 }
 

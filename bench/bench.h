@@ -26,6 +26,7 @@ int cmd_bench_one(int argc, char **argv);
 int exp_kernel(const struct bench_opts *bo, struct table *t);
 int exp_mount(const struct bench_opts *bo, struct table *t);
 int exp_core(const struct bench_opts *bo, struct table *t);
+int exp_diskcache(const struct bench_opts *bo, struct table *t); /* benchtier.c */
 
 /* kernel.c's tools, shared with benchmount.c */
 double bench_median(double *v, int n);		/* of the non-NaN values */
