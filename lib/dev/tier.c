@@ -96,7 +96,7 @@
 #define R_VALID 0x1
 #define R_DIRTY 0x2
 #define SAMPLE_BLOCKS 32
-#define FLOOR_EVERY 64	/* insertions between free-space checks */
+#define FLOOR_EVERY 16	/* insertions between free-space checks */
 
 enum { K_FILE, K_PROMISE, K_VOLATILE };
 enum { S_FREE, S_FILL, S_CLEAN, S_DIRTY, S_DEAD };
