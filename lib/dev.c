@@ -959,9 +959,11 @@ clio_dev_resize(clio_dev *d, uint64_t size)
 		return -ENOTSUP;
 	if (d->readonly)
 		return -EROFS;
-	r = d->ops->resize(d, size);
+	r = tier_resize(d, size, true);
 	if (r == 0)
-		tier_resize(d, size);
+		r = d->ops->resize(d, size);
+	if (r == 0)
+		tier_resize(d, size, false);
 	if (r == 0) {
 		pthread_mutex_lock(&d->lock);
 		d->size = size;

@@ -9,6 +9,7 @@
 #define CLIO_TIER_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,7 +43,8 @@ void tier_params(struct tier *t, struct dev_params *o);
 /* The source changed (clio_revalidate found another version): drop every
  * clean entry of d. */
 void tier_drop(clio_dev *d);
-/* d takes a new size (dev.c: clio_dev_resize): drop the blocks past it. */
-void tier_resize(clio_dev *d, uint64_t size);
+/* d takes a new size (dev.c: clio_dev_resize): before, a dirty block the
+ * new end cuts goes to the device; after, the blocks past it go. */
+int tier_resize(clio_dev *d, uint64_t size, bool before);
 
 #endif

@@ -1939,17 +1939,25 @@ tier_drop(clio_dev *d)
 	meta_clean(t);
 }
 
-void
-tier_resize(clio_dev *d, uint64_t size)
+int
+tier_resize(clio_dev *d, uint64_t size, bool before)
 {
 	struct tier *t = __atomic_load_n(&d->tier, __ATOMIC_ACQUIRE);
 
 	if (t == NULL)
-		return;
+		return 0;
+	if (before) {
+		int r = meta_begin_write(t); /* the file changes */
+		/* the part of a dirty block below the new end stays */
+		if (r == 0 && t->writeback && size % t->bs)
+			r = wb_all(t, false, size / t->bs, size / t->bs);
+		return r;
+	}
 	pthread_mutex_lock(&t->lock);
 	/* the block holding the new end and all after it */
 	drop_range(t, size / t->bs, UINT64_MAX - 1);
 	pthread_mutex_unlock(&t->lock);
+	return 0;
 }
 
 void

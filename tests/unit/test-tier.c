@@ -582,6 +582,47 @@ test_writeback_close(void **state)
 	free(b);
 }
 
+/* A truncation drops what lies past the new end, keeps the dirty part
+ * below it, and a later extension reads zeros there, not old bytes. */
+static void
+test_truncate(void **state)
+{
+	static const char *const modes[] = { "writethrough", "writeback" };
+
+	(void)state;
+	for (int m = 0; m < 2; m++) {
+		struct stack st;
+		char *b = malloc(4 * BS), *z = calloc(1, 4 * BS), *truth;
+		uint64_t cut = 10 * BS + 100;
+
+		make_file(20);
+		assert_int_equal(stack_open(&st, modes[m], "8M", 256 * TU_KiB), 0);
+		assert_int_equal(clio_pread(st.f, b, 4 * BS, 9 * BS), 4 * BS); /* cached */
+		tu_fill(b, 2 * BS, 9 * BS, 21);
+		assert_int_equal(clio_pwrite(st.f, b, 2 * BS, 9 * BS), 2 * BS);
+		assert_int_equal(clio_fsync(st.f), 0);
+		assert_int_equal(clio_ftruncate(st.f, cut), 0);
+		assert_int_equal(clio_ftruncate(st.f, 16 * BS), 0);
+		assert_int_equal(clio_fsync(st.f), 0);
+		assert_int_equal(stack_close(&st), 0);
+		/* a restart: what DIR serves is the file's */
+		assert_int_equal(stack_open(&st, modes[m], "8M", 256 * TU_KiB), 0);
+		assert_int_equal(clio_pread(st.f, b, 4 * BS, 9 * BS), 4 * BS);
+		assert_int_equal(tu_check(b, BS + 100, 9 * BS, 21), -1);
+		assert_memory_equal(b + BS + 100, z, 3 * BS - 100);
+		assert_int_equal(stack_close(&st), 0);
+		truth = malloc(16 * BS);
+		int fd = open(path, O_RDONLY);
+		assert_int_equal(pread(fd, truth, 16 * BS, 0), 16 * BS);
+		close(fd);
+		assert_int_equal(tu_check(truth + 9 * BS, BS + 100, 9 * BS, 21), -1);
+		assert_memory_equal(truth + cut, z, 16 * BS - cut > 4 * BS ? 4 * BS : 16 * BS - cut);
+		free(truth);
+		free(b);
+		free(z);
+	}
+}
+
 /* ------------------------------------------------------------ threads */
 
 struct thr {
@@ -652,6 +693,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_writeback_recover),
 		cmocka_unit_test(test_writeback_conflict),
 		cmocka_unit_test(test_writeback_close),
+		cmocka_unit_test(test_truncate),
 		cmocka_unit_test(test_threads),
 	};
 	const char *e = getenv("TIER_SEED");
