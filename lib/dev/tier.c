@@ -175,6 +175,8 @@ struct tier {
 	/* writeback: the background writer */
 	pthread_t writer;
 	bool writer_running, stopping;
+	bool devflush;		/* writeback: a write went through since the
+				   device was last flushed */
 	double wb_age;		/* conf dirty_age: seconds before write-back */
 	int wb_err;		/* positive errno of a failed write-back */
 	struct tier_stats st;
@@ -770,11 +772,12 @@ insert_blocks(struct tier *t, struct top *op, uint64_t off, size_t len,
 		}
 		n = iov_slice(iov, iovcnt, skip + (boff - off), blen, sl, iovcnt);
 		r = iov_io(t->dfd, true, sl, n, (off_t)i * t->bs);
+		uint32_t crc = r == 0 ? iov_crc(sl, n) : 0;
 		pthread_mutex_lock(&t->lock);
 		struct slot *s = &t->slots[i];
 		s->lbn = lbn;
 		s->len = blen;
-		s->crc = r == 0 ? iov_crc(sl, n) : 0;
+		s->crc = crc;
 		s->seq = ++t->seq;
 		s->pins = 0;
 		if (r < 0 || (op->tainted && !dirty)) {
@@ -1045,10 +1048,19 @@ tier_submit(struct tier *t, clio_dev *d, struct clio_req *req)
 				e = -t->wb_err;
 				t->wb_err = 0;
 			}
+			bool devflush = e == 0 && t->devflush;
+			t->devflush = false;
 			op_start(t, op);
 			pthread_mutex_unlock(&t->lock);
 			atomic_store(&op->err, e);
-			top_finish(op);
+			if (!devflush || kid_add(op, 0, 0, 0) < 0) {
+				if (devflush)
+					atomic_store(&op->err, -ENOMEM);
+				top_finish(op);
+				return 0;
+			}
+			/* and the writes that went through, on the device */
+			kids_go(t, op);
 			return 0;
 		}
 		pthread_mutex_lock(&t->lock);
@@ -1221,6 +1233,8 @@ tier_write(struct tier *t, struct clio_req *req, size_t len, bool aligned)
 		goto fail;
 	pthread_mutex_lock(&t->lock);
 	t->wgen++;
+	if (t->writeback)
+		t->devflush = true;
 	op_start(t, op);
 	n = len ? drop_range(t, first, last) : 0;
 	pthread_mutex_unlock(&t->lock);
