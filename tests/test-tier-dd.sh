@@ -93,3 +93,22 @@ for kv in "--disk-cache=$tmp/nonexistent" "--disk-cache-mode=sometimes" \
 	grep -q "'$v'" "$tmp/err" || { cat "$tmp/err"; fail "the error does not name '$v'"; }
 done
 echo "ok: bad disk cache values are refused, each named"
+
+# ------------------------------------------------------------ DIR's size
+# disk_cache_size bounds DIR: opening a second object empties the least
+# recently used other one when the others hold more than half of it
+dc="$tmp/dc2"
+mkdir "$dc"
+head -c 786432 /dev/urandom >"$tmp/c"
+head -c 786432 /dev/urandom >"$tmp/d"
+dd_json "$tmp/c" "$tmp/outc" --disk-cache-size=1M
+dd_json "$tmp/d" "$tmp/outd" --disk-cache-size=1M
+cmp "$tmp/d" "$tmp/outd" || fail "DIR's size: the bytes differ"
+# (clio dd's outputs are objects too: c and outc go)
+[ "$(dc objects_culled)" -ge 1 ] || fail "no older object was culled"
+used=$(du -sk "$dc" | cut -f 1)
+in_range "KiB in a DIR of disk_cache_size=1M" "$used" 1 1100
+dd_json "$tmp/c" "$tmp/outc" --disk-cache-size=1M
+cmp "$tmp/c" "$tmp/outc" || fail "DIR's size: a culled object's bytes differ"
+[ "$(dev read_bytes)" = 786432 ] || fail "the culled object was not read from the device again"
+echo "ok: disk_cache_size bounds DIR, the least recently used object goes first"

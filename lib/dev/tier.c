@@ -138,12 +138,25 @@ struct slot {
 struct tier_stats {
 	uint64_t hits, misses, bytes_dir, bytes_dev, insertions, evictions;
 	uint64_t crc_failures, stale_drops, recovered, lost_found;
+	uint64_t objects_culled;	/* other objects emptied at open */
 };
 
 struct top; /* a request in flight through the tier */
 
+/* The objects of one DIR open in this process share its budget: the
+ * bytes of the objects not open here (base) and of their data files
+ * (grown) stay within it.  Under attach_lock, grown atomic. */
+struct dirpool {
+	struct dirpool *next;
+	char *dir;
+	int refs;
+	uint64_t budget, base;
+	_Atomic uint64_t grown;
+};
+
 struct tier {
 	clio_dev *d;
+	struct dirpool *pool;
 	pthread_mutex_t lock;
 	pthread_cond_t cv;
 	char *dir, *objdir, *path; /* path: the regular file behind d */
@@ -209,6 +222,7 @@ struct top {
 };
 
 static pthread_mutex_t attach_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct dirpool *pools; /* under attach_lock */
 
 /* ------------------------------------------------------------ helpers */
 
@@ -560,6 +574,23 @@ evict_one(struct tier *t)
 	return i;
 }
 
+/* May the data file grow by a slot within DIR's budget?  (Taken.) */
+static bool
+pool_take(struct tier *t)
+{
+	struct dirpool *p = t->pool;
+	uint64_t g;
+
+	if (p == NULL)
+		return true;
+	g = atomic_load(&p->grown);
+	do {
+		if (p->base + g + t->bs > p->budget)
+			return false;
+	} while (!atomic_compare_exchange_weak(&p->grown, &g, g + t->bs));
+	return true;
+}
+
 /* A slot to fill, in state FILL and pinned; NIL when none may be had. */
 static uint32_t
 slot_get(struct tier *t)
@@ -583,7 +614,7 @@ slot_get(struct tier *t)
 		i = t->free_head;
 		t->free_head = t->slots[i].next;
 	}
-	if (i == NIL && t->nalloc < t->cap && !t->culling &&
+	if (i == NIL && t->nalloc < t->cap && !t->culling && pool_take(t) &&
 	    slots_grow(t, t->nalloc + 1) == 0)
 		i = t->nalloc++;
 	if (i == NIL)
@@ -1704,6 +1735,188 @@ sample_ok(struct tier *t)
 	return ok;
 }
 
+/* ------------------------------------------------------------ the DIR */
+
+struct objuse {
+	char name[17];
+	uint64_t bytes;
+	double used;	/* meta's mtime: written at each close */
+};
+
+static int
+objuse_cmp(const void *a, const void *b)
+{
+	const struct objuse *x = a, *y = b;
+
+	return x->used < y->used ? -1 : x->used > y->used;
+}
+
+/* Empty another object's entries (data, index, meta; its directory and
+ * lock stay, so that a process opening it meanwhile starts empty) unless
+ * a process uses it or it has dirty blocks. */
+static bool
+cull_obj(struct tier *t, const char *name)
+{
+	char *dirp = xasprintf("%s/%s", t->dir, name), *p;
+	int lk = -1, fd = -1;
+	bool done = false;
+
+	if (dirp == NULL)
+		return false;
+	p = xasprintf("%s/lock", dirp);
+	if (p != NULL)
+		lk = open(p, O_RDWR | O_CLOEXEC);
+	free(p);
+	if (lk < 0 || flock(lk, LOCK_EX | LOCK_NB) < 0)
+		goto out;
+	p = xasprintf("%s/index", dirp);
+	if (p != NULL)
+		fd = open(p, O_RDWR | O_CLOEXEC);
+	free(p);
+	if (fd >= 0) {
+		struct rec r[64];
+		ssize_t n;
+		off_t off = 0;
+		while ((n = pread(fd, r, sizeof(r), off)) > 0) {
+			for (ssize_t k = 0; k < n / REC_SIZE; k++) {
+				uint32_t rc = r[k].rcrc;
+				r[k].rcrc = 0;
+				if (r[k].magic == REC_MAGIC && (r[k].flags & R_DIRTY) &&
+				    rc == crc32c(0, &r[k], sizeof(r[k])))
+					goto out; /* dirty: not ours to drop */
+			}
+			off += n;
+		}
+	}
+	p = xasprintf("%s/meta", dirp);
+	if (p != NULL)
+		(void)unlink(p);
+	free(p);
+	if (fd >= 0)
+		(void)ftruncate(fd, 0);
+	p = xasprintf("%s/data", dirp);
+	if (p != NULL)
+		(void)truncate(p, 0);
+	free(p);
+	done = true;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (lk >= 0)
+		close(lk);
+	free(dirp);
+	return done;
+}
+
+/*
+ * disk_cache_size bounds DIR, not only this object: at open, the other
+ * objects' entries go, least recently closed first, whole, while they
+ * hold more than half the budget (0: 10% of the free space plus what DIR
+ * holds); this object may have what they leave.  Returns that.
+ */
+static uint64_t
+cull_dir(struct tier *t, uint64_t size, uint64_t *budgetp, uint64_t *othersp)
+{
+	DIR *dp = opendir(t->dir);
+	struct objuse *u = NULL;
+	size_t n = 0, alloc = 0;
+	uint64_t total = 0, others = 0, budget = size;
+	struct dirent *e;
+	struct stat st;
+	struct statvfs sv;
+
+	*budgetp = size;
+	*othersp = 0;
+	if (dp == NULL)
+		return size;
+	while ((e = readdir(dp)) != NULL) {
+		char *p;
+		if (strlen(e->d_name) != 16 ||
+		    strspn(e->d_name, "0123456789abcdef") != 16)
+			continue;
+		if (n == alloc) {
+			struct objuse *nu = realloc(u, sizeof(*u) * (alloc = alloc ? 2 * alloc : 16));
+			if (nu == NULL)
+				break;
+			u = nu;
+		}
+		snprintf(u[n].name, sizeof(u[n].name), "%s", e->d_name);
+		p = xasprintf("%s/%s/data", t->dir, e->d_name);
+		u[n].bytes = p && stat(p, &st) == 0 ? (uint64_t)st.st_blocks * 512 : 0;
+		free(p);
+		p = xasprintf("%s/%s/meta", t->dir, e->d_name);
+		u[n].used = p && stat(p, &st) == 0
+				    ? (double)st.st_mtim.tv_sec + st.st_mtim.tv_nsec * 1e-9
+				    : 0;
+		free(p);
+		total += u[n].bytes;
+		if (strcmp(e->d_name, t->objname) != 0) {
+			others += u[n].bytes;
+			if (u[n].bytes > 0)
+				n++;
+		}
+	}
+	closedir(dp);
+	if (budget == 0 && fstatvfs(t->dfd, &sv) == 0)
+		budget = ((uint64_t)sv.f_bavail * sv.f_frsize + total) / 10;
+	qsort(u, n, sizeof(*u), objuse_cmp);
+	for (size_t i = 0; i < n && others > budget / 2; i++)
+		if (cull_obj(t, u[i].name)) {
+			others -= u[i].bytes;
+			t->st.objects_culled++;
+		}
+	free(u);
+	*budgetp = budget;
+	*othersp = others;
+	return others < budget ? budget - others : 0;
+}
+
+/* Join the pool of t's DIR (under attach_lock); the bytes the others
+ * hold on disk are others (DIR's, less those of the objects open here). */
+static void
+pool_join(struct tier *t, uint64_t budget, uint64_t others)
+{
+	struct dirpool *p;
+
+	for (p = pools; p != NULL; p = p->next)
+		if (strcmp(p->dir, t->dir) == 0)
+			break;
+	if (p == NULL) {
+		if ((p = calloc(1, sizeof(*p))) == NULL || (p->dir = strdup(t->dir)) == NULL) {
+			free(p);
+			return;
+		}
+		p->budget = budget;
+		atomic_init(&p->grown, 0);
+		p->next = pools;
+		pools = p;
+	}
+	uint64_t open_here = atomic_load(&p->grown);
+	p->base = others > open_here ? others - open_here : 0;
+	p->refs++;
+	t->pool = p;
+	atomic_fetch_add(&p->grown, (uint64_t)t->nalloc * t->bs);
+}
+
+static void
+pool_leave(struct tier *t)
+{
+	struct dirpool *p = t->pool, **pp;
+
+	if (p == NULL)
+		return;
+	t->pool = NULL;
+	atomic_fetch_sub(&p->grown, (uint64_t)t->nalloc * t->bs);
+	p->base += (uint64_t)t->nalloc * t->bs; /* still on disk */
+	if (--p->refs > 0)
+		return;
+	for (pp = &pools; *pp != p; pp = &(*pp)->next)
+		;
+	*pp = p->next;
+	free(p->dir);
+	free(p);
+}
+
 static void
 tier_free(struct tier *t)
 {
@@ -1782,13 +1995,9 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 		goto fail;
 	t->ifd = r;
 
-	/* the size: disk_cache_size, or 10% of DIR's free space */
-	cap = conf->disk_cache_size;
-	if (cap == 0) {
-		struct statvfs sv;
-		if (fstatvfs(t->dfd, &sv) == 0)
-			cap = (uint64_t)sv.f_bavail * sv.f_frsize / 10;
-	}
+	/* the size: disk_cache_size, or 10% of DIR's free space, for DIR */
+	uint64_t budget, others;
+	cap = cull_dir(t, conf->disk_cache_size, &budget, &others);
 	bool have_meta = meta_read(t, &m) == 0 && strcmp(m.ident, ident) == 0 &&
 			 m.kind == (uint32_t)t->kind;
 	if (have_meta)
@@ -1881,6 +2090,7 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 		}
 		t->writer_running = true;
 	}
+	pool_join(t, budget, others); /* the caller holds attach_lock */
 	free(ident);
 	*tp = t;
 	return 0;
@@ -1934,6 +2144,9 @@ tier_detach(clio_dev *d)
 	__atomic_store_n(&d->tier, NULL, __ATOMIC_RELEASE);
 	if (t->meta_writing || t->kind == K_FILE)
 		meta_clean(t);
+	pthread_mutex_lock(&attach_lock);
+	pool_leave(t);
+	pthread_mutex_unlock(&attach_lock);
 	tier_free(t);
 	return r;
 }
@@ -2005,4 +2218,5 @@ tier_params(struct tier *t, struct dev_params *o)
 	dev_param(o, "disk_cache.stale_drops", "%llu", (unsigned long long)s.stale_drops);
 	dev_param(o, "disk_cache.recovered", "%llu", (unsigned long long)s.recovered);
 	dev_param(o, "disk_cache.lost_found", "%llu", (unsigned long long)s.lost_found);
+	dev_param(o, "disk_cache.objects_culled", "%llu", (unsigned long long)s.objects_culled);
 }
