@@ -68,6 +68,10 @@
  *  c. At most one hashed slot per block.
  *  d. nalloc <= cap; eviction takes the least recently used unpinned
  *     CLEAN slot, never a DIRTY one.
+ *  e. The data files of the objects of one DIR open in this process grow
+ *     only while pool->base + pool->grown stays within disk_cache_size
+ *     (pool_take); at open, other objects are emptied, least recently
+ *     closed first, while they hold more than half of it (cull_dir).
  */
 #include <dirent.h>
 #include <errno.h>
