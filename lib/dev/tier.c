@@ -1844,7 +1844,8 @@ cull_dir(struct tier *t, uint64_t size, uint64_t *budgetp, uint64_t *othersp)
 				break;
 			u = nu;
 		}
-		snprintf(u[n].name, sizeof(u[n].name), "%s", e->d_name);
+		memcpy(u[n].name, e->d_name, 16); /* 16 hex digits, checked */
+		u[n].name[16] = '\0';
 		p = xasprintf("%s/%s/data", t->dir, e->d_name);
 		u[n].bytes = p && stat(p, &st) == 0 ? (uint64_t)st.st_blocks * 512 : 0;
 		free(p);
