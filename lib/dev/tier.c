@@ -187,6 +187,7 @@ struct tier {
 	uint64_t wgen;		/* writes started */
 	bool meta_writing;	/* meta says M_WRITING */
 	pthread_mutex_t meta_lock;
+	pthread_mutex_t wb_lock;	/* one write-back batch at a time */
 	struct clio_validator v;
 	bool has_v;
 	/* writeback: the background writer */
@@ -1264,8 +1265,9 @@ tier_write(struct tier *t, struct clio_req *req, size_t len, bool aligned)
 	 * durably, before the device sees the write (crash safety 3) */
 	if (t->writeback && len > 0 && (r = wb_all(t, false, first, last)) < 0)
 		goto fail;
-	if ((r = meta_begin_write(t)) < 0)
-		goto fail;
+	/* a DIR that cannot say "writing" fails no write: the file's new
+	 * validator differs from the recorded one anyway */
+	(void)meta_begin_write(t);
 	pthread_mutex_lock(&t->lock);
 	t->wgen++;
 	if (t->writeback)
@@ -1338,8 +1340,6 @@ dev_sync(struct tier *t, enum clio_op op, void *buf, size_t len, uint64_t off)
 
 /* ------------------------------------------------------------ write-back */
 
-static pthread_mutex_t wb_lock = PTHREAD_MUTEX_INITIALIZER;
-
 static void
 meta_clean(struct tier *t)
 {
@@ -1367,7 +1367,7 @@ wb_batch(struct tier *t, bool all, uint64_t first, uint64_t last)
 	char *buf;
 	ssize_t r;
 
-	pthread_mutex_lock(&wb_lock);
+	pthread_mutex_lock(&t->wb_lock);
 	pthread_mutex_lock(&t->lock);
 	for (uint32_t i = t->dirty_head; i != NIL && n < 64; i = t->slots[i].next) {
 		struct slot *s = &t->slots[i];
@@ -1383,7 +1383,7 @@ wb_batch(struct tier *t, bool all, uint64_t first, uint64_t last)
 	}
 	pthread_mutex_unlock(&t->lock);
 	if (n == 0) {
-		pthread_mutex_unlock(&wb_lock);
+		pthread_mutex_unlock(&t->wb_lock);
 		return 0;
 	}
 	buf = malloc(t->bs);
@@ -1440,7 +1440,7 @@ wb_batch(struct tier *t, bool all, uint64_t first, uint64_t last)
 	if (t->ndirty == 0)
 		pthread_cond_broadcast(&t->cv);
 	pthread_mutex_unlock(&t->lock);
-	pthread_mutex_unlock(&wb_lock);
+	pthread_mutex_unlock(&t->wb_lock);
 	return err < 0 ? err : ok;
 }
 
@@ -1933,6 +1933,7 @@ tier_free(struct tier *t)
 		close(t->lockfd); /* lets go of the flock */
 	pthread_mutex_destroy(&t->lock);
 	pthread_mutex_destroy(&t->meta_lock);
+	pthread_mutex_destroy(&t->wb_lock);
 	pthread_cond_destroy(&t->cv);
 	free(t->slots);
 	free(t->hash);
@@ -1959,6 +1960,7 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 	t->dfd = t->ifd = t->lockfd = -1;
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_mutex_init(&t->meta_lock, NULL);
+	pthread_mutex_init(&t->wb_lock, NULL);
 	pthread_cond_init(&t->cv, NULL);
 	t->lru_head = t->lru_tail = t->free_head = NIL;
 	t->dirty_head = t->dirty_tail = NIL;
@@ -2179,11 +2181,11 @@ tier_resize(clio_dev *d, uint64_t size, bool before)
 	if (t == NULL)
 		return 0;
 	if (before) {
-		int r = meta_begin_write(t); /* the file changes */
+		(void)meta_begin_write(t); /* the file changes */
 		/* the part of a dirty block below the new end stays */
-		if (r == 0 && t->writeback && size % t->bs)
-			r = wb_all(t, false, size / t->bs, size / t->bs);
-		return r;
+		return t->writeback && size % t->bs
+			       ? wb_all(t, false, size / t->bs, size / t->bs)
+			       : 0;
 	}
 	pthread_mutex_lock(&t->lock);
 	/* the block holding the new end and all after it */

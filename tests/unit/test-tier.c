@@ -629,6 +629,7 @@ test_truncate(void **state)
 
 struct thr {
 	struct stack *s;
+	pthread_barrier_t *bar;
 	unsigned seed;
 	int writer;
 	int bad;
@@ -646,17 +647,35 @@ thr_main(void *arg)
 		if (t->writer && n % 3 == 0) {
 			/* the same bytes again: readers see one version */
 			tu_fill(b, len, off, 13);
-			if (clio_pwrite(t->s->f, b, len, off) != (ssize_t)len)
+			ssize_t r = clio_pwrite(t->s->f, b, len, off);
+			if (r != (ssize_t)len) {
+				fprintf(stderr, "pwrite %zu at %llu: %zd\n", len,
+					(unsigned long long)off, r);
 				t->bad++;
-		} else if (clio_pread(t->s->f, b, len, off) != (ssize_t)len ||
-			   tu_check(b, len, off, 13) >= 0) {
+			}
+		} else {
+			ssize_t r = clio_pread(t->s->f, b, len, off);
+			long at = r == (ssize_t)len ? tu_check(b, len, off, 13) : -2;
+			if (at != -1) {
+				fprintf(stderr, "pread %zu at %llu: %zd, byte %ld wrong "
+					"(seed %u)\n", len, (unsigned long long)off, r, at,
+					seed);
+				t->bad++;
+			}
+		}
+	}
+	/* no thread ends before every write is done: a file device's
+	 * io_uring cancels what a thread that exits left in flight (and a
+	 * reader may have written back the writer's buffers) */
+	pthread_barrier_wait(t->bar);
+	if (t->writer) {
+		int r = clio_fsync(t->s->f);
+		if (r != 0) {
+			fprintf(stderr, "fsync: %d\n", r);
 			t->bad++;
 		}
 	}
-	/* before the thread ends: a file device's io_uring cancels what a
-	 * thread that exits left in flight */
-	if (t->writer && clio_fsync(t->s->f) != 0)
-		t->bad++;
+	pthread_barrier_wait(t->bar);
 	free(b);
 	return NULL;
 }
@@ -667,18 +686,21 @@ test_threads(void **state)
 	struct stack s;
 	struct thr t[4];
 	pthread_t th[4];
+	pthread_barrier_t bar;
 
 	(void)state;
+	pthread_barrier_init(&bar, NULL, 4);
 	make_file(13);
 	assert_int_equal(stack_open(&s, "writethrough", "1M", 128 * TU_KiB), 0);
 	for (int i = 0; i < 4; i++) {
-		t[i] = (struct thr){ &s, seed + (unsigned)i, i == 0, 0 };
+		t[i] = (struct thr){ &s, &bar, seed + (unsigned)i, i == 0, 0 };
 		assert_int_equal(pthread_create(&th[i], NULL, thr_main, &t[i]), 0);
 	}
 	for (int i = 0; i < 4; i++) {
 		pthread_join(th[i], NULL);
 		assert_int_equal(t[i].bad, 0);
 	}
+	pthread_barrier_destroy(&bar);
 	assert_true(param(s.d, "hits") > 0);
 	assert_int_equal(stack_close(&s), 0);
 }
