@@ -48,17 +48,20 @@
  *     after a flush that no write overlapped, and at detach, it records
  *     the device's new validator and "clean".  An object found "writing"
  *     or with another validator at attach has all its clean entries
- *     dropped before any read is served.
+ *     dropped before any read is served.  ("writing" is a second line of
+ *     defence: a write of the tier's own changes the file's mtime and
+ *     ctime, so a recorded validator never matches after it.)
  *  5. writeback: a dirty block is written to a fresh slot (copy on
  *     write, a higher sequence number); its old slot (a "zombie") keeps
  *     its record until the new one is durable (the next fsync, which is
  *     fdatasync of data and index, or the index's fdatasync before the
  *     new version is marked clean), so a crash or a power loss leaves the
  *     old or the new version, never neither, and a dirty record whose
- *     data fails its crc at open gives way to the older one.  A dirty entry becomes clean only after the device took it
- *     and was flushed.  At attach, dirty entries (the newest valid one of
- *     each block) are written back if the validator matches (devices
- *     without one: the user's promise), else copied to lost+found.
+ *     data fails its crc at open gives way to the older one.  A dirty
+ *     entry becomes clean only after the device took it and was
+ *     flushed.  At attach, dirty entries (the newest valid one of each
+ *     block) are written back if the validator matches (devices without
+ *     one: the user's promise), else copied to lost+found.
  *
  * Invariants (under t->lock):
  *  a. A slot is FREE (on the free list), FILL (owned by one filler, in no
