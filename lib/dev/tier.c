@@ -198,6 +198,11 @@ struct tier {
 	bool writer_running, stopping;
 	bool devflush;		/* writeback: a write went through since the
 				   device was last flushed */
+	/* the reader: asynchronous reads wait on rq for it */
+	pthread_t reader;
+	bool reader_running, rstop;
+	pthread_cond_t rcv;
+	struct top *rq, **rq_tail;
 	double wb_age;		/* conf dirty_age: seconds before write-back */
 	int wb_err;		/* positive errno of a failed write-back */
 	struct tier_stats st;
@@ -225,6 +230,10 @@ struct top {
 	_Atomic ssize_t err;
 	double t_done;
 	pthread_mutex_t tlock;
+	uint64_t size;		/* a read: the device's size at submission */
+	uint8_t *hit;		/* a read: its blocks found in DIR */
+	struct iovec *sl;
+	struct top *rnext;	/* t->rq */
 	int nkids;
 	struct tchild kids[];
 };
@@ -1045,6 +1054,127 @@ kids_go(struct tier *t, struct top *op)
 static int tier_write(struct tier *t, struct clio_req *req, size_t len,
 		      bool aligned);
 
+/* A read: the blocks DIR holds, then the runs of the rest from the
+ * device. */
+static void
+serve_read(struct tier *t, struct top *op)
+{
+	struct clio_req *req = op->parent;
+	uint64_t off = op->off, size = op->size;
+	size_t len = op->len;
+	bool aligned = op->aligned;
+	uint64_t first = off / t->bs;
+	uint32_t nblk = len ? (uint32_t)DIV_ROUND_UP(off + len, t->bs) - (uint32_t)first : 0;
+	uint8_t *hit = op->hit;
+	struct iovec *sl = op->sl;
+
+	if (aligned && len > 0) {
+		for (uint32_t b = 0; b < nblk; b++) {
+			uint64_t lbn = first + b;
+			uint32_t want = (uint32_t)MIN((uint64_t)t->bs, off + len - lbn * t->bs);
+			uint32_t i, crc;
+			int n, r;
+
+			pthread_mutex_lock(&t->lock);
+			i = slot_lookup(t, lbn);
+			if (i == NIL || t->slots[i].len != want ||
+			    (t->slots[i].state != S_DIRTY &&
+			     want != blen_of(t, lbn, size))) {
+				t->st.misses++;
+				pthread_mutex_unlock(&t->lock);
+				continue;
+			}
+			t->slots[i].pins++;
+			crc = t->slots[i].crc;
+			if (t->slots[i].state == S_CLEAN) { /* most recently used */
+				list_remove(t, &t->lru_head, &t->lru_tail, i);
+				list_append(t, &t->lru_head, &t->lru_tail, i);
+			}
+			pthread_mutex_unlock(&t->lock);
+			n = iov_slice(req->iov, req->iovcnt, (size_t)b * t->bs, want,
+				      sl, req->iovcnt);
+			r = iov_io(t->dfd, false, sl, n, (off_t)i * t->bs);
+			bool good = r == 0 && iov_crc(sl, n) == crc;
+			pthread_mutex_lock(&t->lock);
+			if (good) {
+				t->st.hits++;
+				t->st.bytes_dir += want;
+				hit[b] = 1;
+			} else {
+				/* corrupt: drop it (if it is still the entry
+				 * read) and read the device; a dirty one was
+				 * the only copy: the read fails */
+				t->st.misses++;
+				t->st.crc_failures++;
+				if ((t->slots[i].state == S_CLEAN ||
+				     t->slots[i].state == S_DIRTY) &&
+				    t->slots[i].lbn == lbn && t->slots[i].crc == crc) {
+					if (t->slots[i].state == S_DIRTY) {
+						atomic_store(&op->err, -EIO);
+						t->wb_err = EIO;
+					}
+					(void)rec_put(t, i, false);
+					slot_unuse(t, i);
+				}
+			}
+			slot_unpin(t, i);
+			pthread_mutex_unlock(&t->lock);
+		}
+		for (uint32_t b = 0; b < nblk;) {
+			uint32_t e = b;
+			if (hit[b]) {
+				b++;
+				continue;
+			}
+			while (e < nblk && !hit[e])
+				e++;
+			uint64_t ro = (first + b) * t->bs;
+			size_t rl = (size_t)(MIN(off + len, (first + e) * t->bs) - ro);
+			if (kid_add(op, ro, rl, (size_t)(ro - off)) < 0)
+				atomic_store(&op->err, -ENOMEM);
+			b = e;
+		}
+	} else if (len > 0) {
+		pthread_mutex_lock(&t->lock);
+		t->st.misses += nblk;
+		pthread_mutex_unlock(&t->lock);
+		if (kid_add(op, off, len, 0) < 0)
+			atomic_store(&op->err, -ENOMEM);
+	}
+	free(hit);
+	free(sl);
+	op->hit = NULL;
+	op->sl = NULL;
+	kids_go(t, op);
+}
+
+/* The tier's reader: serves the asynchronous reads queued on t->rq. */
+static void *
+reader_main(void *arg)
+{
+	struct tier *t = arg;
+
+	pthread_mutex_lock(&t->lock);
+	for (;;) {
+		struct top *op = t->rq;
+		if (op == NULL) {
+			if (t->rstop)
+				break;
+			pthread_cond_wait(&t->rcv, &t->lock);
+			continue;
+		}
+		t->rq = op->rnext;
+		if (t->rq == NULL)
+			t->rq_tail = &t->rq;
+		pthread_mutex_unlock(&t->lock);
+		serve_read(t, op);
+		pthread_mutex_lock(&t->lock);
+	}
+	pthread_mutex_unlock(&t->lock);
+	return NULL;
+}
+
+
 int
 tier_submit(struct tier *t, clio_dev *d, struct clio_req *req)
 {
@@ -1133,82 +1263,21 @@ tier_submit(struct tier *t, clio_dev *d, struct clio_req *req)
 	pthread_mutex_lock(&t->lock);
 	op_start(t, op);
 	pthread_mutex_unlock(&t->lock);
-	if (aligned && len > 0) {
-		for (uint32_t b = 0; b < nblk; b++) {
-			uint64_t lbn = first + b;
-			uint32_t want = (uint32_t)MIN((uint64_t)t->bs, off + len - lbn * t->bs);
-			uint32_t i, crc;
-			int n, r;
-
-			pthread_mutex_lock(&t->lock);
-			i = slot_lookup(t, lbn);
-			if (i == NIL || t->slots[i].len != want ||
-			    (t->slots[i].state != S_DIRTY &&
-			     want != blen_of(t, lbn, size))) {
-				t->st.misses++;
-				pthread_mutex_unlock(&t->lock);
-				continue;
-			}
-			t->slots[i].pins++;
-			crc = t->slots[i].crc;
-			if (t->slots[i].state == S_CLEAN) { /* most recently used */
-				list_remove(t, &t->lru_head, &t->lru_tail, i);
-				list_append(t, &t->lru_head, &t->lru_tail, i);
-			}
-			pthread_mutex_unlock(&t->lock);
-			n = iov_slice(req->iov, req->iovcnt, (size_t)b * t->bs, want,
-				      sl, req->iovcnt);
-			r = iov_io(t->dfd, false, sl, n, (off_t)i * t->bs);
-			bool good = r == 0 && iov_crc(sl, n) == crc;
-			pthread_mutex_lock(&t->lock);
-			if (good) {
-				t->st.hits++;
-				t->st.bytes_dir += want;
-				hit[b] = 1;
-			} else {
-				/* corrupt: drop it (if it is still the entry
-				 * read) and read the device; a dirty one was
-				 * the only copy: the read fails */
-				t->st.misses++;
-				t->st.crc_failures++;
-				if ((t->slots[i].state == S_CLEAN ||
-				     t->slots[i].state == S_DIRTY) &&
-				    t->slots[i].lbn == lbn && t->slots[i].crc == crc) {
-					if (t->slots[i].state == S_DIRTY) {
-						atomic_store(&op->err, -EIO);
-						t->wb_err = EIO;
-					}
-					(void)rec_put(t, i, false);
-					slot_unuse(t, i);
-				}
-			}
-			slot_unpin(t, i);
-			pthread_mutex_unlock(&t->lock);
-		}
-		for (uint32_t b = 0; b < nblk;) {
-			uint32_t e = b;
-			if (hit[b]) {
-				b++;
-				continue;
-			}
-			while (e < nblk && !hit[e])
-				e++;
-			uint64_t ro = (first + b) * t->bs;
-			size_t rl = (size_t)(MIN(off + len, (first + e) * t->bs) - ro);
-			if (kid_add(op, ro, rl, (size_t)(ro - off)) < 0)
-				atomic_store(&op->err, -ENOMEM);
-			b = e;
-		}
-	} else if (len > 0) {
+	op->size = size;
+	op->hit = hit;
+	op->sl = sl;
+	if (!(req->flags & CLIO_REQ_SYNC) && t->reader_running) {
+		/* read-ahead and other asynchronous reads: the blocks in DIR
+		 * are copied by the tier's reader, not by the submitter */
 		pthread_mutex_lock(&t->lock);
-		t->st.misses += nblk;
+		op->rnext = NULL;
+		*t->rq_tail = op;
+		t->rq_tail = &op->rnext;
+		pthread_cond_broadcast(&t->rcv);
 		pthread_mutex_unlock(&t->lock);
-		if (kid_add(op, off, len, 0) < 0)
-			atomic_store(&op->err, -ENOMEM);
+		return 0;
 	}
-	free(hit);
-	free(sl);
-	kids_go(t, op);
+	serve_read(t, op);
 	return 0;
 }
 
@@ -1937,6 +2006,7 @@ tier_free(struct tier *t)
 	pthread_mutex_destroy(&t->lock);
 	pthread_mutex_destroy(&t->meta_lock);
 	pthread_mutex_destroy(&t->wb_lock);
+	pthread_cond_destroy(&t->rcv);
 	pthread_cond_destroy(&t->cv);
 	free(t->slots);
 	free(t->hash);
@@ -1964,6 +2034,8 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_mutex_init(&t->meta_lock, NULL);
 	pthread_mutex_init(&t->wb_lock, NULL);
+	pthread_cond_init(&t->rcv, NULL);
+	t->rq_tail = &t->rq;
 	pthread_cond_init(&t->cv, NULL);
 	t->lru_head = t->lru_tail = t->free_head = NIL;
 	t->dirty_head = t->dirty_tail = NIL;
@@ -2100,6 +2172,8 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 		}
 		t->writer_running = true;
 	}
+	if (pthread_create(&t->reader, NULL, reader_main, t) == 0)
+		t->reader_running = true; /* else reads are served inline */
 	pool_join(t, budget, others); /* the caller holds attach_lock */
 	free(ident);
 	*tp = t;
@@ -2145,10 +2219,14 @@ tier_detach(clio_dev *d)
 	while (t->nops > 0)
 		pthread_cond_wait(&t->cv, &t->lock);
 	t->stopping = true;
+	t->rstop = true;
 	pthread_cond_broadcast(&t->cv);
+	pthread_cond_broadcast(&t->rcv);
 	pthread_mutex_unlock(&t->lock);
 	if (t->writer_running)
 		pthread_join(t->writer, NULL);
+	if (t->reader_running)
+		pthread_join(t->reader, NULL);
 	if (t->ndirty > 0)
 		r = wb_all(t, true, 0, 0);
 	__atomic_store_n(&d->tier, NULL, __ATOMIC_RELEASE);
