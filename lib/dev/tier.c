@@ -105,7 +105,11 @@
 #define SAMPLE_BLOCKS 32
 #define FLOOR_EVERY 16	/* insertions between free-space checks */
 
-enum { K_FILE, K_PROMISE, K_VOLATILE };
+/* What tells the entries' version: a regular file's stat, an NFS file's
+ * GETATTR (dev_nfs_validator), nothing (the user's promise), or nothing
+ * to tell (a device whose data does not outlive the process). */
+enum { K_FILE, K_PROMISE, K_VOLATILE, K_NFS };
+#define HAS_VALIDATOR(k) ((k) == K_FILE || (k) == K_NFS)
 enum { S_FREE, S_FILL, S_CLEAN, S_DIRTY, S_DEAD };
 enum { M_CLEAN = 1, M_WRITING = 2 };
 
@@ -203,6 +207,8 @@ struct tier {
 	bool reader_running, rstop;
 	pthread_cond_t rcv;
 	struct top *rq, **rq_tail;
+	bool meta_due;		/* a flush asks the reader to record the version */
+	uint64_t meta_gen;	/* wgen at that flush */
 	double wb_age;		/* conf dirty_age: seconds before write-back */
 	int wb_err;		/* positive errno of a failed write-back */
 	struct tier_stats st;
@@ -652,6 +658,10 @@ validator_of(struct tier *t, struct clio_validator *v, bool *have)
 
 	memset(v, 0, sizeof(*v));
 	*have = false;
+	if (t->kind == K_NFS) {
+		*have = dev_nfs_validator != NULL && dev_nfs_validator(t->d, v) == 0;
+		return;
+	}
 	if (t->kind != K_FILE || t->path == NULL || stat(t->path, &st) < 0)
 		return;
 	v->size = (uint64_t)st.st_size;
@@ -916,27 +926,16 @@ top_finish(struct top *op)
 	else
 		req->result = (ssize_t)op->len;
 	req->t_done = op->t_done;
-	if (op->op == CLIO_OP_FLUSH && e == 0 && !t->writeback) {
-		/* the device has every write before it: record its version
-		 * if no write overlapped the flush (crash safety 4) */
+	if (op->op == CLIO_OP_FLUSH && e == 0 && !t->writeback && t->meta_writing) {
+		/* the device has every write before it: the reader records
+		 * its version if no write came since (crash safety 4); not
+		 * here, in the device's completion path, which a GETATTR of
+		 * the device may need */
 		pthread_mutex_lock(&t->lock);
-		bool quiet = t->wgen == op->gen;
-		for (struct top *o = t->ops; o != NULL && quiet; o = o->next)
-			if (o->op == CLIO_OP_WRITE)
-				quiet = false;
+		t->meta_gen = op->gen;
+		t->meta_due = true;
+		pthread_cond_broadcast(&t->rcv);
 		pthread_mutex_unlock(&t->lock);
-		pthread_mutex_lock(&t->meta_lock);
-		if (quiet && t->meta_writing) {
-			char *id = NULL;
-			struct meta m;
-			if (meta_read(t, &m) == 0)
-				id = strdup(m.ident);
-			validator_of(t, &t->v, &t->has_v);
-			if (id != NULL && meta_write(t, id, M_CLEAN) == 0)
-				t->meta_writing = false;
-			free(id);
-		}
-		pthread_mutex_unlock(&t->meta_lock);
 	}
 	pthread_mutex_lock(&t->lock);
 	op_end(t, op);
@@ -1148,7 +1147,10 @@ serve_read(struct tier *t, struct top *op)
 	kids_go(t, op);
 }
 
-/* The tier's reader: serves the asynchronous reads queued on t->rq. */
+static void meta_clean(struct tier *t);
+
+/* The tier's reader: serves the asynchronous reads queued on t->rq, and
+ * records the device's version after a flush (meta_due). */
 static void *
 reader_main(void *arg)
 {
@@ -1157,6 +1159,18 @@ reader_main(void *arg)
 	pthread_mutex_lock(&t->lock);
 	for (;;) {
 		struct top *op = t->rq;
+		if (op == NULL && t->meta_due) {
+			bool quiet = t->wgen == t->meta_gen;
+			for (struct top *o = t->ops; o != NULL && quiet; o = o->next)
+				if (o->op == CLIO_OP_WRITE)
+					quiet = false;
+			t->meta_due = false;
+			pthread_mutex_unlock(&t->lock);
+			if (quiet)
+				meta_clean(t);
+			pthread_mutex_lock(&t->lock);
+			continue;
+		}
 		if (op == NULL) {
 			if (t->rstop)
 				break;
@@ -1287,7 +1301,7 @@ meta_begin_write(struct tier *t)
 	int r = 0;
 
 	pthread_mutex_lock(&t->meta_lock);
-	if (!t->meta_writing && t->kind == K_FILE) {
+	if (!t->meta_writing && HAS_VALIDATOR(t->kind)) {
 		struct meta m;
 		r = meta_read(t, &m);
 		if (r == 0)
@@ -1585,6 +1599,16 @@ identity_of(struct tier *t)
 			return xasprintf("blockdev rdev=%llu path=%s size=%llu",
 					 (unsigned long long)st.st_rdev, t->path,
 					 (unsigned long long)size);
+		}
+	}
+	if (strcmp(scheme, "nfs") == 0 && dev_nfs_validator != NULL) {
+		struct clio_validator v;
+		/* the server and path, not clio's and libnfs's keys, and the
+		 * file's fileid */
+		if (dev_nfs_validator(d, &v) == 0) {
+			t->kind = K_NFS;
+			return xasprintf("nfs %.*s fileid=%llu", (int)strcspn(d->name, "?"),
+					 d->name, (unsigned long long)v.id);
 		}
 	}
 	t->kind = strcmp(scheme, "mem") == 0 || strcmp(scheme, "sim") == 0
@@ -2110,7 +2134,7 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 	/* is what the entries hold still the device's? (crash safety 4) */
 	validator_of(t, &t->v, &t->has_v);
 	const char *why = NULL;
-	if (have_meta && t->kind == K_FILE) {
+	if (have_meta && HAS_VALIDATOR(t->kind)) {
 		if (m.state != M_CLEAN)
 			why = "a session that wrote it ended without recording its version";
 		else if (!m.has_v || !t->has_v || !same_v(&m.v, &t->v))
@@ -2230,7 +2254,7 @@ tier_detach(clio_dev *d)
 	if (t->ndirty > 0)
 		r = wb_all(t, true, 0, 0);
 	__atomic_store_n(&d->tier, NULL, __ATOMIC_RELEASE);
-	if (t->meta_writing || t->kind == K_FILE)
+	if (t->meta_writing || HAS_VALIDATOR(t->kind))
 		meta_clean(t);
 	pthread_mutex_lock(&attach_lock);
 	pool_leave(t);
@@ -2290,7 +2314,8 @@ tier_params(struct tier *t, struct dev_params *o)
 	dev_param(o, "disk_cache.object", "%s", t->objname);
 	dev_param(o, "disk_cache.mode", "%s", t->writeback ? "writeback" : "writethrough");
 	dev_param(o, "disk_cache.validator", "%s",
-		  t->kind == K_FILE ? "file" : t->kind == K_VOLATILE ? "none (volatile device)"
+		  t->kind == K_FILE ? "file" : t->kind == K_NFS ? "nfs"
+		  : t->kind == K_VOLATILE ? "none (volatile device)"
 								   : "none (user's promise)");
 	dev_param(o, "disk_cache.block", "%u", t->bs);
 	dev_param(o, "disk_cache.size_max", "%llu", (unsigned long long)(t->cap * t->bs));
