@@ -61,13 +61,22 @@ echo "ok: another writer's change is seen ($(dc stale_drops) entries dropped)"
 obj=$(grep -l "path=$tmp/a\$" "$dc"/*/meta 2>/dev/null | head -n 1)
 [ -z "$obj" ] && obj=$(grep -al "path=$tmp/a" "$dc"/*/meta | head -n 1)
 [ -n "$obj" ] || fail "no object of $tmp/a in $dc"
-data=$(dirname "$obj")/data
-python3 - "$data" <<'PY'
-import sys
-with open(sys.argv[1], "r+b") as f:
-    f.seek(40000)
+# a byte of block 1 (its slot from the index: 64-byte records of magic,
+# crc, seq, lbn, data crc, length, flags)
+python3 - "$(dirname "$obj")" <<'PY' || fail "no entry of block 1 in the index"
+import struct, sys
+d = sys.argv[1]
+idx = open(d + "/index", "rb").read()
+for i in range(len(idx) // 64):
+    magic, _, _, lbn, _, length, flags = struct.unpack_from("<IIQQIII", idx, i * 64)
+    if magic == 0x52544c43 and lbn == 1 and flags & 1 and length == 16384:
+        break
+else:
+    sys.exit(1)
+with open(d + "/data", "r+b") as f:
+    f.seek(i * 16384 + 1234)
     b = f.read(1)
-    f.seek(40000)
+    f.seek(i * 16384 + 1234)
     f.write(bytes([b[0] ^ 0x10]))
 PY
 dd_json "$tmp/a" "$tmp/out4"
