@@ -137,7 +137,7 @@ $(BUILD)/libclio-internal.a: $(LIB_OBJ)
 # archive asks for them by name
 INTERNAL = -Wl,--undefined=dev_nbd_open -Wl,--undefined=dev_nfs_open $(BUILD)/libclio-internal.a
 STATIC_OBJ := $(filter-out $(BUILD)/obj/lib/dev/nbd.o $(BUILD)/obj/lib/dev/nfs.o \
-	$(BUILD)/obj/lib/dev/nfsxprt.o,$(LIB_OBJ))
+	$(BUILD)/obj/lib/dev/nfsxprt.o $(BUILD)/obj/lib/dev/nfssim.o,$(LIB_OBJ))
 $(BUILD)/libclio.a: $(STATIC_OBJ)
 	@mkdir -p $(dir $@)
 	$(call say,AR,$@)

@@ -1162,6 +1162,15 @@ dev_open_spec(const char *spec, int flags, clio_dev **dp, char *err, size_t errl
 		}
 		return dev_nbd_open(spec, flags, dp, err, errlen);
 	}
+	if (has_prefix(spec, "nfs+sim:")) {
+		if (dev_nfssim_open == NULL) {
+			set_err(err, errlen, "nfs+sim device '%s': this program has libclio's "
+				"static library, which has no NFS engine (link libclio.so)",
+				spec);
+			return -ENOTSUP;
+		}
+		return dev_nfssim_open(spec, flags, dp, err, errlen);
+	}
 	if (has_prefix(spec, "nfs:")) {
 		if (dev_nfs_open == NULL) {
 			set_err(err, errlen, "nfs device '%s': this program has libclio's "
@@ -1348,6 +1357,16 @@ int
 clio_dev_is_virtual(const clio_dev *d)
 {
 	return d->is_virtual;
+}
+
+int
+clio_dev_version(clio_dev *d, struct clio_validator *v)
+{
+	if (d == NULL || v == NULL)
+		return -EINVAL;
+	if (d->ops->version == NULL)
+		return -ENOTSUP;
+	return d->ops->version(d, v);
 }
 
 /* ------------------------------------------------------------ description */

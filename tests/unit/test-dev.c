@@ -555,6 +555,20 @@ test_file_backend(void **state)
 	assert_int_equal(clio_dev_flush(d), 0);
 	clio_dev_stats(d, &st);
 	assert_int_equal(st.back.flushes, 1);
+	/* the version: what stat(2) sees, and a change of it */
+	{
+		struct clio_validator v1, v2;
+		struct stat fs;
+
+		assert_int_equal(clio_dev_version(d, &v1), 0);
+		assert_int_equal(stat(path, &fs), 0);
+		assert_true(v1.size == 60000 && v1.id == (uint64_t)fs.st_ino);
+		assert_true(v1.mtime_ns == (int64_t)fs.st_mtim.tv_sec * 1000000000 +
+					  fs.st_mtim.tv_nsec);
+		assert_int_equal(truncate(path, 7), 0);
+		assert_int_equal(clio_dev_version(d, &v2), 0);
+		assert_true(v2.size == 7 && v2.id == v1.id && v2.ctime_ns >= v1.ctime_ns);
+	}
 	clio_dev_close(d);
 
 	/* direct=1: unaligned memory, offsets and lengths through a bounce */
