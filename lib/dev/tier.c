@@ -105,8 +105,8 @@
 #define SAMPLE_BLOCKS 32
 #define FLOOR_EVERY 16	/* insertions between free-space checks */
 
-/* What tells the entries' version: a regular file's stat, an NFS file's
- * GETATTR (dev_nfs_validator), nothing (the user's promise), or nothing
+/* What tells the entries' version: a regular file's fstat, an NFS file's
+ * GETATTR (clio_dev_version), nothing (the user's promise), or nothing
  * to tell (a device whose data does not outlive the process). */
 enum { K_FILE, K_PROMISE, K_VOLATILE, K_NFS };
 #define HAS_VALIDATOR(k) ((k) == K_FILE || (k) == K_NFS)
@@ -658,10 +658,14 @@ validator_of(struct tier *t, struct clio_validator *v, bool *have)
 
 	memset(v, 0, sizeof(*v));
 	*have = false;
-	if (t->kind == K_NFS) {
-		*have = dev_nfs_validator != NULL && dev_nfs_validator(t->d, v) == 0;
+	if (!HAS_VALIDATOR(t->kind))
+		return;
+	/* the device's own word (a file's fstat, an NFS GETATTR) */
+	if (clio_dev_version(t->d, v) == 0) {
+		*have = true;
 		return;
 	}
+	memset(v, 0, sizeof(*v));
 	if (t->kind != K_FILE || t->path == NULL || stat(t->path, &st) < 0)
 		return;
 	v->size = (uint64_t)st.st_size;
@@ -1601,11 +1605,11 @@ identity_of(struct tier *t)
 					 (unsigned long long)size);
 		}
 	}
-	if (strcmp(scheme, "nfs") == 0 && dev_nfs_validator != NULL) {
+	if (strcmp(scheme, "nfs") == 0) {
 		struct clio_validator v;
 		/* the server and path, not clio's and libnfs's keys, and the
 		 * file's fileid */
-		if (dev_nfs_validator(d, &v) == 0) {
+		if (clio_dev_version(d, &v) == 0) {
 			t->kind = K_NFS;
 			return xasprintf("nfs %.*s fileid=%llu", (int)strcspn(d->name, "?"),
 					 d->name, (unsigned long long)v.id);
