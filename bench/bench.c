@@ -472,6 +472,7 @@ static const struct experiment {
 	{ "mount", exp_mount, false, true },
 	{ "mount", exp_mount_meta, false, true },	/* its second table */
 	{ "rbd", exp_rbd, false, true },
+	{ "diskcache", exp_diskcache, false, true },	/* nbdkit, 5 ms RTT */
 };
 
 static void
@@ -483,7 +484,8 @@ usage_bench(FILE *fp)
 		"NAME: maxbsize, blocksize, rewrite, rawblock, kernel, core, nfs (with --sim:\n"
 		"      seed 004 in virtual time), or all (these seven, nfs simulated); mount\n"
 		"      (clio mount and FUSE against the kernel; not in all); rbd --file\n"
-		"      rbd:POOL/IMAGE (clio against librbd's cache; not in all).\n"
+		"      rbd:POOL/IMAGE (clio against librbd's cache; not in all); diskcache\n"
+		"      (the disk tier over NBD at 5 ms RTT; not in all).\n"
 		"See clio(1).\n");
 }
 

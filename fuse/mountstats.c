@@ -61,6 +61,8 @@ snapshot_put(struct snapshot *s)
 		free(s);
 }
 
+static void print_disk_cache(FILE *fp, const char *name, clio_dev *d);
+
 static char stats_anchor; /* its address is the node id */
 static clio_cache *st_cache;
 static mount_stats_foreach_fn st_foreach;
@@ -244,7 +246,30 @@ print_dev(void *arg, const char *rawname, const char *shown, clio_dev *d)
 	fprintf(v->fp, "%s clustering: %.2f\n", name,
 		ratio((double)(ds.front.reads + ds.front.writes),
 		      (double)(ds.back.reads + ds.back.writes)));
+	print_disk_cache(v->fp, name, d);
 	v->ndev++;
+}
+
+/* The disk tier's lines of a device (disk_cache=DIR): "NAME
+ * disk_cache.KEY: VALUE", from its parameters. */
+static void
+print_disk_cache(FILE *fp, const char *name, clio_dev *d)
+{
+	int n = clio_dev_params(d, NULL, 0);
+	char *p, *l, *e;
+
+	if (n <= 0 || (p = malloc((size_t)n + 1)) == NULL)
+		return;
+	if (clio_dev_params(d, p, (size_t)n + 1) == n)
+		for (l = p; *l != '\0'; l = e + 1) {
+			char *eq = strchr(l, '=');
+			if ((e = strchr(l, '\n')) == NULL)
+				break;
+			if (strncmp(l, "disk_cache.", 11) == 0 && eq != NULL && eq < e)
+				fprintf(fp, "%s %.*s: %.*s\n", name, (int)(eq - l), l,
+					(int)(e - eq - 1), eq + 1);
+		}
+	free(p);
 }
 
 static void

@@ -50,6 +50,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "tier.h"
 
 /* Latency histogram: bucket k covers [2^(k/4), 2^((k+1)/4)) microseconds. */
 #define LAT_BUCKETS 128
@@ -879,6 +880,11 @@ clio_dev_submit(clio_dev *d, struct clio_req *req)
 		return -EROFS;
 	if (!flush && (req->iovcnt < 0 || (req->iovcnt > 0 && req->iov == NULL)))
 		return -EINVAL;
+	if (!(req->flags & DEV_REQ_TIER)) {
+		struct tier *t = __atomic_load_n(&d->tier, __ATOMIC_ACQUIRE);
+		if (t != NULL)
+			return tier_submit(t, d, req);
+	}
 
 	/* the pieces, all before any starts: a shortage fails the request
 	 * with nothing done and no callback */
@@ -1052,7 +1058,11 @@ clio_dev_resize(clio_dev *d, uint64_t size)
 		return -ENOTSUP;
 	if (d->readonly)
 		return -EROFS;
-	r = d->ops->resize(d, size);
+	r = tier_resize(d, size, true);
+	if (r == 0)
+		r = d->ops->resize(d, size);
+	if (r == 0)
+		tier_resize(d, size, false);
 	if (r == 0) {
 		pthread_mutex_lock(&d->lock);
 		d->size = size;
@@ -1310,6 +1320,7 @@ clio_dev_close(clio_dev *d)
 
 	if (d == NULL)
 		return 0;
+	int r = tier_detach(d);
 	pthread_mutex_lock(&d->lock);
 	while (d->outstanding > 0)
 		pthread_cond_wait(&d->idle_cv, &d->lock);
@@ -1319,7 +1330,7 @@ clio_dev_close(clio_dev *d)
 	d->ops->close(d); /* frees d through dev_free */
 	if (uses_pool)
 		pool_unregister(share);
-	return 0;
+	return r;
 }
 
 const char *
@@ -1416,6 +1427,8 @@ clio_dev_params(clio_dev *d, char *buf, size_t len)
 		buf[0] = '\0';
 	if (d->ops->params != NULL)
 		d->ops->params(d, &o);
+	if (d->tier != NULL)
+		tier_params(d->tier, &o);
 	if (o.used > INT_MAX)
 		return -EOVERFLOW;
 	return (int)o.used;

@@ -125,6 +125,7 @@ struct clio_dev {
 	struct dev_piece *free_pieces;
 	pthread_cond_t idle_cv;	/* outstanding reached 0 */
 	bool uses_pool;
+	struct tier *tier;	/* the disk tier every request goes through (tier.c) */
 };
 
 /* dev.c */
