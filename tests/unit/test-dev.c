@@ -1244,6 +1244,81 @@ test_engines_inflight(void **state)
 	free(rd);
 }
 
+/* A thread that submits writes to the ring and ends before they
+ * complete: the kernel cancels what a task leaves in flight when it
+ * exits; the engine must start those pieces again, not fail them. */
+#define EXIT_NREQ 32
+#define EXIT_LEN (256 * 1024)
+
+struct exit_submit {
+	clio_dev *d;
+	struct async_req ar[EXIT_NREQ];
+	struct iovec iov[EXIT_NREQ];
+	unsigned char *buf;
+};
+
+static void *
+exit_submitter(void *arg)
+{
+	struct exit_submit *es = arg;
+	int i;
+
+	for (i = 0; i < EXIT_NREQ; i++)
+		assert_int_equal(clio_dev_submit(es->d, &es->ar[i].req), 0);
+	return NULL; /* at once, with the writes in flight */
+}
+
+static void
+test_uring_submitter_exits(void **state)
+{
+	char path[256], spec[320];
+	struct exit_submit es;
+	struct async_ctx x;
+	pthread_t t;
+	int fd, i, round;
+
+	(void)state;
+	if (getenv("CLIO_NO_URING") != NULL)
+		skip();
+	fd = tu_tmpfile(path, sizeof(path));
+	close(fd);
+	snprintf(spec, sizeof(spec), "file:%s?engine=uring&qd=%d", path, EXIT_NREQ);
+	es.d = tu_dev_open(spec, 0);
+	assert_int_equal(posix_memalign((void **)&es.buf, 4096, EXIT_NREQ * EXIT_LEN), 0);
+	for (round = 0; round < 4; round++) {
+		memset(&x, 0, sizeof(x));
+		pthread_mutex_init(&x.m, NULL);
+		pthread_cond_init(&x.cv, NULL);
+		tu_fill(es.buf, EXIT_NREQ * EXIT_LEN, 0, 50 + round);
+		for (i = 0; i < EXIT_NREQ; i++) {
+			es.iov[i].iov_base = es.buf + (size_t)i * EXIT_LEN;
+			es.iov[i].iov_len = EXIT_LEN;
+			memset(&es.ar[i], 0, sizeof(es.ar[i]));
+			es.ar[i].ctx = &x;
+			es.ar[i].req.op = CLIO_OP_WRITE;
+			es.ar[i].req.offset = (uint64_t)i * EXIT_LEN;
+			es.ar[i].req.iov = &es.iov[i];
+			es.ar[i].req.iovcnt = 1;
+			es.ar[i].req.done = async_done;
+			es.ar[i].req.priv = &es.ar[i];
+		}
+		assert_int_equal(pthread_create(&t, NULL, exit_submitter, &es), 0);
+		pthread_join(t, NULL);
+		async_wait(&x, EXIT_NREQ);
+		for (i = 0; i < EXIT_NREQ; i++) {
+			if (es.ar[i].req.result != EXIT_LEN)
+				fail_msg("round %d: write %d of a thread that ended: %zd",
+					 round, i, es.ar[i].req.result);
+		}
+		file_has(path, 0, EXIT_NREQ * EXIT_LEN, 50 + round);
+		pthread_mutex_destroy(&x.m);
+		pthread_cond_destroy(&x.cv);
+	}
+	clio_dev_close(es.d);
+	free(es.buf);
+	unlink(path);
+}
+
 static void
 test_uring_direct(void **state)
 {
@@ -1803,6 +1878,7 @@ main(void)
 		cmocka_unit_test(test_latency_sums),
 		cmocka_unit_test(test_engines_inflight),
 		cmocka_unit_test(test_uring_direct),
+		cmocka_unit_test(test_uring_submitter_exits),
 		cmocka_unit_test(test_uring_fallback),
 		cmocka_unit_test(test_one_piece),
 		cmocka_unit_test(test_front_threads),
