@@ -469,6 +469,8 @@ static const struct experiment {
 	{ "core", exp_core, false, false },
 	{ "mount", exp_mount, false, true },
 	{ "mount", exp_mount_meta, false, true },	/* its second table */
+	{ "nbd", exp_nbd, false, true },
+	{ "nbd", exp_nbd_copy, false, true },		/* its second table */
 };
 
 static void
@@ -478,7 +480,8 @@ usage_bench(FILE *fp)
 		"usage: clio bench NAME [--quick] [--json] [--plot DIR] [--runs N]\n"
 		"                  [--file PATH] [--size N] [--cachegrind]\n"
 		"NAME: maxbsize, blocksize, rewrite, rawblock, kernel, core, or all (these\n"
-		"      six); mount (clio mount and FUSE against the kernel; not in all).\n"
+		"      six); mount (clio mount and FUSE against the kernel; not in all);\n"
+		"      nbd (fio and nbdcopy on nbdkit, with clio's filter; not in all).\n"
 		"See clio(1).\n");
 }
 

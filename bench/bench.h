@@ -26,6 +26,8 @@ int cmd_bench_one(int argc, char **argv);
 int exp_kernel(const struct bench_opts *bo, struct table *t);
 int exp_mount(const struct bench_opts *bo, struct table *t);
 int exp_core(const struct bench_opts *bo, struct table *t);
+int exp_nbd(const struct bench_opts *bo, struct table *t);
+int exp_nbd_copy(const struct bench_opts *bo, struct table *t);
 
 /* kernel.c's tools, shared with benchmount.c */
 double bench_median(double *v, int n);		/* of the non-NaN values */
