@@ -18,8 +18,8 @@
  *     stopped after it (SIGTERM, then SIGKILL, always reaped): no cache
  *     starts warm, and writes are on the image before the next server
  *     opens it.  Servers listen on Unix sockets in a temporary directory
- *     (${TMPDIR:-/var/tmp}), run in the foreground (-f) as children, and
- *     are stopped by their pid.
+ *     (${TMPDIR:-/var/tmp}), run in the foreground (-f) as children, are
+ *     ready once their pid file is written, and are stopped by their pid.
  *  2. The systems take turns within each run of a case; the median of
  *     --runs is reported.  MB/s is 10^6 B/s over fio's own runtime of the
  *     job (which includes end_fsync's flush).
@@ -33,7 +33,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -43,6 +42,9 @@
 #include "bench.h"
 #include "util.h"
 
+#ifndef CLIO_LIBDIR
+#define CLIO_LIBDIR "/usr/local/lib"
+#endif
 #define FILTER_NAME "nbdkit-clio-filter.so"
 
 enum nsys { N_A, N_B, N_C, N_SYS };
@@ -69,7 +71,7 @@ static const struct {
 
 struct nctx {
 	char dir[4096];
-	char img[4200], sock[4200], fioout[4200], log[4200];
+	char img[4200], sock[4200], fioout[4200], log[4200], pidf[4200];
 	char filter[4200];
 	char self[4096];
 	uint64_t size;		/* the image */
@@ -89,26 +91,20 @@ on_signal(int sig)
 static int
 find_filter(const char *self, char *out, size_t len)
 {
-	char dir[4096];
-	const char *fmt[] = { "%s/%s", "%s/../lib/clio/%s" };
-	char *slash;
-	size_t i;
+	char dir[4096], *slash;
 
 	snprintf(dir, sizeof(dir), "%s", self);
 	slash = strrchr(dir, '/');
 	if (slash != NULL)
 		*slash = '\0';
-	for (i = 0; i < sizeof(fmt) / sizeof(fmt[0]); i++) {
-		snprintf(out, len, fmt[i], dir, FILTER_NAME);
-		if (access(out, R_OK) == 0)
-			return 0;
-	}
-#ifdef LIBDIR
-	snprintf(out, len, "%s/clio/%s", LIBDIR, FILTER_NAME);
+	snprintf(out, len, "%s/%s", dir, FILTER_NAME);
 	if (access(out, R_OK) == 0)
 		return 0;
-#endif
-	return -1;
+	snprintf(out, len, "%s/clio/%s", CLIO_LIBDIR, FILTER_NAME);
+	if (access(out, R_OK) == 0)
+		return 0;
+	snprintf(out, len, "%s/../lib/clio/%s", dir, FILTER_NAME);
+	return access(out, R_OK) == 0 ? 0 : -1;
 }
 
 /* Run argv with stdout and stderr to /dev/null (or stdout to out):
@@ -140,21 +136,14 @@ run_quiet(char *const argv[])
 	return now_monotonic() - t0;
 }
 
+/* nbdkit writes its pid file once it accepts connections (a bare probe
+ * connection instead would make it log a failed handshake). */
 static bool
-sock_ready(const char *path)
+server_ready(const char *pidfile)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	size_t len = strlen(path);
-	int fd;
-	bool ok;
+	struct stat st;
 
-	if (len >= sizeof(sa.sun_path) ||
-	    (fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
-		return false;
-	memcpy(sa.sun_path, path, len + 1);
-	ok = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
-	close(fd);
-	return ok;
+	return stat(pidfile, &st) == 0 && st.st_size > 0;
 }
 
 static void
@@ -187,10 +176,13 @@ server_start(struct nctx *m, int s, bool delay)
 	pid_t pid;
 
 	unlink(m->sock);
+	unlink(m->pidf);
 	argv[n++] = "nbdkit";
 	argv[n++] = "-f";
 	argv[n++] = "-U";
 	argv[n++] = m->sock;
+	argv[n++] = "--pidfile";
+	argv[n++] = m->pidf;
 	if (s == N_B) {
 		argv[n++] = "--filter=readahead";
 		argv[n++] = "--filter=cache";
@@ -223,13 +215,13 @@ server_start(struct nctx *m, int s, bool delay)
 			dup2(null, 1);
 		}
 		if (log >= 0)
-			dup2(log, 2); /* the readiness probes' hang-ups, errors */
+			dup2(log, 2);
 		execvp("nbdkit", (char *const *)argv);
 		_exit(127);
 	}
 	for (i = 0; i < 200; i++) { /* 10 s to come up */
 		int status;
-		if (sock_ready(m->sock))
+		if (server_ready(m->pidf))
 			return pid;
 		if (waitpid(pid, &status, WNOHANG) == pid)
 			return -1;
@@ -389,6 +381,7 @@ setup(const struct bench_opts *bo, struct nctx *m, uint64_t mult)
 	snprintf(m->sock, sizeof(m->sock), "%s/sock", m->dir);
 	snprintf(m->fioout, sizeof(m->fioout), "%s/fio.json", m->dir);
 	snprintf(m->log, sizeof(m->log), "%s/nbdkit.log", m->dir);
+	snprintf(m->pidf, sizeof(m->pidf), "%s/nbdkit.pid", m->dir);
 	if (strlen(m->sock) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
 		fprintf(stderr, "clio bench: nbd: socket path too long: %s\n", m->sock);
 		rmdir(m->dir);
@@ -410,6 +403,7 @@ teardown(struct nctx *m)
 	unlink(m->sock);
 	unlink(m->fioout);
 	unlink(m->log);
+	unlink(m->pidf);
 	rmdir(m->dir);
 }
 
@@ -511,7 +505,7 @@ exp_nbd(const struct bench_opts *bo, struct table *t)
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
 	snprintf(t->note, sizeof(t->note),
-		 "  image %llu MiB in %.200s (the rewrite and the random reads: %llu MiB), "
+		 "  image %llu KiB in %.200s (the rewrite and the random reads: %llu KiB), "
 		 "%d run%s per case, the systems taking turns, a new server for "
 		 "each measurement, on a Unix socket;\n"
 		 "  (A) nbdkit file; (B) nbdkit --filter=readahead --filter=cache "
@@ -520,8 +514,8 @@ exp_nbd(const struct bench_opts *bo, struct table *t)
 		 "  delay 1ms: nbdkit's delay filter below (rdelay=1ms wdelay=1ms). "
 		 "fio --ioengine=nbd, iodepth 1 but for the random reads; writes end "
 		 "with end_fsync=1 (a FLUSH), inside fio's runtime.",
-		 (unsigned long long)(m->size >> 20), m->dir,
-		 (unsigned long long)(m->part >> 20), bo->runs, bo->runs > 1 ? "s" : "",
+		 (unsigned long long)(m->size >> 10), m->dir,
+		 (unsigned long long)(m->part >> 10), bo->runs, bo->runs > 1 ? "s" : "",
 		 FILTER_NAME, (unsigned long long)(2 * m->size));
 	teardown(m);
 	free(v);
