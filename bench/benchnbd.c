@@ -60,13 +60,13 @@ static const struct {
 enum ncase { W_SEQREAD, W_SEQWRITE, W_REWRITE, W_RANDREAD, W_NCASES };
 
 static const struct {
-	const char *label;
+	const char *label, *brief;
 	double target_b; /* C/B with the delay; 0: none */
 } ncases[W_NCASES] = {
-	{ "sequential read bs=4k", 3 },
-	{ "sequential write bs=4k, end_fsync", 3 },
-	{ "partial rewrite bs=1k, end_fsync", 3 },
-	{ "random read 4k iodepth=16", 0 },
+	{ "sequential read bs=4k", "seq read", 3 },
+	{ "sequential write bs=4k, end_fsync", "seq write", 3 },
+	{ "partial rewrite bs=1k, end_fsync", "rewrite", 3 },
+	{ "random read 4k iodepth=16", "random read", 0 },
 };
 
 struct nctx {
@@ -431,12 +431,34 @@ met(struct table *t, int row, const char *key, double ratio, double target,
 	table_num(t, row, key, target);
 }
 
+/* Append "label: r1 r2 ..." to buf, C/B of each of the n runs (v as in
+ * exp_nbd), so that the spread shows beside the median. */
+static void
+perrun_ratios(char *buf, size_t size, const char *label, const double *v,
+	      int runs, int n)
+{
+	size_t len = strlen(buf);
+	int run;
+
+	snprintf(buf + len, size - len, "%s%s:", len > 0 ? "; " : "", label);
+	for (run = 0; run < n && run < 10; run++) {
+		double b = v[N_B * runs + run], c = v[N_C * runs + run];
+
+		len = strlen(buf);
+		if (isnan(b) || isnan(c) || b <= 0)
+			snprintf(buf + len, size - len, " -");
+		else
+			snprintf(buf + len, size - len, " %.2f", c / b);
+	}
+}
+
 int
 exp_nbd(const struct bench_opts *bo, struct table *t)
 {
 	struct sigaction old_int, old_term;
 	struct nctx *m = calloc(1, sizeof(*m));
 	bool progress = isatty(2) && !bo->json;
+	char perrun[1024] = "";
 	double *v;
 	int w, d, s, run, rc = 0;
 
@@ -490,8 +512,11 @@ exp_nbd(const struct bench_opts *bo, struct table *t)
 				table_num(t, row, "ratio_c_b", rb = med[N_C] / med[N_B]);
 			if (!isnan(med[N_C]) && best > 0)
 				table_num(t, row, "ratio_c_best", rbest = med[N_C] / best);
-			if (d == 1 && ncases[w].target_b > 0)
+			if (d == 1 && ncases[w].target_b > 0) {
 				met(t, row, "target_c_b", rb, ncases[w].target_b, &all);
+				perrun_ratios(perrun, sizeof(perrun), ncases[w].brief,
+					      v, bo->runs, run);
+			}
 			met(t, row, "target_c_best", rbest, 1.0, &all);
 			if (!isnan(rbest) && (!isnan(rb) || !(d == 1 && ncases[w].target_b > 0)))
 				table_str(t, row, "met", all ? "yes" : "NO");
@@ -513,10 +538,12 @@ exp_nbd(const struct bench_opts *bo, struct table *t)
 		 "(default tunables otherwise);\n"
 		 "  delay 1ms: nbdkit's delay filter below (rdelay=1ms wdelay=1ms). "
 		 "fio --ioengine=nbd, iodepth 1 but for the random reads; writes end "
-		 "with end_fsync=1 (a FLUSH), inside fio's runtime.",
+		 "with end_fsync=1 (a FLUSH), inside fio's runtime.%s%s",
 		 (unsigned long long)(m->size >> 10), m->dir,
 		 (unsigned long long)(m->part >> 10), bo->runs, bo->runs > 1 ? "s" : "",
-		 FILTER_NAME, (unsigned long long)(2 * m->size));
+		 FILTER_NAME, (unsigned long long)(2 * m->size),
+		 perrun[0] ? "\n  C/B with the delay in each run (the systems take turns): " : "",
+		 perrun);
 	teardown(m);
 	free(v);
 	free(m);
