@@ -370,7 +370,7 @@ setup(const struct bench_opts *bo, struct nctx *m, uint64_t mult)
 		tmp = "/var/tmp";
 	m->size = mult * (bo->size ? bo->size : bo->quick ? 4ull << 20 : 16ull << 20);
 	m->size = m->size / 65536 * 65536;
-	m->part = MAX(m->size / 4 / 65536 * 65536, 65536);
+	m->part = MIN(MAX(m->size / 4 / 65536 * 65536, 1u << 20), m->size); /* ms of fio */
 	snprintf(m->dir, sizeof(m->dir), "%s/clio-bench-nbd.XXXXXX", tmp);
 	if (mkdtemp(m->dir) == NULL) {
 		fprintf(stderr, "clio bench: cannot create a directory in %s: %s\n", tmp,

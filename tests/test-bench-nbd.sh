@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
-# test-bench-nbd.sh - `clio bench nbd --quick`: its two tables in text
+# test-bench-nbd.sh - `clio bench nbd --quick --size 1M`: its two tables in text
 # and JSON.  The first has the four workloads, each without and with the
 # delay, a figure for each of (A), (B) and (C), and both ratios as numbers
 # that agree with the figures, the targets where the issue sets them; the
@@ -20,8 +20,8 @@ if [ "${CLIO_FLAVOUR:-plain}" = asan ]; then
 	export ASAN_OPTIONS=detect_leaks=0
 fi
 
-"$CLIO" bench nbd --quick --json >"$tmp/nbd.json" 2>"$tmp/err" ||
-	{ cat "$tmp/err"; fail "clio bench nbd --quick --json exited $?"; }
+"$CLIO" bench nbd --quick --size 1M --json >"$tmp/nbd.json" 2>"$tmp/err" ||
+	{ cat "$tmp/err"; fail "clio bench nbd --quick --size 1M --json exited $?"; }
 python3 - "$tmp/nbd.json" <<'PY' || fail "the JSON tables of clio bench nbd"
 import json, math, sys
 doc = json.load(open(sys.argv[1]))
