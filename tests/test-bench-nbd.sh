@@ -15,12 +15,12 @@ done
 export TMPDIR="$tmp"
 # nbdkit is no sanitized program: under ASan the filter beside the clio
 # binary needs the runtime loaded first (leaks are not checked)
+bench_env=""
 if [ "${CLIO_FLAVOUR:-plain}" = asan ]; then
-	export LD_PRELOAD="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
-	export ASAN_OPTIONS=detect_leaks=0
+	bench_env="LD_PRELOAD=$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so) ASAN_OPTIONS=detect_leaks=0"
 fi
 
-"$CLIO" bench nbd --quick --size 1M --json >"$tmp/nbd.json" 2>"$tmp/err" ||
+env $bench_env "$CLIO" bench nbd --quick --size 1M --json >"$tmp/nbd.json" 2>"$tmp/err" ||
 	{ cat "$tmp/err"; fail "clio bench nbd --quick --size 1M --json exited $?"; }
 python3 - "$tmp/nbd.json" <<'PY' || fail "the JSON tables of clio bench nbd"
 import json, math, sys
@@ -55,7 +55,7 @@ print("ok: nbd: 8 rows (4 workloads, without and with the delay), A/B/C and both
       "ratios numbers; copy: clio dd/nbdcopy = %.2f" % c["ratio"])
 PY
 
-"$CLIO" bench nbd --quick --size 1M >"$tmp/nbd.txt" 2>"$tmp/err" ||
+env $bench_env "$CLIO" bench nbd --quick --size 1M >"$tmp/nbd.txt" 2>"$tmp/err" ||
 	{ cat "$tmp/err"; fail "clio bench nbd --quick exited $?"; }
 grep -q 'C/B .*C/max(A,B)' "$tmp/nbd.txt" || { cat "$tmp/nbd.txt"; fail "no ratio columns"; }
 [ "$(grep -c '^  \(sequential\|partial\|random\)' "$tmp/nbd.txt")" -eq 8 ] ||
