@@ -13,7 +13,7 @@ SAN     ?=
 DEFS    ?=
 CFLAGS  += -std=c11 -D_GNU_SOURCE $(OPT) -g -Wall -Wextra -Wshadow -Wvla \
            -Iinclude -Ilib -Icli -pthread $(SAN) $(DEFS) $(CPPFLAGS)
-LDLIBS  += -pthread -lm $(URING_LIBS) $(NBD_LIBS)
+LDLIBS  += -pthread -lm $(URING_LIBS) $(NBD_LIBS) $(NFS_LIBS)
 LDFLAGS += $(SAN)
 # libfuse 3 for `clio mount` (fuse/ only)
 FUSE_CFLAGS = $(shell pkg-config --cflags fuse3 2>/dev/null)
@@ -23,6 +23,8 @@ FUSE_LIBS   = $(shell pkg-config --libs fuse3 2>/dev/null || echo -lfuse3)
 URING_LIBS  = $(shell pkg-config --libs liburing 2>/dev/null || echo -luring)
 # libnbd for the NBD client backend (lib/dev/nbd.c)
 NBD_LIBS    = $(shell pkg-config --libs libnbd 2>/dev/null || echo -lnbd)
+# libnfs for the NFS client backend (lib/dev/nfs.c)
+NFS_LIBS    = $(shell pkg-config --libs libnfs 2>/dev/null || echo -lnfs)
 
 # nbdkit's plugin header for the plugin behind clio serve (nbdkit/)
 NBDKIT_CFLAGS = $(shell pkg-config --cflags nbdkit 2>/dev/null)
@@ -131,10 +133,12 @@ $(BUILD)/libclio-internal.a: $(LIB_OBJ)
 	$(Q)rm -f $@
 	$(Q)ar rcs $@ $^
 
-# the installed static library has no NBD backend (lib/dev.h: dev_nbd_open,
-# a weak reference); what links the internal archive asks for it by name
-INTERNAL = -Wl,--undefined=dev_nbd_open $(BUILD)/libclio-internal.a
-STATIC_OBJ := $(filter-out $(BUILD)/obj/lib/dev/nbd.o,$(LIB_OBJ))
+# the installed static library has no NBD or NFS backend (lib/dev.h:
+# dev_nbd_open, dev_nfs_open, weak references); what links the internal
+# archive asks for them by name
+INTERNAL = -Wl,--undefined=dev_nbd_open -Wl,--undefined=dev_nfs_open $(BUILD)/libclio-internal.a
+STATIC_OBJ := $(filter-out $(BUILD)/obj/lib/dev/nbd.o $(BUILD)/obj/lib/dev/nfs.o \
+	$(BUILD)/obj/lib/dev/nfsxprt.o $(BUILD)/obj/lib/dev/nfssim.o,$(LIB_OBJ))
 $(BUILD)/libclio.a: $(STATIC_OBJ)
 	@mkdir -p $(dir $@)
 	$(call say,AR,$@)
@@ -164,6 +168,12 @@ $(BUILD)/tests/tools/%: tests/tools/%.c
 	@mkdir -p $(dir $@)
 	$(call say,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS) $(LDLIBS)
+
+# clioctl drives the library through its public calls
+$(BUILD)/tests/tools/clioctl: tests/tools/clioctl.c include/clio.h $(BUILD)/libclio-internal.a
+	@mkdir -p $(dir $@)
+	$(call say,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $< $(INTERNAL) $(LDFLAGS) $(LDLIBS)
 
 tests: all $(TEST_BIN) $(TOOL_BIN)
 

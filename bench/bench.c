@@ -467,6 +467,7 @@ static const struct experiment {
 	{ "rawblock", exp_rawblock, true, false },
 	{ "kernel", exp_kernel, false, false },
 	{ "core", exp_core, false, false },
+	{ "nfs", exp_nfs, true, false },	/* in all: --sim */
 	{ "mount", exp_mount, false, true },
 	{ "mount", exp_mount_meta, false, true },	/* its second table */
 	{ "nbd", exp_nbd, false, true },
@@ -478,10 +479,11 @@ usage_bench(FILE *fp)
 {
 	fprintf(fp,
 		"usage: clio bench NAME [--quick] [--json] [--plot DIR] [--runs N]\n"
-		"                  [--file PATH] [--size N] [--cachegrind]\n"
-		"NAME: maxbsize, blocksize, rewrite, rawblock, kernel, core, or all (these\n"
-		"      six); mount (clio mount and FUSE against the kernel; not in all);\n"
-		"      nbd (fio and nbdcopy on nbdkit, with clio's filter; not in all).\n"
+		"                  [--file PATH] [--size N] [--cachegrind] [--sim]\n"
+		"NAME: maxbsize, blocksize, rewrite, rawblock, kernel, core, nfs (with --sim:\n"
+		"      seed 004 in virtual time), or all (these seven, nfs simulated); mount\n"
+		"      (clio mount and FUSE against the kernel; not in all); nbd (fio and\n"
+		"      nbdcopy on nbdkit, with clio's filter; not in all).\n"
 		"See clio(1).\n");
 }
 
@@ -519,6 +521,10 @@ cmd_bench(int argc, char **argv)
 		}
 		if (strcmp(key, "--json") == 0) {
 			bo.json = true;
+			continue;
+		}
+		if (strcmp(key, "--sim") == 0) {
+			bo.sim = true;
 			continue;
 		}
 		if (strcmp(key, "--cachegrind") == 0) {
@@ -560,6 +566,7 @@ cmd_bench(int argc, char **argv)
 	}
 	if (bo.runs == 0)
 		bo.runs = bo.quick ? 1 : 3;
+	bo.all = name != NULL && strcmp(name, "all") == 0;
 	if (name == NULL) {
 		usage_bench(stderr);
 		return EX_USAGE;
@@ -587,8 +594,10 @@ cmd_bench(int argc, char **argv)
 
 		if (strcmp(name, "all") == 0 ? e->not_in_all : strcmp(name, e->name) != 0)
 			continue;
-		if (e->run(&bo, t) < 0) {
-			rc = EX_SOFTWARE;
+		int er = e->run(&bo, t);
+
+		if (er != 0) {
+			rc = er < 0 ? EX_SOFTWARE : er;
 			break;
 		}
 		if (bo.json) {

@@ -22,6 +22,11 @@
  *     they were at mount_creds_init (the daemon's), on every path.
  *  4. Not root: the objects are the daemon's user's, as with any FUSE
  *     file system a user mounts; only invariant 1 applies.
+ *  5. A root caller (uid 0) has the daemon's fsuid and, with the daemon's
+ *     capabilities, passes every permission check whatever its groups,
+ *     and keeps a setgid bit it asks for: only its fsgid is set (for the
+ *     new object's group), and only when it differs, so a root caller's
+ *     create costs no system call of this file.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -43,9 +48,11 @@
 static gid_t *daemon_groups;
 static int daemon_ngroups;
 static bool daemon_root;
+static gid_t daemon_fsgid;
 
 static _Thread_local bool thread_fs_private;
 static _Thread_local bool cred_saved;
+static _Thread_local bool cred_gid_only;
 static _Thread_local uid_t cred_uid;
 static _Thread_local gid_t cred_gid;
 
@@ -57,6 +64,7 @@ mount_creds_init(void)
 	daemon_root = geteuid() == 0;
 	if (!daemon_root)
 		return 0;
+	daemon_fsgid = getegid();
 	n = getgroups(0, NULL);
 	if (n < 0)
 		return -errno;
@@ -149,11 +157,20 @@ mount_creds_enter(fuse_req_t req)
 	}
 	if (!daemon_root || ctx == NULL)
 		return 0;
+	if (ctx->uid == 0) {
+		/* invariant 5 */
+		if (ctx->gid != daemon_fsgid) {
+			cred_gid = (gid_t)setfsgid(ctx->gid);
+			cred_gid_only = cred_saved = true;
+		}
+		return 0;
+	}
 	/* without its groups the caller could get more than it has */
 	if ((r = caller_groups(req)) < 0 && (r = thread_setgroups(0, NULL)) < 0)
 		return r;
 	cred_gid = (gid_t)setfsgid(ctx->gid);
 	cred_uid = (uid_t)setfsuid(ctx->uid);
+	cred_gid_only = false;
 	cred_saved = true;
 	return 0;
 }
@@ -163,6 +180,11 @@ mount_creds_leave(void)
 {
 	if (!cred_saved)
 		return;
+	if (cred_gid_only) {
+		setfsgid(cred_gid);
+		cred_saved = false;
+		return;
+	}
 	setfsuid(cred_uid);
 	setfsgid(cred_gid);
 	thread_setgroups(daemon_ngroups, daemon_groups);

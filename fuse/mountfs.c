@@ -361,13 +361,30 @@ reply_entry(fuse_req_t req, struct mnode *parent, const char *name)
 	struct fuse_entry_param e;
 	int r = do_lookup(parent, name, &e);
 
-	if (r < 0)
+	if (r == -ENOENT && fs_timeout > 0) {
+		/* a negative entry, kept as long as a positive one: an
+		 * open(O_CREAT) then asks once, not twice */
+		memset(&e, 0, sizeof(e));
+		e.entry_timeout = fs_timeout;
+		fuse_reply_entry(req, &e);
+	} else if (r < 0)
 		fuse_reply_err(req, -r);
 	else
 		fuse_reply_entry(req, &e);
 }
 
 /* ----------------------------------------------------------- data path */
+
+/* The version of a file with attributes st. */
+static void
+stat_version(const struct stat *st, struct clio_validator *v)
+{
+	memset(v, 0, sizeof(*v));
+	v->size = (uint64_t)st->st_size;
+	v->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+	v->ctime_ns = (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
+	v->id = (uint64_t)st->st_ino;
+}
 
 /* The source's version now (fstat of the node's O_PATH descriptor). */
 static int
@@ -377,11 +394,7 @@ source_version(struct mnode *n, struct clio_validator *v)
 
 	if (fstat(n->fd, &st) < 0)
 		return -errno;
-	memset(v, 0, sizeof(*v));
-	v->size = (uint64_t)st.st_size;
-	v->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-	v->ctime_ns = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
-	v->id = (uint64_t)st.st_ino;
+	stat_version(&st, v);
 	return 0;
 }
 
@@ -519,8 +532,11 @@ node_close_data(struct mnode *n)
 	return r;
 }
 
+/* Open a handle of n for fi; known: the source's version if the caller
+ * has just read it (a create), else NULL. */
 static int
-handle_open(struct mnode *n, struct fuse_file_info *fi, bool internal)
+handle_open(struct mnode *n, struct fuse_file_info *fi, bool internal,
+	    const struct clio_validator *known)
 {
 	int acc = fi->flags & O_ACCMODE;
 	bool want_write = acc != O_RDONLY;
@@ -556,7 +572,11 @@ handle_open(struct mnode *n, struct fuse_file_info *fi, bool internal)
 			       (changed = node_revalidate(n, NULL, &v)) < 0))
 			changed = 1;
 	} else {
-		r = source_version(n, &v);
+		r = 0;
+		if (known != NULL)
+			v = *known;
+		else
+			r = source_version(n, &v);
 		if (r == 0)
 			r = node_open_data(n, want_write, v.size);
 		if (r == 0 && n->nwriters == 0) {
@@ -1037,7 +1057,7 @@ fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	r = handle_open(node_of(ino), fi,
-			mount_ahead_self(fuse_req_ctx(req)->pid));
+			mount_ahead_self(fuse_req_ctx(req)->pid), NULL);
 
 	if (r < 0)
 		fuse_reply_err(req, -r);
@@ -1050,6 +1070,7 @@ fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	  struct fuse_file_info *fi)
 {
 	struct fuse_entry_param e;
+	struct clio_validator v;
 	struct mnode *n;
 	int fd, r, err;
 
@@ -1078,14 +1099,19 @@ fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		return;
 	}
 	n = node_of(e.ino);
-	r = handle_open(n, fi, false);
+	stat_version(&e.attr, &v);
+	r = handle_open(n, fi, false, &v);
 	if (r < 0) {
 		node_forget(n, 1);
 		fuse_reply_err(req, -r);
 		return;
 	}
-	/* a size cached from before the open would be stale */
-	node_stat(n, &e.attr);
+	/* a size cached from before the open would be stale: clio's size
+	 * (0 after O_TRUNC), and the source's times if the file was there */
+	if (e.attr.st_size != 0)
+		node_stat(n, &e.attr);
+	else
+		node_attr(n, &e.attr);
 	fuse_reply_create(req, &e, fi);
 }
 

@@ -114,6 +114,8 @@ iostat_add(struct clio_iostat *sum, const struct clio_iostat *s)
 	sum->write_bytes += s->write_bytes;
 	sum->errors += s->errors;
 	sum->busy_s += s->busy_s;
+	sum->read_time_s += s->read_time_s;
+	sum->write_time_s += s->write_time_s;
 }
 
 void
@@ -189,6 +191,8 @@ print_side(FILE *fp, const char *name, const char *side,
 	fprintf(fp, "%s %s_mbs: %.2f\n", name, side,
 		ratio((double)bytes / 1048576.0, elapsed));
 	fprintf(fp, "%s %s_busy_s: %.3f\n", name, side, s->busy_s);
+	fprintf(fp, "%s %s_read_time_s: %.6f\n", name, side, s->read_time_s);
+	fprintf(fp, "%s %s_write_time_s: %.6f\n", name, side, s->write_time_s);
 }
 
 struct visit {
@@ -260,6 +264,10 @@ print_total(FILE *fp, const char *side, const struct clio_iostat *a,
 	fprintf(fp, "total_%s_errors: %llu\n", side,
 		(unsigned long long)(a->errors + b->errors));
 	fprintf(fp, "total_%s_busy_s: %.6f\n", side, a->busy_s + b->busy_s);
+	fprintf(fp, "total_%s_read_time_s: %.6f\n", side,
+		a->read_time_s + b->read_time_s);
+	fprintf(fp, "total_%s_write_time_s: %.6f\n", side,
+		a->write_time_s + b->write_time_s);
 }
 
 static void

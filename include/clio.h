@@ -313,6 +313,10 @@ struct clio_validator {
  * the size covers it).  Records v.  Returns 1 if cached data was dropped,
  * 0 if it was still valid (or nothing was recorded yet), or -errno. */
 int clio_revalidate(clio_file *f, const struct clio_validator *v);
+/* Ask device d for its object's current version (an nfs device: a
+ * GETATTR RPC; the virtual clock moves by its round trip on nfs+sim).
+ * -ENOTSUP where the device has no versions. */
+int clio_dev_version(clio_dev *d, struct clio_validator *v);
 /* Record v as the object's version without dropping anything: after this
  * handle's own writes changed the source. */
 int clio_validator_set(clio_file *f, const struct clio_validator *v);

@@ -1154,6 +1154,7 @@ clio_cache_new(const struct clio_conf *conf, clio_cache **cp)
 		return -ENOMEM;
 	c->conf = *conf;
 	c->nbuf = (uint32_t)(conf->cache_size / conf->bsize);
+	c->read_maxrun = read_maxrun(c->nbuf);
 	c->arena_len = (size_t)c->nbuf * conf->bsize;
 	c->arena = mmap(NULL, c->arena_len, PROT_READ | PROT_WRITE,
 			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

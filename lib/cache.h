@@ -106,12 +106,25 @@ struct bio {
 };
 #define BIO_CLASSES 12 /* 1 .. 2048 buffers */
 
+/* A buffered read holds at most READ_RUN buffers at once, and no more
+ * than 1/READ_RUN_SHARE of the cache (file.c, invariant 5). */
+#define READ_RUN 64
+#define READ_RUN_SHARE 16
+static inline uint32_t
+read_maxrun(uint32_t nbuf)
+{
+	uint32_t n = nbuf / READ_RUN_SHARE;
+
+	return n < 1 ? 1 : n > READ_RUN ? READ_RUN : n;
+}
+
 struct clio_cache {
 	struct clio_conf conf;
 	pthread_mutex_t lock;
 	pthread_cond_t cv;	/* a buffer changed state, or was let go */
 	struct buf *bufs;
 	uint32_t nbuf;
+	uint32_t read_maxrun;	/* buffers a read holds at once (file.c) */
 	unsigned char *arena;
 	size_t arena_len;
 	struct buf **hash;

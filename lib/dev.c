@@ -26,9 +26,14 @@
  *  6. d->outstanding counts requests submitted whose callback has not
  *     returned; clio_dev_close() waits for 0, and nothing here touches a
  *     device after the decrement that follows a callback.
- *  7. Front-end statistics live in DEV_FRONT_SLOTS cache-line-aligned
- *     slots, each with its own lock; a thread always uses the same slot.
- *     Readers sum them.
+ *  7. Front-end statistics live in DEV_FRONT_SLOTS + 1 cache-line-aligned
+ *     slots.  A thread owns one of the first DEV_FRONT_SLOTS (process-wide,
+ *     claimed at its first request, given back when it exits) and is its
+ *     only writer, so it adds without a lock; threads beyond those share
+ *     the last slot under its lock.  Counters move by relaxed atomic loads
+ *     and stores; readers sum the slots with relaxed loads and subtract
+ *     d->front_base, the sum at the last reset (under d->lock), so no one
+ *     but a slot's writer ever stores into it.
  *  8. busy time grows only while at least one backend call is outstanding
  *     (real clock) or by each call's service time (virtual clock).
  * dev_check() asserts invariant 4 in CLIO_DEBUG builds.
@@ -58,9 +63,34 @@ struct dev_stat_acc {
 };
 
 struct dev_front_slot {
-	_Alignas(CACHE_LINE) pthread_mutex_t lock;
+	_Alignas(CACHE_LINE) pthread_mutex_t lock; /* the shared slot's only */
 	struct dev_stat_acc acc;
 };
+
+/* Invariant 7's stores: the slot's one writer reads, adds and stores. */
+#define RELAXED_ADD(x, v) \
+	__atomic_store_n(&(x), __atomic_load_n(&(x), __ATOMIC_RELAXED) + (v), \
+			 __ATOMIC_RELAXED)
+#define RELAXED_GET(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+
+static inline void
+relaxed_add_double(double *x, double v)
+{
+	double old;
+
+	__atomic_load(x, &old, __ATOMIC_RELAXED);
+	old += v;
+	__atomic_store(x, &old, __ATOMIC_RELAXED);
+}
+
+static inline double
+relaxed_get_double(const double *x)
+{
+	double v;
+
+	__atomic_load(x, &v, __ATOMIC_RELAXED);
+	return v;
+}
 
 /* A request's state, in its internal[] space; under d->lock. */
 struct req_state {
@@ -202,25 +232,31 @@ buf_to_iov(const struct iovec *iov, int iovcnt, size_t skip, const void *buf,
 static int
 size_bucket(size_t len)
 {
-	int k = 0;
+	/* the first k with len < 512 << k, at most the last bucket */
+	int k = len < 512 ? 0 : 64 - __builtin_clzll((unsigned long long)(len >> 9));
 
-	while (k < CLIO_HIST_BUCKETS - 1 && len >= ((size_t)512 << k))
-		k++;
-	return k;
+	return MIN(k, CLIO_HIST_BUCKETS - 1);
 }
 
 /* floor(4 log2(microseconds)), 0 below 1 us, without a log2 per call:
- * frexp gives the octave, three comparisons its quarter. */
+ * the double's exponent is the octave, three comparisons of its
+ * mantissa (as a number in [1, 2)) the quarter. */
 static int
 lat_bucket(double lat)
 {
 	double us = lat * 1e6, m;
+	uint64_t bits;
 	int e;
 
 	if (!(us >= 1.0))
 		return 0;
-	m = 2.0 * frexp(us, &e); /* us = m 2^(e-1), m in [1, 2) */
-	return 4 * (e - 1) + (m >= 1.6817928305074290) + (m >= 1.4142135623730951) +
+	if (us >= 0x1p63)
+		return LAT_BUCKETS - 1;
+	memcpy(&bits, &us, sizeof(bits));
+	e = (int)(bits >> 52) - 1023;
+	bits = (bits & ((UINT64_C(1) << 52) - 1)) | (UINT64_C(1023) << 52);
+	memcpy(&m, &bits, sizeof(m));
+	return 4 * e + (m >= 1.6817928305074290) + (m >= 1.4142135623730951) +
 	       (m >= 1.1892071150027210);
 }
 
@@ -232,25 +268,25 @@ acc_add(struct dev_stat_acc *a, enum clio_op op, size_t len, double lat,
 
 	switch (op) {
 	case CLIO_OP_READ:
-		a->s.reads++;
-		a->s.read_bytes += len;
-		a->s.read_time_s += lat;
+		RELAXED_ADD(a->s.reads, 1);
+		RELAXED_ADD(a->s.read_bytes, len);
+		relaxed_add_double(&a->s.read_time_s, lat);
 		break;
 	case CLIO_OP_WRITE:
-		a->s.writes++;
-		a->s.write_bytes += len;
-		a->s.write_time_s += lat;
+		RELAXED_ADD(a->s.writes, 1);
+		RELAXED_ADD(a->s.write_bytes, len);
+		relaxed_add_double(&a->s.write_time_s, lat);
 		break;
 	case CLIO_OP_FLUSH:
-		a->s.flushes++;
+		RELAXED_ADD(a->s.flushes, 1);
 		break;
 	}
 	if (failed)
-		a->s.errors++;
+		RELAXED_ADD(a->s.errors, 1);
 	if (op != CLIO_OP_FLUSH)
-		a->s.size_hist[size_bucket(len)]++;
+		RELAXED_ADD(a->s.size_hist[size_bucket(len)], 1);
 	k = lat_bucket(lat);
-	a->lat[MAX(0, MIN(k, LAT_BUCKETS - 1))]++;
+	RELAXED_ADD(a->lat[MAX(0, MIN(k, LAT_BUCKETS - 1))], 1);
 }
 
 static double
@@ -273,29 +309,104 @@ acc_percentile(const struct dev_stat_acc *a, double q)
 	return pow(2.0, ((double)k + 0.5) / 4.0) * 1e-6;
 }
 
-/* Add b into a. */
+/* Add b into a (b's writer may be adding meanwhile: relaxed loads). */
 static void
 acc_merge(struct dev_stat_acc *a, const struct dev_stat_acc *b)
 {
 	int k;
 
-	a->s.reads += b->s.reads;
-	a->s.writes += b->s.writes;
-	a->s.flushes += b->s.flushes;
-	a->s.read_bytes += b->s.read_bytes;
-	a->s.write_bytes += b->s.write_bytes;
-	a->s.errors += b->s.errors;
-	a->s.busy_s += b->s.busy_s;
-	a->s.read_time_s += b->s.read_time_s;
-	a->s.write_time_s += b->s.write_time_s;
+	a->s.reads += RELAXED_GET(b->s.reads);
+	a->s.writes += RELAXED_GET(b->s.writes);
+	a->s.flushes += RELAXED_GET(b->s.flushes);
+	a->s.read_bytes += RELAXED_GET(b->s.read_bytes);
+	a->s.write_bytes += RELAXED_GET(b->s.write_bytes);
+	a->s.errors += RELAXED_GET(b->s.errors);
+	a->s.busy_s += relaxed_get_double(&b->s.busy_s);
+	a->s.read_time_s += relaxed_get_double(&b->s.read_time_s);
+	a->s.write_time_s += relaxed_get_double(&b->s.write_time_s);
 	for (k = 0; k < CLIO_HIST_BUCKETS; k++)
-		a->s.size_hist[k] += b->s.size_hist[k];
+		a->s.size_hist[k] += RELAXED_GET(b->s.size_hist[k]);
 	for (k = 0; k < LAT_BUCKETS; k++)
-		a->lat[k] += b->lat[k];
+		a->lat[k] += RELAXED_GET(b->lat[k]);
 }
 
+/* Take b (a reset's baseline, not shared) out of a. */
+static void
+acc_sub(struct dev_stat_acc *a, const struct dev_stat_acc *b)
+{
+	int k;
+
+	a->s.reads -= b->s.reads;
+	a->s.writes -= b->s.writes;
+	a->s.flushes -= b->s.flushes;
+	a->s.read_bytes -= b->s.read_bytes;
+	a->s.write_bytes -= b->s.write_bytes;
+	a->s.errors -= b->s.errors;
+	a->s.busy_s -= b->s.busy_s;
+	a->s.read_time_s -= b->s.read_time_s;
+	a->s.write_time_s -= b->s.write_time_s;
+	for (k = 0; k < CLIO_HIST_BUCKETS; k++)
+		a->s.size_hist[k] -= b->s.size_hist[k];
+	for (k = 0; k < LAT_BUCKETS; k++)
+		a->lat[k] -= b->lat[k];
+}
+
+/* The sum of a device's front slots now. */
+static void
+front_sum(clio_dev *d, struct dev_stat_acc *sum)
+{
+	int i;
+
+	memset(sum, 0, sizeof(*sum));
+	for (i = 0; i <= DEV_FRONT_SLOTS; i++)
+		acc_merge(sum, &d->front[i].acc);
+}
+
+/* Invariant 7: the slot this thread owns (DEV_FRONT_SLOTS: none, it
+ * shares the last one).  The claims are one bit a slot, process-wide. */
 static _Thread_local unsigned front_slot_id = UINT_MAX;
-static atomic_uint front_slot_next;
+static atomic_uint front_slots_taken;
+static pthread_key_t front_slot_key;
+static pthread_once_t front_slot_once = PTHREAD_ONCE_INIT;
+
+_Static_assert(DEV_FRONT_SLOTS <= 32, "one bit a slot in front_slots_taken");
+
+/* A thread that ends gives its slot back; the counts stay in it. */
+static void
+front_slot_release(void *arg)
+{
+	unsigned id = (unsigned)(uintptr_t)arg - 1;
+
+	atomic_fetch_and_explicit(&front_slots_taken, ~(1u << id), memory_order_release);
+}
+
+static void
+front_slot_key_make(void)
+{
+	pthread_key_create(&front_slot_key, front_slot_release);
+}
+
+static unsigned
+front_slot_claim(void)
+{
+	unsigned taken = atomic_load_explicit(&front_slots_taken, memory_order_relaxed);
+
+	pthread_once(&front_slot_once, front_slot_key_make);
+	while (taken != (1u << DEV_FRONT_SLOTS) - 1) {
+		unsigned id = (unsigned)__builtin_ctz(~taken);
+		if (atomic_compare_exchange_weak_explicit(&front_slots_taken, &taken,
+							  taken | (1u << id),
+							  memory_order_acquire,
+							  memory_order_relaxed)) {
+			if (pthread_setspecific(front_slot_key, (void *)(uintptr_t)(id + 1)) != 0) {
+				front_slot_release((void *)(uintptr_t)(id + 1));
+				break;
+			}
+			return id;
+		}
+	}
+	return DEV_FRONT_SLOTS;
+}
 
 void
 dev_account_front(clio_dev *d, enum clio_op op, size_t len, double lat)
@@ -303,12 +414,16 @@ dev_account_front(clio_dev *d, enum clio_op op, size_t len, double lat)
 	struct dev_front_slot *s;
 
 	if (front_slot_id == UINT_MAX)
-		front_slot_id = atomic_fetch_add(&front_slot_next, 1) %
-				DEV_FRONT_SLOTS;
+		front_slot_id = front_slot_claim();
 	s = &d->front[front_slot_id];
+	if (front_slot_id < DEV_FRONT_SLOTS) {
+		acc_add(&s->acc, op, len, lat, 0);
+		relaxed_add_double(&s->acc.s.busy_s, lat);
+		return;
+	}
 	pthread_mutex_lock(&s->lock);
 	acc_add(&s->acc, op, len, lat, 0);
-	s->acc.s.busy_s += lat;
+	relaxed_add_double(&s->acc.s.busy_s, lat);
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -324,16 +439,11 @@ void
 clio_dev_stats(clio_dev *d, struct clio_dev_stats *st)
 {
 	struct dev_stat_acc sum;
-	int i;
 
-	memset(&sum, 0, sizeof(sum));
-	for (i = 0; i < DEV_FRONT_SLOTS; i++) {
-		pthread_mutex_lock(&d->front[i].lock);
-		acc_merge(&sum, &d->front[i].acc);
-		pthread_mutex_unlock(&d->front[i].lock);
-	}
-	export_acc(&sum, &st->front);
 	pthread_mutex_lock(&d->lock);
+	front_sum(d, &sum);
+	acc_sub(&sum, d->front_base);
+	export_acc(&sum, &st->front);
 	export_acc(d->back, &st->back);
 	if (!d->is_virtual && d->busy > 0)
 		st->back.busy_s += now_monotonic() - d->busy_since;
@@ -343,25 +453,14 @@ clio_dev_stats(clio_dev *d, struct clio_dev_stats *st)
 void
 clio_dev_stats_reset(clio_dev *d)
 {
-	int i;
-
-	for (i = 0; i < DEV_FRONT_SLOTS; i++) {
-		pthread_mutex_lock(&d->front[i].lock);
-		memset(&d->front[i].acc, 0, sizeof(d->front[i].acc));
-		pthread_mutex_unlock(&d->front[i].lock);
-	}
 	pthread_mutex_lock(&d->lock);
+	front_sum(d, d->front_base);
 	memset(d->back, 0, sizeof(*d->back));
 	if (d->busy > 0)
 		d->busy_since = now_monotonic();
 	pthread_mutex_unlock(&d->lock);
 }
 
-double
-dev_now(const clio_dev *d)
-{
-	return d->is_virtual ? vclock_now() : now_monotonic();
-}
 
 /* ------------------------------------------------------------ the pool */
 
@@ -976,25 +1075,26 @@ int
 dev_alloc(const struct dev_ops *ops, const char *name, clio_dev **dp)
 {
 	clio_dev *d = calloc(1, sizeof(*d));
-	int i;
 
 	if (d == NULL)
 		return -ENOMEM;
 	d->ops = ops;
 	d->name = strdup(name);
 	d->back = calloc(1, sizeof(*d->back));
+	d->front_base = calloc(1, sizeof(*d->front_base));
 	d->front = aligned_alloc(CACHE_LINE,
-				 DEV_FRONT_SLOTS * sizeof(*d->front));
-	if (d->name == NULL || d->front == NULL || d->back == NULL) {
+				 (DEV_FRONT_SLOTS + 1) * sizeof(*d->front));
+	if (d->name == NULL || d->front == NULL || d->back == NULL ||
+	    d->front_base == NULL) {
 		free(d->name);
 		free(d->front);
 		free(d->back);
+		free(d->front_base);
 		free(d);
 		return -ENOMEM;
 	}
-	memset(d->front, 0, DEV_FRONT_SLOTS * sizeof(*d->front));
-	for (i = 0; i < DEV_FRONT_SLOTS; i++)
-		pthread_mutex_init(&d->front[i].lock, NULL);
+	memset(d->front, 0, (DEV_FRONT_SLOTS + 1) * sizeof(*d->front));
+	pthread_mutex_init(&d->front[DEV_FRONT_SLOTS].lock, NULL);
 	d->sector = 512;
 	d->queue_depth = 1;
 	strcpy(d->engine, "inline");
@@ -1007,21 +1107,19 @@ dev_alloc(const struct dev_ops *ops, const char *name, clio_dev **dp)
 void
 dev_free(clio_dev *d)
 {
-	int i;
-
 	while (d->free_pieces != NULL) {
 		struct dev_piece *p = d->free_pieces;
 		d->free_pieces = p->next;
 		free(p->vec);
 		free(p);
 	}
-	for (i = 0; i < DEV_FRONT_SLOTS; i++)
-		pthread_mutex_destroy(&d->front[i].lock);
+	pthread_mutex_destroy(&d->front[DEV_FRONT_SLOTS].lock);
 	pthread_mutex_destroy(&d->lock);
 	pthread_cond_destroy(&d->idle_cv);
 	free(d->name);
 	free(d->front);
 	free(d->back);
+	free(d->front_base);
 	free(d);
 }
 
@@ -1053,6 +1151,24 @@ dev_open_spec(const char *spec, int flags, clio_dev **dp, char *err, size_t errl
 			return -ENOTSUP;
 		}
 		return dev_nbd_open(spec, flags, dp, err, errlen);
+	}
+	if (has_prefix(spec, "nfs+sim:")) {
+		if (dev_nfssim_open == NULL) {
+			set_err(err, errlen, "nfs+sim device '%s': this program has libclio's "
+				"static library, which has no NFS engine (link libclio.so)",
+				spec);
+			return -ENOTSUP;
+		}
+		return dev_nfssim_open(spec, flags, dp, err, errlen);
+	}
+	if (has_prefix(spec, "nfs:")) {
+		if (dev_nfs_open == NULL) {
+			set_err(err, errlen, "nfs device '%s': this program has libclio's "
+				"static library, which has no NFS backend (link libclio.so)",
+				spec);
+			return -ENOTSUP;
+		}
+		return dev_nfs_open(spec, flags, dp, err, errlen);
 	}
 	if (strcmp(spec, "mem") == 0)
 		return dev_mem_open("", flags, dp, err, errlen);
@@ -1230,6 +1346,16 @@ int
 clio_dev_is_virtual(const clio_dev *d)
 {
 	return d->is_virtual;
+}
+
+int
+clio_dev_version(clio_dev *d, struct clio_validator *v)
+{
+	if (d == NULL || v == NULL)
+		return -EINVAL;
+	if (d->ops->version == NULL)
+		return -ENOTSUP;
+	return d->ops->version(d, v);
 }
 
 /* ------------------------------------------------------------ description */

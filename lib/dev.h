@@ -61,6 +61,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "clio.h"
 
@@ -89,6 +90,8 @@ struct dev_ops {
 	int (*resize)(clio_dev *d, uint64_t size);	 /* NULL: fixed size */
 	void (*close)(clio_dev *d);
 	void (*params)(clio_dev *d, struct dev_params *o); /* rule 7 */
+	/* optional: the object's current version (clio_dev_version) */
+	int (*version)(clio_dev *d, struct clio_validator *v);
 };
 
 struct dev_stat_acc;   /* dev.c */
@@ -111,7 +114,8 @@ struct clio_dev {
 	/* dev.c: statistics, pieces in flight, the free list of pieces */
 	pthread_mutex_t lock;	/* the back end's statistics, the queue, size */
 	struct dev_stat_acc *back;
-	struct dev_front_slot *front; /* DEV_FRONT_SLOTS of them */
+	struct dev_front_slot *front; /* DEV_FRONT_SLOTS + 1 of them */
+	struct dev_stat_acc *front_base; /* the front's sum at the last reset */
 	int busy;		/* backend calls outstanding (busy time) */
 	double busy_since;
 	uint32_t inflight;	/* pieces inside io()-on-the-pool or submit() */
@@ -128,7 +132,19 @@ extern uint32_t dev_default_qd;
 int dev_alloc(const struct dev_ops *ops, const char *name, clio_dev **dp);
 void dev_free(clio_dev *d);
 void dev_account_front(clio_dev *d, enum clio_op op, size_t len, double lat);
-double dev_now(const clio_dev *d);
+double vclock_now(void);
+/* The device's clock: virtual time, or CLOCK_MONOTONIC in seconds (inline:
+ * the front end reads it twice per request). */
+static inline double
+dev_now(const clio_dev *d)
+{
+	struct timespec ts;
+
+	if (d->is_virtual)
+		return vclock_now();
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 /* Rule 2b: the completion of a piece given to submit(). */
 void dev_piece_done(struct dev_io *p, ssize_t result);
 /* Rule 2b: run a piece given to submit() through io() on the worker pool. */
@@ -164,5 +180,17 @@ int dev_callback_open(const char *name, uint64_t size, uint32_t sector,
  * NULL. */
 int dev_nbd_open(const char *spec, int flags, clio_dev **dp, char *err,
 		 size_t errlen) __attribute__((weak));
+/* spec is the whole nfs:// URL (lib/dev/nfs.c).  Weak, as NBD's: the
+ * installed static library has no NFS backend, and there it is NULL. */
+int dev_nfs_open(const char *spec, int flags, clio_dev **dp, char *err,
+		 size_t errlen) __attribute__((weak));
+/* spec is the whole `nfs+sim:OPTS` string: the nfs engine over the
+ * simulated server of lib/dev/nfssim.c.  Weak, as dev_nfs_open (it is in
+ * lib/dev/nfs.c). */
+int dev_nfssim_open(const char *spec, int flags, clio_dev **dp, char *err,
+		    size_t errlen) __attribute__((weak));
+/* The file's version from a GETATTR of an nfs device (-EINVAL for any
+ * other device): size, mtime, ctime, fileid. */
+int dev_nfs_validator(clio_dev *d, struct clio_validator *v) __attribute__((weak));
 
 #endif

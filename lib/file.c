@@ -307,8 +307,6 @@ direct_io(clio_file *f, enum clio_op op, void *buf, size_t len, uint64_t off)
 /* Buffers a reader holds at once to copy out: at most 64, and at most a
  * 16th of the cache, so that readers never hold what others need to
  * allocate (a held buffer cannot be evicted). */
-#define READ_RUN 64
-#define READ_RUN_SHARE 16
 
 /* A lookup found b valid: count it, hold it, and wait for its last I/O
  * (virtual clock).  Only a random access earns the CLOCK reference bit:
@@ -479,7 +477,7 @@ read_lockless(clio_file *f, size_t len, uint64_t off, uint32_t seq,
 	clio_cache *c = f->f_cache;
 	struct cobj *o = f->f_obj;
 	uint64_t bs = c->conf.bsize;
-	int maxrun = (int)MAX(1u, MIN((uint32_t)READ_RUN, c->nbuf / READ_RUN_SHARE));
+	int maxrun = (int)c->read_maxrun;
 
 	*last = false;
 	while (*done < len) {
@@ -547,7 +545,7 @@ read_runs(clio_file *f, size_t len, uint64_t off, clio_view_fn *view,
 		len = done;
 	else
 		len = MIN(len, (size_t)(size - off));
-	maxrun = (int)MAX(1u, MIN((uint32_t)READ_RUN, c->nbuf / READ_RUN_SHARE));
+	maxrun = (int)c->read_maxrun;
 	while (!last) {
 		struct buf *run[READ_RUN];
 		struct iovec iov[READ_RUN];

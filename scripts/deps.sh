@@ -11,8 +11,8 @@
 set -e
 group() {
 	case $1 in
-	build) echo gcc make libc6-dev libfuse3-dev liburing-dev libnbd-dev nbdkit-plugin-dev pkg-config;;
-	test)  echo libcmocka-dev fuse3 attr g++ qemu-utils fio;;
+	build) echo gcc make libc6-dev libfuse3-dev liburing-dev libnbd-dev libnfs-dev nbdkit-plugin-dev pkg-config;;
+	test)  echo libcmocka-dev fuse3 attr g++ qemu-utils nfs-ganesha nfs-ganesha-vfs rpcbind fio;;
 	bench) echo gnuplot-nox nbdkit libnbd-bin git fio;;
 	deb)   echo debhelper dpkg-dev fakeroot lintian;;
 	*)     echo "deps: unknown group '$1' (build, test, bench, deb)" >&2; exit 2;;

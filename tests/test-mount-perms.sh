@@ -74,6 +74,24 @@ make_all() {
 	done
 }
 
+# make_root BASE: root (uid 0) with the user's group as its gid and no
+# supplementary groups, under umask 022: a file, a directory and a
+# setgid file in u022 (owned by the user), and the same in its setgid g/
+make_root() {
+	setpriv --regid="$user" --clear-groups -- sh -c '
+	umask 022; cd "$1" || exit 1
+	touch rf && mkdir rd && touch g/rf && mkdir g/rd &&
+	perl -e "use Fcntl; sysopen(F, q(rs), O_CREAT|O_WRONLY, 02777) or die q(rs: ).\$!;
+		sysopen(F, q(g/rs), O_CREAT|O_WRONLY, 02777) or die q(g/rs: ).\$!"
+	' sh "$2/u022" 2>>"$tmp/ops.err" || {
+		cat "$tmp/ops.err" >&2
+		fail "$1: root's operations failed in $2"
+	}
+	(cd "$2/u022" && for n in rf rd rs g/rf g/rd g/rs; do
+		stat -c "root:u022/$n %a %U %G" "$n"
+	done)
+}
+
 # listing BASE: mode, owner, group of everything made, one line each
 listing() {
 	(cd "$1" && for u in 000 002 022 077; do
@@ -98,6 +116,7 @@ chmod 755 "$local" "$src" "$mnt"
 prepare "$local"
 make_all local "$local"
 listing "$local" >"$tmp/local.list"
+make_root local "$local" >"$tmp/local-root.list"
 grep -q '^u000/f 666 ' "$tmp/local.list" || fail "local reference: $(head -n 1 "$tmp/local.list")"
 
 # -------------------------------- a mount started by root, allow_other
@@ -105,10 +124,19 @@ prepare "$src"
 mount_start "$src" "$mnt" -o allow_other
 make_all root-mount "$mnt"
 listing "$mnt" >"$tmp/root-mount.list"
+make_root root-mount "$mnt" >"$tmp/root-mount-root.list"
 listing "$src" >"$tmp/root-source.list"
+(cd "$src/u022" && for n in rf rd rs g/rf g/rd g/rs; do
+	stat -c "root:u022/$n %a %U %G" "$n"
+done) >"$tmp/root-source-root.list"
 mount_stop "$mnt"
 same root-mount
 same root-source
+for l in root-mount-root root-source-root; do
+	diff "$tmp/local-root.list" "$tmp/$l.list" >&2 ||
+		fail "$l: what root made differs from a local directory"
+done
+echo "ok: root with another gid: $(wc -l <"$tmp/local-root.list") objects as on a local directory"
 
 # ----------------------------- allow_other: the user reads and writes
 mount_start "$src" "$mnt" -o allow_other

@@ -1,0 +1,358 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * nfsxprt.c - the nfs device's transport to a real server: NFSv3 through
+ * libnfs (lib/dev/nfs.h states the contract).
+ *
+ * Opening uses libnfs's high-level calls (nfs_parse_url_full, nfs_mount,
+ * nfs_open2, nfs_fstat64; FSINFO's rtmax and wtmax); the file's I/O uses
+ * the raw rpc_nfs3_*_async calls, which give the post-op attributes, the
+ * stability of a write and the write verifier.  libnfs's own read-ahead
+ * and page cache stay off.  libnfs has no threads: one context, driven
+ * by poll(2) on nfs_get_fd() for nfs_which_events() and nfs_service(),
+ * which calls the replies back; also every 100 ms, for its timeouts
+ * (nfs_set_timeout) and its reconnection to a server that went away.
+ * A socket in error is served at most every 10 ms, doubling to 320 ms
+ * while it stays so, not in a busy loop.
+ */
+#include <sys/time.h>
+#include <nfsc/libnfs.h>
+#include <nfsc/libnfs-raw.h>
+#include <nfsc/libnfs-raw-nfs.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "dev/nfs.h"
+
+/* libnfs 4.0's struct nfs_fh (nfs_get_fh's result; not in its headers). */
+struct libnfs_fh {
+	int len;
+	char *val;
+};
+
+struct lx {
+	struct nfs_xport x;
+	struct nfs_context *nfs;
+	struct nfsfh *fh;
+	struct nfs_fh3 fh3;
+	int backoff_ms;
+};
+
+struct lx_call {
+	struct lx *lx;
+	enum nfs_proc proc;
+	void *tag;
+};
+
+static int
+rpc_status_errno(int status)
+{
+	switch (status) {
+	case RPC_STATUS_TIMEOUT:
+		return -ETIMEDOUT;
+	case RPC_STATUS_CANCEL:
+		return -ECANCELED;
+	default:
+		return -EIO;
+	}
+}
+
+static int
+nfsstat_errno(int st)
+{
+	int e = nfsstat3_to_errno(st);
+
+	if (e == 0)
+		return -EIO;
+	return e < 0 ? e : -e;
+}
+
+static void
+attr_of(struct nfs_reply *rep, const struct fattr3 *a)
+{
+	rep->has_attr = true;
+	rep->attr.size = a->size;
+	rep->attr.fileid = a->fileid;
+	rep->attr.mtime_ns = (int64_t)a->mtime.seconds * 1000000000 + a->mtime.nseconds;
+	rep->attr.ctime_ns = (int64_t)a->ctime.seconds * 1000000000 + a->ctime.nseconds;
+}
+
+static void
+post_op(struct nfs_reply *rep, const struct post_op_attr *a)
+{
+	if (a->attributes_follow)
+		attr_of(rep, &a->post_op_attr_u.attributes);
+}
+
+/* The one libnfs callback: the reply decoded for the engine. */
+static void
+lx_cb(struct rpc_context *rpc, int status, void *data, void *priv)
+{
+	struct lx_call *lc = priv;
+	struct lx *lx = lc->lx;
+	struct nfs_reply rep;
+	void *tag = lc->tag;
+
+	(void)rpc;
+	memset(&rep, 0, sizeof(rep));
+	if (status != RPC_STATUS_SUCCESS) {
+		rep.err = rpc_status_errno(status);
+		goto out;
+	}
+	switch (lc->proc) {
+	case NFS_READ: {
+		READ3res *res = data;
+		if (res->status != NFS3_OK) {
+			rep.err = nfsstat_errno(res->status);
+			break;
+		}
+		post_op(&rep, &res->READ3res_u.resok.file_attributes);
+		rep.count = res->READ3res_u.resok.count;
+		if (rep.count > res->READ3res_u.resok.data.data_len)
+			rep.count = res->READ3res_u.resok.data.data_len;
+		rep.eof = res->READ3res_u.resok.eof;
+		rep.data = res->READ3res_u.resok.data.data_val;
+		break;
+	}
+	case NFS_WRITE: {
+		WRITE3res *res = data;
+		if (res->status != NFS3_OK) {
+			rep.err = nfsstat_errno(res->status);
+			break;
+		}
+		post_op(&rep, &res->WRITE3res_u.resok.file_wcc.after);
+		rep.count = res->WRITE3res_u.resok.count;
+		rep.stable = res->WRITE3res_u.resok.committed != UNSTABLE;
+		rep.has_verf = true;
+		memcpy(rep.verf, res->WRITE3res_u.resok.verf, NFS_VERF_SIZE);
+		break;
+	}
+	case NFS_COMMIT: {
+		COMMIT3res *res = data;
+		if (res->status != NFS3_OK) {
+			rep.err = nfsstat_errno(res->status);
+			break;
+		}
+		post_op(&rep, &res->COMMIT3res_u.resok.file_wcc.after);
+		rep.has_verf = true;
+		memcpy(rep.verf, res->COMMIT3res_u.resok.verf, NFS_VERF_SIZE);
+		break;
+	}
+	case NFS_SETSIZE: {
+		SETATTR3res *res = data;
+		if (res->status != NFS3_OK) {
+			rep.err = nfsstat_errno(res->status);
+			break;
+		}
+		post_op(&rep, &res->SETATTR3res_u.resok.obj_wcc.after);
+		break;
+	}
+	case NFS_GETATTR: {
+		GETATTR3res *res = data;
+		if (res->status != NFS3_OK) {
+			rep.err = nfsstat_errno(res->status);
+			break;
+		}
+		attr_of(&rep, &res->GETATTR3res_u.resok.obj_attributes);
+		break;
+	}
+	}
+out:
+	free(lc);
+	lx->x.reply(lx->x.arg, tag, &rep);
+}
+
+static int
+lx_call(struct nfs_xport *x, const struct nfs_call *c, void *tag)
+{
+	struct lx *lx = (struct lx *)x;
+	struct rpc_context *rpc = nfs_get_rpc_context(lx->nfs);
+	struct lx_call *lc = malloc(sizeof(*lc));
+	int rc = -1;
+
+	if (lc == NULL)
+		return -ENOMEM;
+	lc->lx = lx;
+	lc->proc = c->proc;
+	lc->tag = tag;
+	switch (c->proc) {
+	case NFS_READ: {
+		struct READ3args a = { .file = lx->fh3, .offset = c->off, .count = c->len };
+		rc = rpc_nfs3_read_async(rpc, lx_cb, &a, lc);
+		break;
+	}
+	case NFS_WRITE: {
+		struct WRITE3args a = { .file = lx->fh3, .offset = c->off,
+					.count = c->len, .stable = UNSTABLE };
+		a.data.data_len = c->len;
+		a.data.data_val = (char *)c->data;
+		rc = rpc_nfs3_write_async(rpc, lx_cb, &a, lc);
+		break;
+	}
+	case NFS_COMMIT: {
+		struct COMMIT3args a = { .file = lx->fh3, .offset = 0, .count = 0 };
+		rc = rpc_nfs3_commit_async(rpc, lx_cb, &a, lc);
+		break;
+	}
+	case NFS_SETSIZE: {
+		struct SETATTR3args a;
+		memset(&a, 0, sizeof(a));
+		a.object = lx->fh3;
+		a.new_attributes.size.set_it = 1;
+		a.new_attributes.size.set_size3_u.size = c->size;
+		rc = rpc_nfs3_setattr_async(rpc, lx_cb, &a, lc);
+		break;
+	}
+	case NFS_GETATTR: {
+		struct GETATTR3args a = { .object = lx->fh3 };
+		rc = rpc_nfs3_getattr_async(rpc, lx_cb, &a, lc);
+		break;
+	}
+	}
+	if (rc != 0) {
+		free(lc);
+		return -EIO;
+	}
+	return 0;
+}
+
+static void
+lx_wait(struct nfs_xport *x, int wake_fd)
+{
+	struct lx *lx = (struct lx *)x;
+	struct pollfd fds[2] = { { wake_fd, POLLIN, 0 }, { -1, 0, 0 } };
+	uint64_t n;
+	int r;
+
+	fds[1].fd = nfs_get_fd(lx->nfs);
+	fds[1].events = (short)nfs_which_events(lx->nfs);
+	r = poll(fds, fds[1].fd >= 0 ? 2 : 1, 100);
+	if (r < 0)
+		return; /* EINTR */
+	if (fds[0].revents & POLLIN)
+		(void)!read(wake_fd, &n, sizeof(n));
+	r = nfs_service(lx->nfs, fds[1].fd >= 0 ? fds[1].revents : 0);
+	if (r < 0 || (fds[1].revents & (POLLERR | POLLHUP))) {
+		poll(NULL, 0, lx->backoff_ms);
+		lx->backoff_ms = MIN(lx->backoff_ms * 2, 320);
+	} else if (fds[1].revents & POLLIN) {
+		lx->backoff_ms = 10;
+	}
+}
+
+static void
+lx_close(struct nfs_xport *x)
+{
+	struct lx *lx = (struct lx *)x;
+
+	if (lx->nfs != NULL) {
+		if (lx->fh != NULL)
+			(void)nfs_close(lx->nfs, lx->fh);
+		nfs_destroy_context(lx->nfs);
+	}
+	free(lx);
+}
+
+static const struct nfs_xport_ops lx_ops = {
+	.call = lx_call,
+	.wait = lx_wait,
+	.close = lx_close,
+};
+
+static int
+lx_open(struct lx *lx, const char *spec, const char *url, int flags, int timeo,
+	struct nfs_file_info *info, char *err, size_t errlen)
+{
+	struct nfs_url *u;
+	struct nfs_stat_64 st;
+	struct libnfs_fh *fh;
+	int r;
+
+	lx->nfs = nfs_init_context();
+	if (lx->nfs == NULL) {
+		set_err(err, errlen, "%s: cannot make a libnfs context", spec);
+		return -ENOMEM;
+	}
+	nfs_set_readahead(lx->nfs, 0);
+	u = nfs_parse_url_full(lx->nfs, url);
+	if (u == NULL) {
+		set_err(err, errlen, "%s: bad URL (nfs://HOST/EXPORT/PATH): %s",
+			spec, nfs_get_error(lx->nfs));
+		return -EINVAL;
+	}
+	info->server = strdup(u->server);
+	info->export = strdup(u->path);
+	info->path = strdup(u->file);
+	nfs_destroy_url(u);
+	if (info->server == NULL || info->export == NULL || info->path == NULL)
+		return -ENOMEM;
+	nfs_set_timeout(lx->nfs, timeo * 1000);
+	r = nfs_mount(lx->nfs, info->server, info->export);
+	if (r != 0) {
+		r = r < 0 ? r : -EIO;
+		set_err(err, errlen, "%s: cannot mount %s:%s: %s (%s)", spec,
+			info->server, info->export, nfs_get_error(lx->nfs), strerror(-r));
+		return r;
+	}
+	r = nfs_open2(lx->nfs, info->path,
+		      ((flags & CLIO_DEV_RDONLY) ? O_RDONLY : O_RDWR) |
+			      ((flags & CLIO_DEV_CREATE) ? O_CREAT : 0),
+		      0644, &lx->fh);
+	if (r != 0) {
+		set_err(err, errlen, "%s: cannot open %s in %s:%s: %s", spec,
+			info->path, info->server, info->export, nfs_get_error(lx->nfs));
+		return r < 0 ? r : -EIO;
+	}
+	r = nfs_fstat64(lx->nfs, lx->fh, &st);
+	if (r != 0) {
+		set_err(err, errlen, "%s: GETATTR: %s", spec, nfs_get_error(lx->nfs));
+		return r < 0 ? r : -EIO;
+	}
+	if ((st.nfs_mode & S_IFMT) != S_IFREG) {
+		set_err(err, errlen, "%s: %s is not a regular file", spec, info->path);
+		return -EINVAL;
+	}
+	info->size = st.nfs_size;
+	fh = (struct libnfs_fh *)nfs_get_fh(lx->fh);
+	if (fh == NULL || fh->len <= 0 || fh->len > NFS3_FHSIZE) {
+		set_err(err, errlen, "%s: no file handle from libnfs", spec);
+		return -EIO;
+	}
+	lx->fh3.data.data_len = (u_int)fh->len;
+	lx->fh3.data.data_val = fh->val;
+	info->rtmax = (uint32_t)MIN(nfs_get_readmax(lx->nfs), 1u << 30);
+	info->wtmax = (uint32_t)MIN(nfs_get_writemax(lx->nfs), 1u << 30);
+	if (info->rtmax < 512 || info->wtmax < 512) {
+		set_err(err, errlen, "%s: the server's rtmax %u / wtmax %u are below 512",
+			spec, info->rtmax, info->wtmax);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int
+nfs_libnfs_open(const char *spec, const char *url, int flags, int timeo,
+		struct nfs_xport **xp, struct nfs_file_info *info, char *err,
+		size_t errlen)
+{
+	struct lx *lx = calloc(1, sizeof(*lx));
+	int r;
+
+	if (lx == NULL)
+		return -ENOMEM;
+	lx->x.ops = &lx_ops;
+	lx->backoff_ms = 10;
+	r = lx_open(lx, spec, url, flags, timeo, info, err, errlen);
+	if (r < 0) {
+		lx_close(&lx->x);
+		return r;
+	}
+	*xp = &lx->x;
+	return 0;
+}
