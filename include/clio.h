@@ -145,6 +145,13 @@ ssize_t clio_dev_pread(clio_dev *d, void *buf, size_t len, uint64_t off);
 ssize_t clio_dev_pwrite(clio_dev *d, const void *buf, size_t len, uint64_t off);
 int clio_dev_flush(clio_dev *d);
 int clio_dev_resize(clio_dev *d, uint64_t size); /* -ENOTSUP if fixed */
+/* The device's own trim of [off, off+len), uncached, synchronous: what
+ * reads find there after is unspecified (zeros on most devices).
+ * -ENOTSUP where the device cannot trim (a length of 0 asks). */
+int clio_dev_discard(clio_dev *d, uint64_t off, uint64_t len);
+/* [off, off+len) made to read as zeros, uncached, synchronous: by the
+ * device itself where it can, else written. */
+int clio_dev_write_zeroes(clio_dev *d, uint64_t off, uint64_t len);
 
 /* Statistics of one side of a device. */
 #define CLIO_HIST_BUCKETS 24 /* transfer sizes: bucket k holds [512<<(k-1), 512<<k) */
