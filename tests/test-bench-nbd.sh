@@ -42,15 +42,19 @@ for r in rows:
     assert r["target_c_best"] == 1, r
     want_b = 3 if r["delay"] == "1ms" and not r["workload"].startswith("random") else None
     assert r["target_c_b"] == want_b, r
+    # met is decided on the unrounded ratios: a printed one at its target
+    # may stand for one a hair below it
+    near = abs(r["ratio_c_best"] - 1) <= 1e-3 or (
+        want_b is not None and abs(r["ratio_c_b"] - want_b) <= 1e-3 * want_b)
     ok = r["ratio_c_best"] >= 1 and (want_b is None or r["ratio_c_b"] >= want_b)
-    assert r["met"] == ("yes" if ok else "NO"), r
+    assert near or r["met"] == ("yes" if ok else "NO"), r
 c = ex["nbd_copy"]["rows"]
 assert len(c) == 1, c
 c = c[0]
 for k in ("nbdcopy_mbs", "clio_dd_mbs", "ratio"):
     assert num(c[k]), (k, c)
 assert abs(c["ratio"] - c["clio_dd_mbs"] / c["nbdcopy_mbs"]) <= 1e-3 * c["ratio"], c
-assert c["met"] == ("yes" if c["ratio"] >= 1 else "NO"), c
+assert abs(c["ratio"] - 1) <= 1e-3 or c["met"] == ("yes" if c["ratio"] >= 1 else "NO"), c
 print("ok: nbd: 8 rows (4 workloads, without and with the delay), A/B/C and both "
       "ratios numbers; copy: clio dd/nbdcopy = %.2f" % c["ratio"])
 PY
