@@ -1154,6 +1154,8 @@ node_open(struct nnode *n, int flags, struct nhandle **hp, bool *keep)
 		}
 		n->validated = true;
 	}
+	if ((flags & O_TRUNC) && wr && (r = clio_ftruncate(n->cf, 0)) < 0)
+		return -r; /* atomic_o_trunc */
 	h = calloc(1, sizeof(*h));
 	if (h == NULL)
 		return ENOMEM;

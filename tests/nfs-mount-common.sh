@@ -22,12 +22,12 @@ nfs_mounts=""
 
 nfs_mount_cleanup() {
 	set +e
-	for m in $nfs_mounts; do
-		mp=${m%%=*} pid=${m#*=}
-		if grep -qF " $mp fuse" /proc/mounts; then
-			fusermount3 -u "$mp" 2>/dev/null || fusermount3 -uz "$mp" 2>/dev/null
+	for _nm in $nfs_mounts; do
+		_mp=${_nm%%=*} _pid=${_nm#*=}
+		if grep -qF " $_mp fuse" /proc/mounts; then
+			fusermount3 -u "$_mp" 2>/dev/null || fusermount3 -uz "$_mp" 2>/dev/null
 		fi
-		pid_stop "$pid"
+		pid_stop "$_pid"
 	done
 	ganesha_all_stop
 	rm -rf "$tmp"
@@ -35,32 +35,32 @@ nfs_mount_cleanup() {
 trap nfs_mount_cleanup EXIT
 
 nfs_mount() {
-	mp=$1 src=$2
+	_mp=$1 _src=$2
 	shift 2
-	mkdir -p "$mp"
-	"$CLIO" mount -f "$@" "$src" "$mp" 2>"$mp.err" &
+	mkdir -p "$_mp"
+	"$CLIO" mount -f "$@" "$_src" "$_mp" 2>"$_mp.err" &
 	last_pid=$!
-	nfs_mounts="$nfs_mounts $mp=$last_pid"
-	i=0
-	while ! mountpoint -q "$mp"; do
-		i=$((i + 1))
-		if [ $i -gt 100 ] || ! kill -0 "$last_pid" 2>/dev/null; then
-			cat "$mp.err" >&2
-			fail "clio mount $src $mp did not come up"
+	nfs_mounts="$nfs_mounts $_mp=$last_pid"
+	_i=0
+	while ! mountpoint -q "$_mp"; do
+		_i=$((_i + 1))
+		if [ $_i -gt 100 ] || ! kill -0 "$last_pid" 2>/dev/null; then
+			cat "$_mp.err" >&2
+			fail "clio mount $_src $_mp did not come up"
 		fi
 		sleep 0.05
 	done
 }
 
 nfs_umount() {
-	pid=""
-	rest=""
-	for m in $nfs_mounts; do
-		if [ "${m%%=*}" = "$1" ]; then pid=${m#*=}; else rest="$rest $m"; fi
+	_pid=""
+	_rest=""
+	for _nm in $nfs_mounts; do
+		if [ "${_nm%%=*}" = "$1" ]; then _pid=${_nm#*=}; else _rest="$_rest $_nm"; fi
 	done
-	nfs_mounts=$rest
+	nfs_mounts=$_rest
 	"$CLIO" umount "$1" || { cat "$1.err" >&2; fail "clio umount $1"; }
-	rc=0
-	wait "$pid" || rc=$?
-	[ "$rc" -eq 0 ] || { cat "$1.err" >&2; fail "clio mount of $1 exited $rc"; }
+	_rc=0
+	wait "$_pid" || _rc=$?
+	[ "$_rc" -eq 0 ] || { cat "$1.err" >&2; fail "clio mount of $1 exited $_rc"; }
 }
