@@ -408,6 +408,9 @@ usage_mount(FILE *fp)
 		"directory only, no clio cache), kernel_cache=on|off (keep_cache +\n"
 		"writeback cache; default on), idle_devices=N (devices kept for the\n"
 		"next open of a closed file; default 4096).\n"
+		"SOURCE nfs://HOST/EXPORT[?port=N&mountport=N&uid=N&gid=N]: an NFSv3 export;\n"
+		"OPTS there also: actimeo=S, acregmin=S, acregmax=S, acdirmin=S, acdirmax=S,\n"
+		"noac, nocto, cto, lease (this mount is the export's only writer).\n"
 		"See clio(1).\n");
 }
 
