@@ -469,6 +469,7 @@ static const struct experiment {
 	{ "core", exp_core, false, false },
 	{ "mount", exp_mount, false, true },
 	{ "mount", exp_mount_meta, false, true },	/* its second table */
+	{ "nfs", exp_nfs, false, true },
 };
 
 static void
@@ -478,7 +479,8 @@ usage_bench(FILE *fp)
 		"usage: clio bench NAME [--quick] [--json] [--plot DIR] [--runs N]\n"
 		"                  [--file PATH] [--size N] [--cachegrind]\n"
 		"NAME: maxbsize, blocksize, rewrite, rawblock, kernel, core, or all (these\n"
-		"      six); mount (clio mount and FUSE against the kernel; not in all).\n"
+		"      six); mount (clio mount and FUSE against the kernel; not in all);\n"
+		"      nfs [--sim] (clio as an NFS client, seed 004; not in all).\n"
 		"See clio(1).\n");
 }
 
@@ -520,6 +522,10 @@ cmd_bench(int argc, char **argv)
 		}
 		if (strcmp(key, "--cachegrind") == 0) {
 			bo.cachegrind = true;
+			continue;
+		}
+		if (strcmp(key, "--sim") == 0) {
+			bo.sim = true;
 			continue;
 		}
 		if (strcmp(key, "--help") == 0) {

@@ -19,6 +19,7 @@ struct bench_opts {
 	uint64_t size;		/* kernel, core: its size (default 1G, 64M with --quick) */
 	int runs;		/* kernel, core, mount: runs per case; the median is reported */
 	bool cachegrind;	/* blocksize: CPU cache misses under cachegrind */
+	bool sim;		/* nfs: the simulated server (--sim) */
 };
 
 int cmd_bench_one(int argc, char **argv);
@@ -26,6 +27,10 @@ int cmd_bench_one(int argc, char **argv);
 int exp_kernel(const struct bench_opts *bo, struct table *t);
 int exp_mount(const struct bench_opts *bo, struct table *t);
 int exp_core(const struct bench_opts *bo, struct table *t);
+/* clio bench nfs (benchnfs.c: a real server); --sim runs bench_nfs_sim
+ * (benchnfssim.c; NULL when not linked in). */
+int exp_nfs(const struct bench_opts *bo, struct table *t);
+int bench_nfs_sim(const struct bench_opts *bo, struct table *t) __attribute__((weak));
 
 /* kernel.c's tools, shared with benchmount.c */
 double bench_median(double *v, int n);		/* of the non-NaN values */
