@@ -10,7 +10,7 @@
  * FSSTAT, by path from the export's root (libnfs's high-level calls;
  * its directory cache and read-ahead are off).  A FUSE node id is the
  * address of a struct nnode, found by the server's fileid in a hash
- * table; a node holds its last known path (under tbl_lock): a lookup or
+ * table; a node holds its last known path (under path_lock): a lookup or
  * a listing sets it, a rename through the mount rewrites it and those
  * below it.  Lookup counts as in mountfs.c.
  *
@@ -59,6 +59,11 @@
  *
  * Locks: tbl_lock, then a node's lock, then meta_lock or the idle list's
  * (whose walker only tries node locks); the cache's own locks come last.
+ * path_lock (the paths) is taken last, holding no other lock after it.
+ *
+ * GETATTR of a regular file with a device goes by its handle (a libnfs
+ * handle of the meta context, opened with the device): one RPC, not a
+ * LOOKUP walk and a GETATTR.
  *
  * Credentials: the calls that create objects carry the caller's uid and
  * gid (AUTH_SYS) unless the URL names uid= or gid=; others the mount's.
@@ -92,7 +97,7 @@
 struct nnode {
 	struct nnode *hnext;	/* under tbl_lock */
 	uint64_t fileid;
-	char *path;		/* under tbl_lock: "" is the root */
+	char *path;		/* under path_lock: "" is the root */
 	uint64_t nlookup;	/* under tbl_lock */
 	bool unhashed;		/* under tbl_lock */
 	pthread_mutex_t lock;	/* the fields below */
@@ -103,6 +108,7 @@ struct nnode {
 	bool validated;		/* lease: revalidated once */
 	clio_dev *cdev;
 	clio_file *cf;		/* node handle, as long as cdev */
+	struct nfsfh *mfh;	/* meta's handle of the file, while cdev (or NULL) */
 	char *spec;		/* cdev's device string */
 	struct mount_idle idle;	/* listed while cdev is open and nopen 0 */
 };
@@ -116,6 +122,7 @@ struct nhandle {
 static struct nfs_context *meta;
 static pthread_mutex_t meta_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t tbl_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t path_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct nnode *tbl[NBUCKETS];
 static struct nnode root;
 static clio_cache *fs_cache;
@@ -266,7 +273,7 @@ bucket(uint64_t fileid)
 	return (unsigned)((fileid * 0x9e3779b97f4a7c15ull) >> 52) % NBUCKETS;
 }
 
-/* The path libnfs takes for n (tbl_lock held), malloc'd; child may be NULL. */
+/* The path libnfs takes for n (path_lock held), malloc'd; child may be NULL. */
 static char *
 path_join(const struct nnode *n, const char *child)
 {
@@ -291,9 +298,9 @@ path_of(struct nnode *n, const char *child)
 {
 	char *p;
 
-	pthread_mutex_lock(&tbl_lock);
+	pthread_mutex_lock(&path_lock);
 	p = path_join(n, child);
-	pthread_mutex_unlock(&tbl_lock);
+	pthread_mutex_unlock(&path_lock);
 	return p;
 }
 
@@ -326,8 +333,10 @@ node_get(uint64_t fileid, char *path)
 		n->hnext = tbl[b];
 		tbl[b] = n;
 	}
+	pthread_mutex_lock(&path_lock);
 	free(n->path);
 	n->path = path;
+	pthread_mutex_unlock(&path_lock);
 	n->nlookup++;
 	pthread_mutex_unlock(&tbl_lock);
 	return n;
@@ -349,6 +358,12 @@ node_close_dev(struct nnode *n)
 		r = e;
 	mount_stats_retire(n->cdev);
 	clio_dev_close(n->cdev);
+	if (n->mfh != NULL) {
+		pthread_mutex_lock(&meta_lock);
+		nfs_close(meta, n->mfh);
+		pthread_mutex_unlock(&meta_lock);
+		n->mfh = NULL;
+	}
 	if (r < 0)
 		fprintf(stderr, "clio mount: %s: write-back: %s\n", n->spec, strerror(-r));
 	n->cdev = NULL;
@@ -454,6 +469,27 @@ meta_stat(const char *path, struct stat *st)
 	return nerr(r);
 }
 
+/* GETATTR of n (n->lock held): by its handle when it has one. */
+static int
+node_stat(struct nnode *n, struct stat *st)
+{
+	struct nfs_stat_64 s;
+	char *path;
+	int r;
+
+	if (n->mfh != NULL) {
+		META(r, nfs_fstat64(meta, n->mfh, &s));
+		if (r == 0) {
+			stat_of(st, &s);
+			return 0;
+		}
+	}
+	path = path_of(n, NULL);
+	r = path ? meta_stat(path, st) : ENOMEM;
+	free(path);
+	return r;
+}
+
 /* The caller's credentials on the meta context for a creating call
  * (meta_lock held), and back. */
 static void
@@ -525,16 +561,11 @@ reply_attr(fuse_req_t req, struct nnode *n, bool force, bool reval)
 {
 	struct stat st;
 	double to;
-	char *path;
 	int err = 0;
 
 	pthread_mutex_lock(&n->lock);
 	if (force || !n->have_st || now_s() >= n->expires) {
-		pthread_mutex_unlock(&n->lock);
-		path = path_of(n, NULL);
-		err = path ? meta_stat(path, &st) : ENOMEM;
-		free(path);
-		pthread_mutex_lock(&n->lock);
+		err = node_stat(n, &st);
 		if (err == 0 && reval)
 			attr_refresh(n, &st);
 		else if (err == 0)
@@ -760,7 +791,7 @@ nfs_link_op(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const char *name)
 	reply_entry_path(req, to, nerr(r));
 }
 
-/* The node last seen at path (tbl_lock held), or NULL. */
+/* The node last seen at path (tbl_lock and path_lock held), or NULL. */
 static struct nnode *
 node_at(const char *path)
 {
@@ -782,15 +813,19 @@ name_gone(const char *path)
 	struct nnode *n;
 
 	pthread_mutex_lock(&tbl_lock);
+	pthread_mutex_lock(&path_lock);
 	n = node_at(path);
+	if (n != NULL) {
+		free(n->path);
+		n->path = strdup("/.clio-removed");
+	}
+	pthread_mutex_unlock(&path_lock);
 	if (n != NULL) {
 		pthread_mutex_lock(&n->lock);
 		n->have_st = false;
 		if (n->nopen == 0 && n->st.st_nlink <= 1)
 			node_close_dev(n);
 		pthread_mutex_unlock(&n->lock);
-		free(n->path);
-		n->path = strdup("/.clio-removed");
 	}
 	pthread_mutex_unlock(&tbl_lock);
 }
@@ -822,7 +857,7 @@ nfs_rmdir_op(fuse_req_t req, fuse_ino_t parent, const char *name)
 	nfs_remove(req, parent, name, true);
 }
 
-/* Rewrite the paths at and under from to to (tbl_lock held). */
+/* Rewrite the paths at and under from to to (tbl_lock, path_lock held). */
 static void
 paths_moved(const char *from, const char *to)
 {
@@ -873,7 +908,9 @@ nfs_rename_op(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (r == 0) {
 		name_gone(to);
 		pthread_mutex_lock(&tbl_lock);
+		pthread_mutex_lock(&path_lock);
 		paths_moved(from, to);
+		pthread_mutex_unlock(&path_lock);
 		pthread_mutex_unlock(&tbl_lock);
 	}
 	free(from);
@@ -1112,6 +1149,11 @@ node_open(struct nnode *n, int flags, struct nhandle **hp, bool *keep)
 			return ENOMEM;
 		}
 		snprintf(n->spec, len, "%s%s%s", dev_base, path, dev_query);
+		r = -1;
+		if (!nopts.lease) /* for GETATTR by handle; best effort */
+			META(r, nfs_open(meta, path, O_RDONLY, &n->mfh));
+		if (r != 0)
+			n->mfh = NULL;
 		free(path);
 		err[0] = '\0';
 		r = clio_dev_open_err(n->spec, fs_ro ? CLIO_DEV_RDONLY : 0, &n->cdev,
@@ -1126,6 +1168,12 @@ node_open(struct nnode *n, int flags, struct nhandle **hp, bool *keep)
 		}
 		if (r < 0) {
 			fprintf(stderr, "clio mount: %s\n", err[0] ? err : strerror(-r));
+			if (n->mfh != NULL) {
+				pthread_mutex_lock(&meta_lock);
+				nfs_close(meta, n->mfh);
+				pthread_mutex_unlock(&meta_lock);
+				n->mfh = NULL;
+			}
 			free(n->spec);
 			n->spec = NULL;
 			return -r;
@@ -1140,13 +1188,8 @@ node_open(struct nnode *n, int flags, struct nhandle **hp, bool *keep)
 		struct stat st;
 		bool use_cached = n->have_st && (fresh || (!nopts.cto && now_s() < n->expires));
 
-		if (!use_cached) {
-			char *path = path_of(n, NULL);
-			r = path ? meta_stat(path, &st) : ENOMEM;
-			free(path);
-			if (r == 0)
-				attr_store(n, &st);
-		}
+		if (!use_cached && node_stat(n, &st) == 0)
+			attr_store(n, &st);
 		if (n->have_st && n->nwriters == 0) {
 			validator_of(&v, &n->st);
 			r = clio_revalidate(n->cf, &v);
@@ -1301,14 +1344,9 @@ static void
 record_version(struct nnode *n)
 {
 	struct stat st;
-	char *path = path_of(n, NULL);
-	int r = path ? meta_stat(path, &st) : ENOMEM;
 
-	free(path);
-	if (r != 0)
-		return;
 	pthread_mutex_lock(&n->lock);
-	if (n->cf != NULL) {
+	if (n->cf != NULL && node_stat(n, &st) == 0) {
 		struct clio_validator v;
 		validator_of(&v, &st);
 		clio_validator_set(n->cf, &v);
@@ -1524,8 +1562,11 @@ mountnfs_foreach_dev(mount_stats_visit_fn fn, void *arg)
 			if (n->cdev != NULL) {
 				if (n->nopen == 0)
 					fn(arg, NULL, NULL, n->cdev);
-				else
+				else {
+					pthread_mutex_lock(&path_lock);
 					fn(arg, n->path, n->spec, n->cdev);
+					pthread_mutex_unlock(&path_lock);
+				}
 			}
 			pthread_mutex_unlock(&n->lock);
 		}
