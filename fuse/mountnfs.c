@@ -111,9 +111,11 @@ struct nnode {
 	struct nfsfh *mfh;	/* meta's handle of the file, while cdev (or NULL) */
 	char *spec;		/* cdev's device string */
 	struct mount_idle idle;	/* listed while cdev is open and nopen 0 */
+	struct nhandle *handles;
 };
 
 struct nhandle {
+	struct nhandle *next;	/* the node's, under its lock */
 	struct nnode *n;
 	clio_file *cf;
 	atomic_bool wrote;
@@ -1208,6 +1210,8 @@ node_open(struct nnode *n, int flags, struct nhandle **hp, bool *keep)
 		return -r;
 	}
 	h->n = n;
+	h->next = n->handles;
+	n->handles = h;
 	n->nopen++;
 	if (wr)
 		n->nwriters++;
@@ -1401,6 +1405,11 @@ nfs_release_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	pthread_mutex_lock(&tbl_lock);
 	pthread_mutex_lock(&n->lock);
 	(void)clio_close(h->cf); /* not the object's last: the node's is open */
+	for (struct nhandle **pp = &n->handles; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == h) {
+			*pp = h->next;
+			break;
+		}
 	if ((fi->flags & O_ACCMODE) != O_RDONLY)
 		n->nwriters--;
 	if (--n->nopen == 0) {
@@ -1586,6 +1595,14 @@ mountnfs_fini(void)
 		for (n = tbl[b]; n != NULL; n = next) {
 			next = n->hnext;
 			pthread_mutex_lock(&n->lock);
+			while (n->handles != NULL) { /* the kernel released none */
+				struct nhandle *h = n->handles;
+				n->handles = h->next;
+				r = clio_close(h->cf);
+				if (w == 0)
+					w = r;
+				free(h);
+			}
 			n->nopen = 0;
 			r = node_close_dev(n);
 			if (w == 0)
