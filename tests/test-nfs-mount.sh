@@ -8,7 +8,9 @@
 # and of a directory with a file in it), link, symlink and readlink,
 # chmod, truncate, utimens, unlink and rmdir through the mount are seen in
 # the export's directory, and the listing through the mount equals the
-# export's; after the unmount everything is on the server.
+# export's; clio stat lists an open file's device; a bad option and a
+# missing export are one-line errors (exit 64, 66); after the unmount
+# everything is on the server.
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/ganesha-common.sh"
 . "$(dirname "$0")/nfs-mount-common.sh"
@@ -81,6 +83,24 @@ rm "$m/e/b" && rmdir "$m/e" || fail "rmdir"
 [ ! -e "$export/e" ] || fail "rmdir: the export still has e"
 mkdir "$m/e" && rmdir "$m/e" || fail "a directory made again where one was removed"
 echo "ok: mkdir, rename, link, symlink, readlink, chmod, truncate, utimens, unlink, rmdir on the export"
+
+# clio stat: the open file's device is listed by its path
+exec 3<"$m/w4"
+"$CLIO" stat "$m" >"$tmp/stat" || fail "clio stat"
+grep -q "nfs://127.0.0.1$export/w4" "$tmp/stat" || { cat "$tmp/stat"; fail "clio stat: no device of w4"; }
+exec 3<&-
+echo "ok: clio stat lists the open file's nfs:// device"
+
+# bad options and exports: one line naming the value, before or at the mount
+"$CLIO" mount -f -o actimeo=x "$url" "$tmp/m2" 2>"$tmp/err"; rc=$?
+[ "$rc" -eq 64 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "actimeo 'x'" "$tmp/err" ||
+	{ cat "$tmp/err"; fail "-o actimeo=x: exit $rc"; }
+mkdir -p "$tmp/m2"
+"$CLIO" mount -f "nfs://127.0.0.1$export-none?port=$nfs_port&mountport=$mnt_port" "$tmp/m2" \
+	2>"$tmp/err"; rc=$?
+[ "$rc" -eq 66 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "export-none" "$tmp/err" ||
+	{ cat "$tmp/err"; fail "a missing export: exit $rc"; }
+echo "ok: a bad actimeo (exit 64) and a missing export (exit 66) are one line each"
 
 # written, then the unmount: everything on the server
 head -c 200000 /dev/urandom >"$tmp/last"
