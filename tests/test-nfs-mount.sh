@@ -10,7 +10,9 @@
 # the export's directory, and the listing through the mount equals the
 # export's; clio stat lists an open file's device; a bad option and a
 # missing export are one-line errors (exit 64, 66); after the unmount
-# everything is on the server.
+# everything is on the server; under lease, an idle device evicted
+# (idle_devices=1) writes its file back, the newest stays dirty until the
+# unmount.
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/ganesha-common.sh"
 . "$(dirname "$0")/nfs-mount-common.sh"
@@ -108,4 +110,22 @@ cp "$tmp/last" "$m/last"
 nfs_umount "$m"
 cmp "$tmp/last" "$export/last" || fail "after the unmount the export's file differs"
 echo "ok: unmounted cleanly"
+
+# lease with one idle device: closing a third file evicts the oldest idle
+# device, whose dirty data is then written back; the last stays dirty
+# until the unmount
+nfs_mount "$m" "$url" -o lease,idle_devices=1
+for f in la lb lc; do
+	head -c 150000 /dev/urandom >"$tmp/$f"
+	cp "$tmp/$f" "$m/$f" || fail "lease: cp $f"
+done
+for f in la lb; do
+	cmp "$tmp/$f" "$export/$f" || fail "lease, idle_devices=1: $f not written back at its eviction"
+done
+[ ! -s "$export/lc" ] || fail "lease: lc on the server before its write-back"
+nfs_umount "$m"
+for f in la lb lc; do
+	cmp "$tmp/$f" "$export/$f" || fail "lease: $f differs after the unmount"
+done
+echo "ok: lease, idle_devices=1: written back at eviction and at the unmount"
 exit 0
