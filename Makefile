@@ -13,7 +13,7 @@ SAN     ?=
 DEFS    ?=
 CFLAGS  += -std=c11 -D_GNU_SOURCE $(OPT) -g -Wall -Wextra -Wshadow -Wvla \
            -Iinclude -Ilib -Icli -pthread $(SAN) $(DEFS) $(CPPFLAGS)
-LDLIBS  += -pthread -lm $(URING_LIBS) $(NBD_LIBS) $(NFS_LIBS)
+LDLIBS  += -pthread -lm $(URING_LIBS) $(NBD_LIBS) $(NFS_LIBS) $(RBD_LIBS)
 LDFLAGS += $(SAN)
 # libfuse 3 for `clio mount` (fuse/ only)
 FUSE_CFLAGS = $(shell pkg-config --cflags fuse3 2>/dev/null)
@@ -25,6 +25,8 @@ URING_LIBS  = $(shell pkg-config --libs liburing 2>/dev/null || echo -luring)
 NBD_LIBS    = $(shell pkg-config --libs libnbd 2>/dev/null || echo -lnbd)
 # libnfs for the NFS client backend (lib/dev/nfs.c)
 NFS_LIBS    = $(shell pkg-config --libs libnfs 2>/dev/null || echo -lnfs)
+# librbd and librados for the Ceph RBD backend (lib/dev/rbd.c; no .pc file)
+RBD_LIBS    = -lrbd -lrados
 
 # nbdkit's plugin header for the plugin behind clio serve (nbdkit/)
 NBDKIT_CFLAGS = $(shell pkg-config --cflags nbdkit 2>/dev/null)
@@ -132,12 +134,13 @@ $(BUILD)/libclio-internal.a: $(LIB_OBJ)
 	$(Q)rm -f $@
 	$(Q)ar rcs $@ $^
 
-# the installed static library has no NBD or NFS backend (lib/dev.h:
-# dev_nbd_open, dev_nfs_open, weak references); what links the internal
-# archive asks for them by name
-INTERNAL = -Wl,--undefined=dev_nbd_open -Wl,--undefined=dev_nfs_open $(BUILD)/libclio-internal.a
+# the installed static library has no NBD, NFS or RBD backend (lib/dev.h:
+# dev_nbd_open, dev_nfs_open, dev_rbd_open, weak references); what links
+# the internal archive asks for them by name
+INTERNAL = -Wl,--undefined=dev_nbd_open -Wl,--undefined=dev_nfs_open \
+	-Wl,--undefined=dev_rbd_open $(BUILD)/libclio-internal.a
 STATIC_OBJ := $(filter-out $(BUILD)/obj/lib/dev/nbd.o $(BUILD)/obj/lib/dev/nfs.o \
-	$(BUILD)/obj/lib/dev/nfsxprt.o,$(LIB_OBJ))
+	$(BUILD)/obj/lib/dev/nfsxprt.o $(BUILD)/obj/lib/dev/nfssim.o $(BUILD)/obj/lib/dev/rbd.o,$(LIB_OBJ))
 $(BUILD)/libclio.a: $(STATIC_OBJ)
 	@mkdir -p $(dir $@)
 	$(call say,AR,$@)
@@ -170,6 +173,12 @@ $(BUILD)/tests/tools/%: tests/tools/%.c
 
 # clioctl drives the library through its public calls
 $(BUILD)/tests/tools/clioctl: tests/tools/clioctl.c include/clio.h $(BUILD)/libclio-internal.a
+	@mkdir -p $(dir $@)
+	$(call say,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $< $(INTERNAL) $(LDFLAGS) $(LDLIBS)
+
+# wbfault too: write-back across a device fault (tests/test-rbd-faults.sh)
+$(BUILD)/tests/tools/wbfault: tests/tools/wbfault.c include/clio.h $(BUILD)/libclio-internal.a
 	@mkdir -p $(dir $@)
 	$(call say,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -o $@ $< $(INTERNAL) $(LDFLAGS) $(LDLIBS)

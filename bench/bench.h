@@ -19,7 +19,8 @@ struct bench_opts {
 	uint64_t size;		/* kernel, core: its size (default 1G, 64M with --quick) */
 	int runs;		/* kernel, core, mount: runs per case; the median is reported */
 	bool cachegrind;	/* blocksize: CPU cache misses under cachegrind */
-	bool sim;		/* nfs: the simulated server (--sim) */
+	bool sim;		/* nfs: the simulated server (virtual time) */
+	bool all;		/* running as part of `clio bench all` */
 };
 
 int cmd_bench_one(int argc, char **argv);
@@ -27,10 +28,13 @@ int cmd_bench_one(int argc, char **argv);
 int exp_kernel(const struct bench_opts *bo, struct table *t);
 int exp_mount(const struct bench_opts *bo, struct table *t);
 int exp_core(const struct bench_opts *bo, struct table *t);
-/* clio bench nfs (benchnfs.c: a real server); --sim runs bench_nfs_sim
- * (benchnfssim.c; NULL when not linked in). */
+int exp_diskcache(const struct bench_opts *bo, struct table *t); /* benchtier.c */
+/* nfs: benchnfs.c dispatches to the simulated run (benchnfssim.c) or to
+ * the run against a real server (0, -1 on failure, or a sysexits code) */
 int exp_nfs(const struct bench_opts *bo, struct table *t);
-int bench_nfs_sim(const struct bench_opts *bo, struct table *t) __attribute__((weak));
+int bench_nfs_sim(const struct bench_opts *bo, struct table *t);
+int bench_nfs_real(const struct bench_opts *bo, struct table *t);
+int exp_rbd(const struct bench_opts *bo, struct table *t);	/* benchrbd.c */
 
 /* kernel.c's tools, shared with benchmount.c */
 double bench_median(double *v, int n);		/* of the non-NaN values */

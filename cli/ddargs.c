@@ -41,6 +41,8 @@ dd_usage(FILE *fp)
 		"  [--queue-depth=N] [--write-behind=N] [--seqmax=N]\n"
 		"  [--dirty-hi=PCT] [--dirty-lo=PCT] [--dirty-age=SECONDS]\n"
 		"  [--flusher=0|1] [--flush-behind=N] [--iostat=SECONDS] [--json]\n"
+		"  [--disk-cache=DIR] [--disk-cache-size=N]\n"
+		"  [--disk-cache-mode=writethrough|writeback] [--disk-cache-verify=sample]\n"
 		"  [--help] [--version]\n"
 		"DEV is a path, or a device string: file:PATH[?direct=1], mem:size=N,\n"
 		"sim:preset=NAME[,...], fault:OPTS@DEV.  SIGUSR1 prints the statistics;\n"

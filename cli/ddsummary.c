@@ -16,6 +16,7 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dd.h"
@@ -223,6 +224,65 @@ dd_iostat_tick(struct dd *dd, bool force)
 		dd->next_tick += dd->iostat;
 }
 
+/* The disk tier's lines (disk_cache.KEY=VALUE) of a device's parameters,
+ * malloc'ed; NULL if it has none. */
+static char *
+disk_cache_params(struct endpoint *ep)
+{
+	char *p;
+	int n;
+
+	if (ep->kind != EP_CLIO || (n = clio_dev_params(ep->dev, NULL, 0)) <= 0 ||
+	    (p = malloc((size_t)n + 1)) == NULL)
+		return NULL;
+	if (clio_dev_params(ep->dev, p, (size_t)n + 1) != n ||
+	    strstr(p, "disk_cache.") == NULL) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+/* The value of disk_cache.KEY in params, or "0". */
+static const char *
+dc_val(const char *params, const char *key, char *out, size_t len)
+{
+	char pat[64];
+	const char *s;
+
+	snprintf(pat, sizeof(pat), "disk_cache.%s=", key);
+	s = strstr(params, pat);
+	if (s == NULL || (s != params && s[-1] != '\n'))
+		return "0";
+	s += strlen(pat);
+	snprintf(out, len, "%.*s", (int)strcspn(s, "\n"), s);
+	return out;
+}
+
+static void
+json_disk_cache(FILE *fp, const char *params)
+{
+	const char *s = params;
+	int n = 0;
+
+	fprintf(fp, ", \"disk_cache\": {");
+	while ((s = strstr(s, "disk_cache.")) != NULL) {
+		const char *k = s + 11, *eq = strchr(k, '='), *end;
+		char v[512];
+		if (eq == NULL)
+			break;
+		end = eq + 1 + strcspn(eq + 1, "\n");
+		snprintf(v, sizeof(v), "%.*s", (int)(end - eq - 1), eq + 1);
+		fprintf(fp, "%s\"%.*s\": ", n++ ? ", " : "", (int)(eq - k), k);
+		if (v[0] != '\0' && strspn(v, "0123456789") == strlen(v))
+			fputs(v, fp);
+		else
+			json_string(fp, v);
+		s = end;
+	}
+	fputc('}', fp);
+}
+
 static void
 json_dev(FILE *fp, struct endpoint *ep, const char *role, double elapsed)
 {
@@ -259,7 +319,12 @@ json_dev(FILE *fp, struct endpoint *ep, const char *role, double elapsed)
 	for (k = 0; k < CLIO_HIST_BUCKETS; k++)
 		fprintf(fp, "%s%llu", k ? ", " : "",
 			(unsigned long long)b->size_hist[k]);
-	fprintf(fp, "]}");
+	fprintf(fp, "]");
+	char *dc = disk_cache_params(ep);
+	if (dc != NULL)
+		json_disk_cache(fp, dc);
+	free(dc);
+	fprintf(fp, "}");
 }
 
 static void
@@ -334,6 +399,26 @@ dd_report(struct dd *dd, double elapsed)
 		stats_of(eps[i], &st);
 		print_iostat_line(stderr, clio_dev_name(eps[i]->dev), &st.back,
 				  &st.front, elapsed);
+		char *dc = disk_cache_params(eps[i]);
+		if (dc != NULL) {
+			char v[11][64];
+			fprintf(stderr,
+				"disk cache %s: %s hits, %s misses, %s bytes from the "
+				"cache, %s from the device, %s insertions, %s evictions, "
+				"%s checksum failures, %s stale drops, %s recovered, "
+				"%s to lost+found\n",
+				dc_val(dc, "dir", v[0], 64), dc_val(dc, "hits", v[1], 64),
+				dc_val(dc, "misses", v[2], 64),
+				dc_val(dc, "bytes_from_cache", v[3], 64),
+				dc_val(dc, "bytes_from_device", v[4], 64),
+				dc_val(dc, "insertions", v[5], 64),
+				dc_val(dc, "evictions", v[6], 64),
+				dc_val(dc, "checksum_failures", v[7], 64),
+				dc_val(dc, "stale_drops", v[8], 64),
+				dc_val(dc, "recovered", v[9], 64),
+				dc_val(dc, "lost_found", v[10], 64));
+			free(dc);
+		}
 	}
 	if (dd->in.kind != EP_CLIO && dd->out.kind != EP_CLIO)
 		return;

@@ -80,7 +80,11 @@ total_of(const struct snap *s, const char *side, struct io_counts *c)
 	T(read_bytes, "read_bytes");
 	T(write_bytes, "write_bytes");
 	T(busy_s, "busy_s");
+	T(read_s, "read_time_s");
+	T(write_s, "write_time_s");
 #undef T
+	c->queue_s = c->read_s + c->write_s; /* Little's law */
+	c->timed = true;
 }
 
 static void
@@ -97,7 +101,11 @@ file_side(const struct snap_file *f, const char *side, struct io_counts *c)
 	S(read_bytes, "read_bytes");
 	S(write_bytes, "write_bytes");
 	S(busy_s, "busy_s");
+	S(read_s, "read_time_s");
+	S(write_s, "write_time_s");
 #undef S
+	c->queue_s = c->read_s + c->write_s; /* Little's law */
+	c->timed = true;
 }
 
 static const char *

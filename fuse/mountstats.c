@@ -61,6 +61,8 @@ snapshot_put(struct snapshot *s)
 		free(s);
 }
 
+static void print_disk_cache(FILE *fp, const char *name, clio_dev *d);
+
 static char stats_anchor; /* its address is the node id */
 static clio_cache *st_cache;
 static mount_stats_foreach_fn st_foreach;
@@ -123,6 +125,8 @@ iostat_add(struct clio_iostat *sum, const struct clio_iostat *s)
 	sum->write_bytes += s->write_bytes;
 	sum->errors += s->errors;
 	sum->busy_s += s->busy_s;
+	sum->read_time_s += s->read_time_s;
+	sum->write_time_s += s->write_time_s;
 }
 
 void
@@ -198,6 +202,8 @@ print_side(FILE *fp, const char *name, const char *side,
 	fprintf(fp, "%s %s_mbs: %.2f\n", name, side,
 		ratio((double)bytes / 1048576.0, elapsed));
 	fprintf(fp, "%s %s_busy_s: %.3f\n", name, side, s->busy_s);
+	fprintf(fp, "%s %s_read_time_s: %.6f\n", name, side, s->read_time_s);
+	fprintf(fp, "%s %s_write_time_s: %.6f\n", name, side, s->write_time_s);
 }
 
 struct visit {
@@ -249,7 +255,30 @@ print_dev(void *arg, const char *rawname, const char *shown, clio_dev *d)
 	fprintf(v->fp, "%s clustering: %.2f\n", name,
 		ratio((double)(ds.front.reads + ds.front.writes),
 		      (double)(ds.back.reads + ds.back.writes)));
+	print_disk_cache(v->fp, name, d);
 	v->ndev++;
+}
+
+/* The disk tier's lines of a device (disk_cache=DIR): "NAME
+ * disk_cache.KEY: VALUE", from its parameters. */
+static void
+print_disk_cache(FILE *fp, const char *name, clio_dev *d)
+{
+	int n = clio_dev_params(d, NULL, 0);
+	char *p, *l, *e;
+
+	if (n <= 0 || (p = malloc((size_t)n + 1)) == NULL)
+		return;
+	if (clio_dev_params(d, p, (size_t)n + 1) == n)
+		for (l = p; *l != '\0'; l = e + 1) {
+			char *eq = strchr(l, '=');
+			if ((e = strchr(l, '\n')) == NULL)
+				break;
+			if (strncmp(l, "disk_cache.", 11) == 0 && eq != NULL && eq < e)
+				fprintf(fp, "%s %.*s: %.*s\n", name, (int)(eq - l), l,
+					(int)(e - eq - 1), eq + 1);
+		}
+	free(p);
 }
 
 static void
@@ -269,6 +298,10 @@ print_total(FILE *fp, const char *side, const struct clio_iostat *a,
 	fprintf(fp, "total_%s_errors: %llu\n", side,
 		(unsigned long long)(a->errors + b->errors));
 	fprintf(fp, "total_%s_busy_s: %.6f\n", side, a->busy_s + b->busy_s);
+	fprintf(fp, "total_%s_read_time_s: %.6f\n", side,
+		a->read_time_s + b->read_time_s);
+	fprintf(fp, "total_%s_write_time_s: %.6f\n", side,
+		a->write_time_s + b->write_time_s);
 }
 
 static void

@@ -192,6 +192,12 @@ struct clio_conf {
 	uint32_t flusher;	/* 1: run the background flusher thread */
 	uint64_t flush_behind;	/* bytes written back between background
 				   device flushes; 0: only fsync flushes */
+	/* the disk tier (clio(1), DISK CACHE) */
+	const char *disk_cache;	/* its directory; NULL: none */
+	uint64_t disk_cache_size; /* bytes per object; 0: 10% of DIR's free space */
+	uint32_t disk_cache_mode; /* 0 writethrough, 1 writeback */
+	uint32_t disk_cache_verify; /* 1: compare a sample with the device at open */
+	uint32_t disk_cache_brun, disk_cache_bcull, disk_cache_bstop; /* % free */
 };
 
 /*
@@ -208,13 +214,17 @@ struct clio_conf {
 		.dirty_hi = 50, .dirty_lo = 25, .dirty_age = 30.0,          \
 		.cluster = CLIO_CLUSTER_ON, .rbw = CLIO_RBW_CLUSTER,        \
 		.write_behind = 1, .queue_depth = 4, .flusher = 1,          \
-		.flush_behind = 0                                           \
+		.flush_behind = 0, .disk_cache = 0, .disk_cache_size = 0,   \
+		.disk_cache_mode = 0, .disk_cache_verify = 0,               \
+		.disk_cache_brun = 7, .disk_cache_bcull = 5,                \
+		.disk_cache_bstop = 1                                       \
 	}
 #else
 #define CLIO_CONF_DEFAULTS                                                  \
 	{                                                                   \
 		16384, 65536, 1048576, 64, 127, 64ull << 20, 50, 25, 30.0,  \
-		CLIO_CLUSTER_ON, CLIO_RBW_CLUSTER, 1, 4, 1, 0               \
+		CLIO_CLUSTER_ON, CLIO_RBW_CLUSTER, 1, 4, 1, 0, 0, 0, 0, 0,  \
+		7, 5, 1                                                     \
 	}
 #endif
 /* Fill conf with CLIO_CONF_DEFAULTS; -EINVAL if conf is NULL. */
@@ -307,6 +317,10 @@ struct clio_validator {
  * the size covers it).  Records v.  Returns 1 if cached data was dropped,
  * 0 if it was still valid (or nothing was recorded yet), or -errno. */
 int clio_revalidate(clio_file *f, const struct clio_validator *v);
+/* Ask device d for its object's current version (an nfs device: a
+ * GETATTR RPC; the virtual clock moves by its round trip on nfs+sim).
+ * -ENOTSUP where the device has no versions. */
+int clio_dev_version(clio_dev *d, struct clio_validator *v);
 /* Record v as the object's version without dropping anything: after this
  * handle's own writes changed the source. */
 int clio_validator_set(clio_file *f, const struct clio_validator *v);

@@ -8,7 +8,10 @@
  * -EINVAL with a message naming the key and the value, changing nothing.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -36,7 +39,91 @@ static const struct size_key size_keys[] = {
 	{ "queue_depth", F32(queue_depth), 1, 256, false },
 	{ "flusher", F32(flusher), 0, 1, false },
 	{ "flush_behind", F64(flush_behind), 0, 1ull << 40, false },
+	{ "disk_cache_size", F64(disk_cache_size), 0, 1ull << 50, false },
+	{ "disk_cache_brun", F32(disk_cache_brun), 0, 100, false },
+	{ "disk_cache_bcull", F32(disk_cache_bcull), 0, 100, false },
+	{ "disk_cache_bstop", F32(disk_cache_bstop), 0, 100, false },
 };
+
+/* disk_cache=DIR: the directory, kept for the process (conf structs are
+ * copied by value, so the string must outlive them all). */
+struct kept_str {
+	struct kept_str *next;
+	char s[];
+};
+static struct kept_str *kept;
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static const char *
+keep_string(const char *v)
+{
+	struct kept_str *k;
+
+	pthread_mutex_lock(&kept_lock);
+	for (k = kept; k != NULL; k = k->next)
+		if (strcmp(k->s, v) == 0)
+			break;
+	if (k == NULL && (k = malloc(sizeof(*k) + strlen(v) + 1)) != NULL) {
+		strcpy(k->s, v);
+		k->next = kept;
+		kept = k;
+	}
+	pthread_mutex_unlock(&kept_lock);
+	return k != NULL ? k->s : NULL;
+}
+
+static int
+set_disk_cache(struct clio_conf *conf, const char *k, const char *value,
+	       char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (strcmp(k, "disk_cache") == 0) {
+		const char *s;
+		if (*value == '\0' || strcmp(value, "off") == 0) {
+			conf->disk_cache = NULL;
+			return 0;
+		}
+		if (stat(value, &st) < 0 || !S_ISDIR(st.st_mode) ||
+		    access(value, W_OK | X_OK) < 0) {
+			set_err(err, errlen,
+				"invalid disk_cache '%s' (a writable directory)", value);
+			return -EINVAL;
+		}
+		char *abs = realpath(value, NULL);
+		s = abs != NULL ? keep_string(abs) : NULL;
+		free(abs);
+		if (s == NULL)
+			return -ENOMEM;
+		conf->disk_cache = s;
+		return 0;
+	}
+	if (strcmp(k, "disk_cache_mode") == 0) {
+		if (strcmp(value, "writethrough") == 0)
+			conf->disk_cache_mode = 0;
+		else if (strcmp(value, "writeback") == 0)
+			conf->disk_cache_mode = 1;
+		else {
+			set_err(err, errlen, "invalid disk_cache_mode '%s' "
+				"(writethrough or writeback)", value);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (strcmp(k, "disk_cache_verify") == 0) {
+		if (strcmp(value, "sample") == 0)
+			conf->disk_cache_verify = 1;
+		else if (strcmp(value, "none") == 0 || strcmp(value, "off") == 0)
+			conf->disk_cache_verify = 0;
+		else {
+			set_err(err, errlen, "invalid disk_cache_verify '%s' "
+				"(sample or none)", value);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	return 1;
+}
 
 static void
 normalize(const char *key, char *out, size_t len)
@@ -56,6 +143,11 @@ clio_conf_set(struct clio_conf *conf, const char *key, const char *value,
 	size_t i;
 
 	normalize(key, k, sizeof(k));
+	if (strncmp(k, "disk_cache", 10) == 0) {
+		int r = set_disk_cache(conf, k, value, err, errlen);
+		if (r <= 0)
+			return r;
+	}
 	if (strcmp(k, "cluster") == 0) {
 		if (strcmp(value, "on") == 0)
 			conf->cluster = CLIO_CLUSTER_ON;
@@ -151,6 +243,17 @@ clio_conf_check(const struct clio_conf *conf, char *err, size_t errlen)
 		set_err(err, errlen,
 			"invalid dirty_lo %u / dirty_hi %u (0 <= lo < hi <= 100)",
 			conf->dirty_lo, conf->dirty_hi);
+		return -EINVAL;
+	}
+	if (conf->disk_cache_mode > 1 || conf->disk_cache_verify > 1 ||
+	    conf->disk_cache_bstop >= conf->disk_cache_bcull ||
+	    conf->disk_cache_bcull >= conf->disk_cache_brun ||
+	    conf->disk_cache_brun > 100) {
+		set_err(err, errlen,
+			"invalid disk_cache_bstop %u / bcull %u / brun %u "
+			"(0 <= bstop < bcull < brun <= 100)",
+			conf->disk_cache_bstop, conf->disk_cache_bcull,
+			conf->disk_cache_brun);
 		return -EINVAL;
 	}
 	if (conf->cluster > CLIO_CLUSTER_OFF || conf->rbw > CLIO_RBW_BLOCK ||

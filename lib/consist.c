@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "cache.h"
+#include "tier.h"
 
 static bool
 same_version(const struct clio_validator *a, const struct clio_validator *b)
@@ -88,6 +89,8 @@ clio_revalidate(clio_file *f, const struct clio_validator *v)
 	o->o_have_v = true;
 	cache_check(c);
 	pthread_mutex_unlock(&c->lock);
+	if (r == 1)
+		tier_drop(o->o_dev); /* the disk tier holds the old version too */
 	return r;
 }
 

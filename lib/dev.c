@@ -50,6 +50,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "tier.h"
 
 /* Latency histogram: bucket k covers [2^(k/4), 2^((k+1)/4)) microseconds. */
 #define LAT_BUCKETS 128
@@ -879,6 +880,11 @@ clio_dev_submit(clio_dev *d, struct clio_req *req)
 		return -EROFS;
 	if (!flush && (req->iovcnt < 0 || (req->iovcnt > 0 && req->iov == NULL)))
 		return -EINVAL;
+	if (!(req->flags & DEV_REQ_TIER)) {
+		struct tier *t = __atomic_load_n(&d->tier, __ATOMIC_ACQUIRE);
+		if (t != NULL)
+			return tier_submit(t, d, req);
+	}
 
 	/* the pieces, all before any starts: a shortage fails the request
 	 * with nothing done and no callback */
@@ -1052,7 +1058,11 @@ clio_dev_resize(clio_dev *d, uint64_t size)
 		return -ENOTSUP;
 	if (d->readonly)
 		return -EROFS;
-	r = d->ops->resize(d, size);
+	r = tier_resize(d, size, true);
+	if (r == 0)
+		r = d->ops->resize(d, size);
+	if (r == 0)
+		tier_resize(d, size, false);
 	if (r == 0) {
 		pthread_mutex_lock(&d->lock);
 		d->size = size;
@@ -1152,6 +1162,15 @@ dev_open_spec(const char *spec, int flags, clio_dev **dp, char *err, size_t errl
 		}
 		return dev_nbd_open(spec, flags, dp, err, errlen);
 	}
+	if (has_prefix(spec, "nfs+sim:")) {
+		if (dev_nfssim_open == NULL) {
+			set_err(err, errlen, "nfs+sim device '%s': this program has libclio's "
+				"static library, which has no NFS engine (link libclio.so)",
+				spec);
+			return -ENOTSUP;
+		}
+		return dev_nfssim_open(spec, flags, dp, err, errlen);
+	}
 	if (has_prefix(spec, "nfs:")) {
 		if (dev_nfs_open == NULL) {
 			set_err(err, errlen, "nfs device '%s': this program has libclio's "
@@ -1160,6 +1179,15 @@ dev_open_spec(const char *spec, int flags, clio_dev **dp, char *err, size_t errl
 			return -ENOTSUP;
 		}
 		return dev_nfs_open(spec, flags, dp, err, errlen);
+	}
+	if (has_prefix(spec, "rbd:")) {
+		if (dev_rbd_open == NULL) {
+			set_err(err, errlen, "rbd device '%s': this program has libclio's "
+				"static library, which has no RBD backend (link libclio.so)",
+				spec);
+			return -ENOTSUP;
+		}
+		return dev_rbd_open(spec, flags, dp, err, errlen);
 	}
 	if (strcmp(spec, "mem") == 0)
 		return dev_mem_open("", flags, dp, err, errlen);
@@ -1292,6 +1320,7 @@ clio_dev_close(clio_dev *d)
 
 	if (d == NULL)
 		return 0;
+	int r = tier_detach(d);
 	pthread_mutex_lock(&d->lock);
 	while (d->outstanding > 0)
 		pthread_cond_wait(&d->idle_cv, &d->lock);
@@ -1301,7 +1330,7 @@ clio_dev_close(clio_dev *d)
 	d->ops->close(d); /* frees d through dev_free */
 	if (uses_pool)
 		pool_unregister(share);
-	return 0;
+	return r;
 }
 
 const char *
@@ -1337,6 +1366,16 @@ int
 clio_dev_is_virtual(const clio_dev *d)
 {
 	return d->is_virtual;
+}
+
+int
+clio_dev_version(clio_dev *d, struct clio_validator *v)
+{
+	if (d == NULL || v == NULL)
+		return -EINVAL;
+	if (d->ops->version == NULL)
+		return -ENOTSUP;
+	return d->ops->version(d, v);
 }
 
 /* ------------------------------------------------------------ description */
@@ -1388,6 +1427,8 @@ clio_dev_params(clio_dev *d, char *buf, size_t len)
 		buf[0] = '\0';
 	if (d->ops->params != NULL)
 		d->ops->params(d, &o);
+	if (d->tier != NULL)
+		tier_params(d->tier, &o);
 	if (o.used > INT_MAX)
 		return -EOVERFLOW;
 	return (int)o.used;

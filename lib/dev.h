@@ -90,6 +90,8 @@ struct dev_ops {
 	int (*resize)(clio_dev *d, uint64_t size);	 /* NULL: fixed size */
 	void (*close)(clio_dev *d);
 	void (*params)(clio_dev *d, struct dev_params *o); /* rule 7 */
+	/* optional: the object's current version (clio_dev_version) */
+	int (*version)(clio_dev *d, struct clio_validator *v);
 };
 
 struct dev_stat_acc;   /* dev.c */
@@ -123,6 +125,7 @@ struct clio_dev {
 	struct dev_piece *free_pieces;
 	pthread_cond_t idle_cv;	/* outstanding reached 0 */
 	bool uses_pool;
+	struct tier *tier;	/* the disk tier every request goes through (tier.c) */
 };
 
 /* dev.c */
@@ -182,8 +185,17 @@ int dev_nbd_open(const char *spec, int flags, clio_dev **dp, char *err,
  * installed static library has no NFS backend, and there it is NULL. */
 int dev_nfs_open(const char *spec, int flags, clio_dev **dp, char *err,
 		 size_t errlen) __attribute__((weak));
+/* spec is the whole `nfs+sim:OPTS` string: the nfs engine over the
+ * simulated server of lib/dev/nfssim.c.  Weak, as dev_nfs_open (it is in
+ * lib/dev/nfs.c). */
+int dev_nfssim_open(const char *spec, int flags, clio_dev **dp, char *err,
+		    size_t errlen) __attribute__((weak));
 /* The file's version from a GETATTR of an nfs device (-EINVAL for any
  * other device): size, mtime, ctime, fileid. */
 int dev_nfs_validator(clio_dev *d, struct clio_validator *v) __attribute__((weak));
+/* spec is the whole "rbd:POOL/IMAGE..." string.  Weak, and not in the
+ * installed static library, as dev_nbd_open (librbd and librados). */
+int dev_rbd_open(const char *spec, int flags, clio_dev **dp, char *err,
+		 size_t errlen) __attribute__((weak));
 
 #endif

@@ -41,6 +41,7 @@
 #include <string.h>
 
 #include "cache.h"
+#include "tier.h"
 
 #define SEQ_UNIT 16384
 
@@ -116,6 +117,11 @@ clio_open(clio_cache *c, clio_dev *d, int flags, clio_file **fp)
 	if ((flags & CLIO_ACCMODE) != CLIO_RDONLY && clio_dev_info(d, &in) == 0 &&
 	    in.readonly)
 		return -EROFS;
+	if (c->conf.disk_cache != NULL) {
+		int r = tier_attach(d, &c->conf);
+		if (r < 0)
+			return r;
+	}
 	f = calloc(1, sizeof(*f));
 	if (f == NULL)
 		return -ENOMEM;

@@ -30,6 +30,13 @@ const char *errno_name(int e);
  * nonzero return.  A key without '=' gets value "". */
 int parse_kv_list(char *s, char sep,
 		  int (*fn)(void *arg, const char *k, const char *v), void *arg);
+/* A device URI's query, split between clio and the library below: each
+ * pair "key=value" of spec's query goes to take(arg, pair), which
+ * returns 1 if the pair is clio's (taken out), 0 if not (kept) or
+ * -errno (the split stops with it).  *rest gets spec without clio's
+ * pairs (malloc'd). */
+int uri_take_query(const char *spec, int (*take)(void *arg, const char *kv),
+		   void *arg, char **rest);
 
 /* iovec helpers (dev.c) */
 size_t iov_length(const struct iovec *iov, int iovcnt);

@@ -204,3 +204,40 @@ now_monotonic(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
+
+int
+uri_take_query(const char *spec, int (*take)(void *arg, const char *kv),
+	       void *arg, char **rest)
+{
+	const char *q = strchr(spec, '?');
+	size_t base = q ? (size_t)(q - spec) : strlen(spec);
+	char *query, *kv, *save = NULL, *out;
+	int r = 0;
+
+	out = malloc(strlen(spec) + 2);
+	query = strdup(q ? q + 1 : "");
+	if (out == NULL || query == NULL) {
+		free(out);
+		free(query);
+		return -ENOMEM;
+	}
+	memcpy(out, spec, base);
+	out[base] = '\0';
+	for (kv = strtok_r(query, "&", &save); kv != NULL;
+	     kv = strtok_r(NULL, "&", &save)) {
+		if ((r = take(arg, kv)) < 0)
+			break;
+		if (r == 0) {
+			strcat(out, strchr(out, '?') ? "&" : "?");
+			strcat(out, kv);
+		}
+		r = 0;
+	}
+	free(query);
+	if (r < 0) {
+		free(out);
+		return r;
+	}
+	*rest = out;
+	return 0;
+}

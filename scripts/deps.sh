@@ -11,8 +11,8 @@
 set -e
 group() {
 	case $1 in
-	build) echo gcc make libc6-dev libfuse3-dev liburing-dev libnbd-dev libnfs-dev nbdkit-plugin-dev pkg-config;;
-	test)  echo libcmocka-dev fuse3 attr g++ qemu-utils nfs-ganesha nfs-ganesha-vfs rpcbind;;
+	build) echo gcc make libc6-dev libfuse3-dev liburing-dev libnbd-dev libnfs-dev nbdkit-plugin-dev pkg-config librbd-dev librados-dev;;
+	test)  echo libcmocka-dev fuse3 attr g++ qemu-utils nfs-ganesha nfs-ganesha-vfs rpcbind ceph-mon ceph-osd ceph-common;;
 	bench) echo gnuplot-nox nbdkit libnbd-bin git;;
 	deb)   echo debhelper dpkg-dev fakeroot lintian;;
 	*)     echo "deps: unknown group '$1' (build, test, bench, deb)" >&2; exit 2;;

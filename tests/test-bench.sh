@@ -28,7 +28,7 @@ python3 - "$tmp/all.json" <<'PY'
 import json, sys
 doc = json.load(open(sys.argv[1]))
 ex = {e["experiment"]: e["rows"] for e in doc["experiments"]}
-assert set(ex) == {"maxbsize", "blocksize", "rewrite", "rawblock", "kernel", "core"}, ex.keys()
+assert set(ex) == {"maxbsize", "blocksize", "rewrite", "rawblock", "kernel", "core", "nfs-sim"}, ex.keys()
 def check(name, v, lo, hi):
     ok = v is not None and lo <= v <= hi
     print(("ok: " if ok else "FAIL: ") + "%s = %s in [%s, %s]" % (name, v, lo, hi))

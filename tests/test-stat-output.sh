@@ -48,6 +48,8 @@ cat "$mnt/w" >/dev/null
 want "requests read_bytes" "$(json 'm["requests"]["read_bytes"]')" $N
 want "cache read_bytes" "$(json 'm["total"]["front"]["read_bytes"]')" $N
 want "w_await measured" "$(json 'm["requests_iostat"]["w_await_ms"] > 0')" True
+want "storage write time measured" "$(json 'm["total"]["back"]["write_time_s"] > 0')" True
+want "cache read time measured" "$(json 'm["total"]["front"]["read_time_s"] > 0')" True
 
 # the summary: the same totals, human-sized
 "$CLIO" stat "$mnt" >"$tmp/sum" || fail "clio stat exits $?"

@@ -305,6 +305,23 @@ file_params(clio_dev *d, struct dev_params *o)
 			  (unsigned long long)uring_ring_submitted(f->ring));
 }
 
+/* clio_dev_version: the file's size, times and inode (fstat). */
+static int
+file_version(clio_dev *d, struct clio_validator *v)
+{
+	struct file_dev *fd = d->priv;
+	struct stat st;
+
+	if (fstat(fd->fd, &st) < 0)
+		return -errno;
+	memset(v, 0, sizeof(*v));
+	v->size = (uint64_t)st.st_size;
+	v->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	v->ctime_ns = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
+	v->id = (uint64_t)st.st_ino;
+	return 0;
+}
+
 #define FILE_OPS(name_, submit_, resize_)                                    \
 	static const struct dev_ops name_ = {                                \
 		.scheme = "file",                                            \
@@ -313,6 +330,7 @@ file_params(clio_dev *d, struct dev_params *o)
 		.resize = resize_,                                           \
 		.close = file_close,                                         \
 		.params = file_params,                                       \
+		.version = file_version,                                     \
 	}
 FILE_OPS(file_threads_ops, NULL, file_resize);
 FILE_OPS(file_uring_ops, file_submit, file_resize);

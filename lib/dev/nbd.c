@@ -441,54 +441,50 @@ static const struct dev_ops nbd_ops = {
 	.params = nbd_params,
 };
 
+struct nbd_split {
+	struct nbd_dev *nd;
+	const char *spec;
+	char *err;
+	size_t errlen;
+};
+
+/* One pair of the URI's query: 1 if it is clio's (qd=, conns=). */
+static int
+nbd_take_key(void *arg, const char *kv)
+{
+	struct nbd_split *sp = arg;
+	uint64_t n;
+
+	if (strncmp(kv, "qd=", 3) == 0) {
+		if (parse_uint(kv + 3, &n) < 0 || n < 1 || n > NBD_MAX_QD) {
+			set_err(sp->err, sp->errlen, "nbd: bad qd '%s' in '%s' (1 to %d)",
+				kv + 3, sp->spec, NBD_MAX_QD);
+			return -EINVAL;
+		}
+		sp->nd->qd = (uint32_t)n;
+		return 1;
+	}
+	if (strncmp(kv, "conns=", 6) == 0) {
+		if (parse_uint(kv + 6, &n) < 0 || n < 1 || n > NBD_MAX_CONNS) {
+			set_err(sp->err, sp->errlen, "nbd: bad conns '%s' in '%s' (1 to %d)",
+				kv + 6, sp->spec, NBD_MAX_CONNS);
+			return -EINVAL;
+		}
+		sp->nd->conns_asked = (int)n;
+		return 1;
+	}
+	return 0;
+}
+
 /* Take clio's keys out of the URI's query; the rest goes to libnbd. */
 static int
 split_uri(struct nbd_dev *nd, const char *spec, char *err, size_t errlen)
 {
-	const char *q = strchr(spec, '?');
-	size_t base = q ? (size_t)(q - spec) : strlen(spec);
-	char *query, *kv, *save = NULL, *out;
-	uint64_t n;
+	struct nbd_split sp = { nd, spec, err, errlen };
 
 	nd->qd = NBD_DEFAULT_QD;
 	nd->conns_asked = 1;
-	out = malloc(strlen(spec) + 2);
-	query = strdup(q ? q + 1 : "");
-	if (out == NULL || query == NULL) {
-		free(out);
-		free(query);
-		return -ENOMEM;
-	}
-	memcpy(out, spec, base);
-	out[base] = '\0';
-	for (kv = strtok_r(query, "&", &save); kv != NULL;
-	     kv = strtok_r(NULL, "&", &save)) {
-		if (strncmp(kv, "qd=", 3) == 0) {
-			if (parse_uint(kv + 3, &n) < 0 || n < 1 || n > NBD_MAX_QD) {
-				set_err(err, errlen, "nbd: bad qd '%s' in '%s' (1 to %d)",
-					kv + 3, spec, NBD_MAX_QD);
-				goto bad;
-			}
-			nd->qd = (uint32_t)n;
-		} else if (strncmp(kv, "conns=", 6) == 0) {
-			if (parse_uint(kv + 6, &n) < 0 || n < 1 || n > NBD_MAX_CONNS) {
-				set_err(err, errlen, "nbd: bad conns '%s' in '%s' (1 to %d)",
-					kv + 6, spec, NBD_MAX_CONNS);
-				goto bad;
-			}
-			nd->conns_asked = (int)n;
-		} else {
-			strcat(out, strchr(out, '?') ? "&" : "?");
-			strcat(out, kv);
-		}
-	}
-	free(query);
-	nd->uri = out;
-	return 0;
-bad:
-	free(query);
-	free(out);
-	return -EINVAL;
+	return uri_take_query(spec, nbd_take_key, &sp, &nd->uri);
 }
 
 static int

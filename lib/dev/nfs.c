@@ -76,7 +76,11 @@
  * simulated completion times (per-RPC round trip, bandwidth, the
  * server's CPU per call), so that the same client code path runs in
  * virtual time; the verifier and a server restart are then the
- * simulation's to choose.
+ * simulation's to choose.  lib/dev/nfssim.c is that transport
+ * (`nfs+sim:`).  On it (nfs.h rule 6) the engine's clock is nd->vt, the
+ * time of the event it handles: a command's t_submit when it starts, a
+ * reply's t_done inside eng_reply(); each call leaves at nd->vt and each
+ * command finishes at it (p->t_done, dev.h rule 4).
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -104,6 +108,7 @@ struct nfs_cmd {
 	char *data;		/* a write's copy: becomes its record's */
 	uint64_t flush_gen;	/* a flush: the cycle generation it needs */
 	ssize_t result;
+	double t_done;		/* virtual clock: when it finished */
 	struct nfs_attr attr;	/* getattr */
 	struct nfs_cmd *next;
 	struct nfs_cmd *out_prev, *out_next; /* nd->wout: a WRITE in flight */
@@ -169,6 +174,9 @@ struct nfs_dev {
 	int cycle_err;		/* a resend of this cycle failed */
 
 	atomic_ullong n_verf_changes, n_resends, n_commits, n_kept;
+	bool virt;		/* the transport's clock is virtual (nfs.h rule 6) */
+	double vt;		/* the I/O thread's: the event's virtual time */
+	double vbusy;		/* the latest t_done stamped */
 };
 
 static _Thread_local struct nfs_dev *driving;
@@ -199,7 +207,11 @@ rpc_new(struct nfs_dev *nd, enum rpc_kind kind, struct nfs_cmd *cmd)
 static int
 xp_start(struct nfs_dev *nd, struct nfs_rpc *r, const struct nfs_call *c)
 {
-	int rc = nd->xp->ops->call(nd->xp, c, r);
+	struct nfs_call cc = *c;
+	int rc;
+
+	cc.t = nd->vt;
+	rc = nd->xp->ops->call(nd->xp, &cc, r);
 
 	if (rc < 0) {
 		free(r);
@@ -272,6 +284,14 @@ static void
 cmd_finish(struct nfs_dev *nd, struct nfs_cmd *cmd, ssize_t result)
 {
 	cmd->result = result;
+	cmd->t_done = nd->vt;
+	if (nd->virt && cmd->p != NULL) {
+		/* busy from where the last piece's busy time ended: the
+		 * device layer sums the pieces' t_done - t_start (%util) */
+		cmd->p->t_start = MIN(MAX(cmd->p->t_submit, nd->vbusy), nd->vt);
+		cmd->p->t_done = nd->vt;
+		nd->vbusy = MAX(nd->vbusy, nd->vt);
+	}
 	if (cmd->kind == C_WRITE) {
 		free(cmd->data); /* unless a record took it */
 		cmd->data = NULL;
@@ -671,6 +691,8 @@ eng_reply(struct nfs_dev *nd, struct nfs_rpc *r, const struct nfs_reply *rep)
 {
 	struct nfs_cmd *cmd = r->cmd;
 
+	if (nd->virt)
+		nd->vt = rep->t_done;
 	nd->inflight--;
 	if (rep->err == 0)
 		note_attr(nd, rep);
@@ -750,6 +772,8 @@ rec_truncate(struct nfs_dev *nd, uint64_t size)
 static void
 eng_start(struct nfs_dev *nd, struct nfs_cmd *cmd)
 {
+	if (nd->virt)
+		nd->vt = cmd->p != NULL ? cmd->p->t_submit : vclock_now();
 	switch (cmd->kind) {
 	case C_FLUSH:
 		cmd->flush_gen = ++nd->flush_gen;
@@ -916,6 +940,8 @@ cmd_run(struct nfs_dev *nd, struct nfs_cmd *cmd)
 	}
 	pthread_mutex_destroy(&m);
 	pthread_cond_destroy(&cv);
+	if (nd->virt && cmd->p == NULL)
+		vclock_advance_to(cmd->t_done); /* resize, GETATTR: we waited */
 	return cmd->result;
 }
 
@@ -1058,6 +1084,8 @@ nfs_params(clio_dev *d, struct dev_params *o)
 			  (long long)(nd->attr.ctime_ns % 1000000000));
 	}
 	pthread_mutex_unlock(&nd->lock);
+	if (nd->xp->ops->params != NULL)
+		nd->xp->ops->params(nd->xp, o);
 }
 
 static const struct dev_ops nfs_ops = {
@@ -1067,6 +1095,21 @@ static const struct dev_ops nfs_ops = {
 	.resize = nfs_resize,
 	.close = nfs_dev_close,
 	.params = nfs_params,
+	.version = dev_nfs_validator,
+};
+
+/* The same engine over the simulated server (lib/dev/nfssim.c).  No
+ * submit(): each piece runs inline through io(), its reply ready before
+ * the submitter goes on, so what the cache sees never depends on the
+ * real-time order of threads; the simulated server still overlaps the
+ * pieces, each leaving at its own t_submit. */
+static const struct dev_ops nfssim_ops = {
+	.scheme = "nfs+sim",
+	.io = nfs_io,
+	.resize = nfs_resize,
+	.close = nfs_dev_close,
+	.params = nfs_params,
+	.version = dev_nfs_validator,
 };
 
 int
@@ -1075,7 +1118,7 @@ dev_nfs_validator(clio_dev *d, struct clio_validator *v)
 	struct nfs_cmd cmd = { .kind = C_GETATTR };
 	int r;
 
-	if (d == NULL || d->ops != &nfs_ops || v == NULL)
+	if (d == NULL || (d->ops != &nfs_ops && d->ops != &nfssim_ops) || v == NULL)
 		return -EINVAL;
 	r = (int)cmd_run(d->priv, &cmd);
 	if (r < 0)
@@ -1154,9 +1197,11 @@ bad:
 	return -EINVAL;
 }
 
-int
-dev_nfs_open(const char *spec, int flags, clio_dev **dp, char *err,
-	     size_t errlen)
+/* sim_opts NULL: a real server through libnfs (spec is the URL); else the
+ * simulated server of lib/dev/nfssim.c with those options. */
+static int
+nfs_open_common(const char *spec, const char *sim_opts, int flags,
+		clio_dev **dp, char *err, size_t errlen)
 {
 	struct nfs_dev *nd = calloc(1, sizeof(*nd));
 	clio_dev *d = NULL;
@@ -1175,18 +1220,25 @@ dev_nfs_open(const char *spec, int flags, clio_dev **dp, char *err,
 		r = -ENOMEM;
 		goto fail;
 	}
-	r = split_url(nd, spec, err, errlen);
+	r = sim_opts != NULL ? split_url(nd, "", err, errlen)
+			     : split_url(nd, spec, err, errlen);
 	if (r < 0)
 		goto fail;
-	r = dev_alloc(&nfs_ops, spec, &d);
+	r = dev_alloc(sim_opts != NULL ? &nfssim_ops : &nfs_ops, spec, &d);
 	if (r < 0)
 		goto fail;
 	d->priv = nd;
 	nd->d = d;
-	r = nfs_libnfs_open(spec, nd->url, flags, nd->timeo, &nd->xp, &nd->fi, err,
-			    errlen);
+	if (sim_opts != NULL)
+		r = nfs_sim_open(spec, sim_opts, flags, &nd->xp, &nd->fi, err, errlen);
+	else
+		r = nfs_libnfs_open(spec, nd->url, flags, nd->timeo, &nd->xp, &nd->fi,
+				    err, errlen);
 	if (r < 0)
 		goto fail;
+	nd->virt = nd->fi.is_virtual;
+	if (nd->fi.qd > 0)
+		nd->qd = MIN(nd->fi.qd, NFS_MAX_QD);
 	nd->xp->reply = xp_reply;
 	nd->xp->arg = nd;
 	d->size = nd->fi.size;
@@ -1217,7 +1269,10 @@ dev_nfs_open(const char *spec, int flags, clio_dev **dp, char *err,
 	d->maxio = MIN(nd->fi.rtmax, nd->fi.wtmax);
 	d->queue_depth = nd->qd;
 	d->readonly = (flags & CLIO_DEV_RDONLY) != 0;
-	snprintf(d->engine, sizeof(d->engine), "libnfs (NFSv3, qd %u)", nd->qd);
+	d->is_virtual = nd->virt;
+	snprintf(d->engine, sizeof(d->engine), nd->virt ?
+		 "simulated NFSv3 server (virtual clock, qd %u)" : "libnfs (NFSv3, qd %u)",
+		 nd->qd);
 	*dp = d;
 	return 0;
 fail:
@@ -1225,4 +1280,19 @@ fail:
 	if (d != NULL)
 		dev_free(d);
 	return r;
+}
+
+int
+dev_nfs_open(const char *spec, int flags, clio_dev **dp, char *err,
+	     size_t errlen)
+{
+	return nfs_open_common(spec, NULL, flags, dp, err, errlen);
+}
+
+int
+dev_nfssim_open(const char *spec, int flags, clio_dev **dp, char *err,
+		size_t errlen)
+{
+	return nfs_open_common(spec, spec + strlen("nfs+sim:"), flags, dp, err,
+			       errlen);
 }

@@ -20,6 +20,11 @@
  *     lengths and the verifier only.  So a simulated server on the
  *     virtual clock can take libnfs's place by providing the same three
  *     operations (replying at the simulated completion times).
+ *  6. Virtual time (lib/dev/nfssim.c): a transport that sets
+ *     info->is_virtual reads c->t, the call's departure on the virtual
+ *     clock, and sets rep->t_done, the reply's arrival; the engine stamps
+ *     the pieces with them (dev.h rule 4).  Real transports ignore c->t
+ *     and leave rep->t_done 0.
  */
 #ifndef CLIO_DEV_NFS_H
 #define CLIO_DEV_NFS_H
@@ -29,6 +34,8 @@
 #include <stddef.h>
 
 #define NFS_VERF_SIZE 8
+
+struct dev_params;
 
 enum nfs_proc { NFS_READ, NFS_WRITE, NFS_COMMIT, NFS_SETSIZE, NFS_GETATTR };
 
@@ -44,6 +51,7 @@ struct nfs_call {
 	uint32_t len;		/* READ, WRITE */
 	const char *data;	/* WRITE: len bytes, UNSTABLE */
 	uint64_t size;		/* SETSIZE */
+	double t;		/* rule 6: departure (virtual clock) */
 };
 
 struct nfs_reply {
@@ -56,6 +64,7 @@ struct nfs_reply {
 	bool has_attr;		/* post-op attributes came */
 	struct nfs_attr attr;
 	const char *data;	/* READ: count bytes (rule 4) */
+	double t_done;		/* rule 6: arrival (virtual clock) */
 };
 
 struct nfs_xport;
@@ -63,6 +72,8 @@ struct nfs_xport_ops {
 	int (*call)(struct nfs_xport *x, const struct nfs_call *c, void *tag);
 	void (*wait)(struct nfs_xport *x, int wake_fd);
 	void (*close)(struct nfs_xport *x);
+	/* optional: the transport's own `clio info` parameters */
+	void (*params)(struct nfs_xport *x, struct dev_params *o);
 };
 
 struct nfs_xport {
@@ -76,6 +87,8 @@ struct nfs_file_info {
 	char *server, *export, *path; /* malloc'd */
 	uint64_t size;
 	uint32_t rtmax, wtmax;
+	bool is_virtual;	/* rule 6 */
+	uint32_t qd;		/* the transport's choice of RPCs in flight; 0: the engine's */
 };
 
 /* lib/dev/nfsxprt.c: mount and open the file of an nfs:// URL through
@@ -84,5 +97,11 @@ struct nfs_file_info {
 int nfs_libnfs_open(const char *spec, const char *url, int flags, int timeo,
 		    struct nfs_xport **xp, struct nfs_file_info *info,
 		    char *err, size_t errlen);
+
+/* lib/dev/nfssim.c: a simulated server and network on the virtual clock
+ * (opts: after `nfs+sim:`; spec is what errors name). */
+int nfs_sim_open(const char *spec, const char *opts, int flags,
+		 struct nfs_xport **xp, struct nfs_file_info *info, char *err,
+		 size_t errlen);
 
 #endif

@@ -217,6 +217,44 @@ test_parse_kv(void **state)
 	assert_int_equal(s.calls, 0);
 }
 
+/* uri_take_query's take: "qd=..." is ours, "bad=..." an error. */
+static int
+take_qd(void *arg, const char *kv)
+{
+	int *n = arg;
+
+	if (strncmp(kv, "bad=", 4) == 0)
+		return -EINVAL;
+	if (strncmp(kv, "qd=", 3) != 0)
+		return 0;
+	*n = atoi(kv + 3);
+	return 1;
+}
+
+static void
+test_uri_query(void **state)
+{
+	char *rest = NULL;
+	int qd = 0;
+
+	(void)state;
+	assert_int_equal(uri_take_query("nbd+unix:///e?socket=/s&qd=4&tls=off",
+					take_qd, &qd, &rest), 0);
+	assert_string_equal(rest, "nbd+unix:///e?socket=/s&tls=off");
+	assert_int_equal(qd, 4);
+	free(rest);
+	assert_int_equal(uri_take_query("nbd://h/e?qd=9", take_qd, &qd, &rest), 0);
+	assert_string_equal(rest, "nbd://h/e");
+	assert_int_equal(qd, 9);
+	free(rest);
+	assert_int_equal(uri_take_query("nbd://h/e", take_qd, &qd, &rest), 0);
+	assert_string_equal(rest, "nbd://h/e");
+	free(rest);
+	rest = NULL;
+	assert_int_equal(uri_take_query("nbd://h/e?a=1&bad=2", take_qd, &qd, &rest), -EINVAL);
+	assert_null(rest);
+}
+
 /* ------------------------------------------------------------ strings */
 
 /* spec must fail with want, and the message must name `names`. */
@@ -517,6 +555,20 @@ test_file_backend(void **state)
 	assert_int_equal(clio_dev_flush(d), 0);
 	clio_dev_stats(d, &st);
 	assert_int_equal(st.back.flushes, 1);
+	/* the version: what stat(2) sees, and a change of it */
+	{
+		struct clio_validator v1, v2;
+		struct stat fs;
+
+		assert_int_equal(clio_dev_version(d, &v1), 0);
+		assert_int_equal(stat(path, &fs), 0);
+		assert_true(v1.size == 60000 && v1.id == (uint64_t)fs.st_ino);
+		assert_true(v1.mtime_ns == (int64_t)fs.st_mtim.tv_sec * 1000000000 +
+					  fs.st_mtim.tv_nsec);
+		assert_int_equal(truncate(path, 7), 0);
+		assert_int_equal(clio_dev_version(d, &v2), 0);
+		assert_true(v2.size == 7 && v2.id == v1.id && v2.ctime_ns >= v1.ctime_ns);
+	}
 	clio_dev_close(d);
 
 	/* direct=1: unaligned memory, offsets and lengths through a bounce */
@@ -1737,6 +1789,7 @@ main(void)
 		cmocka_unit_test(test_parse_size),
 		cmocka_unit_test(test_parse_other),
 		cmocka_unit_test(test_parse_kv),
+		cmocka_unit_test(test_uri_query),
 		cmocka_unit_test(test_dev_strings),
 		cmocka_unit_test(test_dev_limits),
 		cmocka_unit_test(test_mem_backend),

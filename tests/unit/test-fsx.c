@@ -38,6 +38,8 @@
  *
  * Environment: CLIO_SEED (default: from the clock), CLIO_FSX_CONFIG=N
  * (run configuration N only), CLIO_FSX_OPS (total operations),
+ * CLIO_FSX_DEV=SPEC (every configuration on that resizable device, made
+ * empty at each setup, instead of mem, sim and file ones),
  * CLIO_FLAVOUR (a tsan run does half the operations).  A failure
  * prints the seed, the configuration, the thread, the op number, the op
  * and the ops before it.  A configuration's choices and ops derive from
@@ -165,6 +167,7 @@ struct fx {
 };
 
 static uint64_t g_seed;
+static const char *g_dev;	/* CLIO_FSX_DEV */
 static volatile sig_atomic_t g_cur = -1;	/* the configuration running */
 static _Thread_local uint64_t g_bad = UINT64_MAX; /* a wrong byte */
 static long g_total_ops, g_race_ops;
@@ -864,6 +867,8 @@ make_conf(int index, long nops, struct fx_conf *cf)
 		/* every other one striped: most blocks are shared */
 		cf->nstripes = i % 2 ? NTHREADS * (4 + (int)below(w, 61)) : NTHREADS;
 	}
+	if (g_dev != NULL)
+		cf->kind = K_MEM; /* a resizable device */
 	/* big enough that the cache holds a fraction of it */
 	cf->max_size = max64((uint64_t)(128 * 1024) << below(w, 5),
 			   4 * cc->cache_size);
@@ -901,6 +906,8 @@ make_conf(int index, long nops, struct fx_conf *cf)
 			 cf->kind == K_FILE_DIRECT ? "&direct=1" : "");
 		break;
 	}
+	if (g_dev != NULL)
+		snprintf(cf->spec, sizeof(cf->spec), "%s", g_dev);
 }
 
 /* Cut [0, max) into nstripes stripes of random lengths (1 byte and up),
@@ -969,6 +976,8 @@ setup(struct fx *fx, struct fx_conf *cf, bool *skipped)
 		const struct span *last = &fx->stripes[fx->nstripes - 1];
 		init = last->lo + 1 + below(w0, last->hi - last->lo - 1);
 	}
+	if (g_dev != NULL && (r = clio_dev_resize(fx->dev, 0)) < 0)
+		return r; /* what an earlier configuration left */
 	if (!fx->fixed && clio_dev_size(fx->dev) != init) {
 		r = clio_dev_resize(fx->dev, init);
 		if (r < 0)
@@ -1385,6 +1394,8 @@ main(void)
 	}
 	if ((s = getenv("CLIO_FSX_OPS")) != NULL && *s)
 		total = atol(s);
+	if ((s = getenv("CLIO_FSX_DEV")) != NULL && *s)
+		g_dev = s;
 	if ((s = getenv("CLIO_FSX_CONFIG")) != NULL && *s)
 		g_only = atoi(s);
 	/* four fifths to the single thread, the rest to the threads */

@@ -1,0 +1,332 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * benchtier.c - `clio bench diskcache`: the disk tier (disk_cache=DIR)
+ * over an NBD device at 5 ms round trip: nbdkit's file plugin behind its
+ * delay filter (rdelay=wdelay=2.5ms) on a Unix socket, serving an image
+ * in a temporary directory under ${TMPDIR:-/var/tmp}.
+ *
+ * Each case runs three ways, taking turns within each run:
+ *   cold   a client (cache, device, handle, all new) with an empty DIR;
+ *   warm   a new client after the cold one closed: a restart, with the
+ *          memory cache empty and DIR as the cold run left it;
+ *   local  the same reads with pread(2) from the image itself, after an
+ *          untimed pass (so from the page cache, as DIR is);
+ *   none   a client without the disk tier: what a miss costs more with
+ *          it is cold/none (target at most 1.10);
+ *   clio file  a client without the tier on the image as a file device
+ *          (from the page cache): the memory cache's own cost, which
+ *          warm pays too.
+ * The cases: (a) Connectathon test5's read phase (a 1 MiB file read 10
+ * times in 8 KiB reads); (b) a sequential read of the image in 1 MiB
+ * reads; (c) seeded random 4 KiB reads.  The table gives the medians of
+ * --runs runs, warm/cold ("speedup", target 20x) and local/warm (target
+ * 0.8: warm at least 0.8 times the speed of the local file), and the
+ * NBD reads of the warm runs, which must be 0.  Invariants: nbdkit is
+ * stopped by its pid whatever happens; the temporary directory goes.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "util.h"
+
+enum tcase { T_TEST5, T_SEQ, T_RAND, T_N };
+enum tsys { S_COLD, S_WARM, S_LOCAL, S_NONE, S_CLIOFILE, S_N };
+
+static const char *const tlabels[T_N] = {
+	"(a) test5 read phase: 1 MiB x 10, 8K reads",
+	"(b) sequential read, 1 MiB reads",
+	"(c) random 4 KiB reads",
+};
+
+struct tctx {
+	char dir[4096], img[4200], sock[4200], pidf[4200], dc[4200], uri[8600];
+	uint64_t size;	/* of the image */
+	uint64_t nrand;	/* (c)'s reads */
+	pid_t nbdkit;
+};
+
+static int
+rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(p);
+}
+
+static void
+rm_tree(const char *p)
+{
+	nftw(p, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static int
+nbdkit_start(struct tctx *x)
+{
+	pid_t p = fork();
+	int status;
+	FILE *fp;
+
+	if (p < 0)
+		return -errno;
+	if (p == 0) {
+		execlp("nbdkit", "nbdkit", "-U", x->sock, "--pidfile", x->pidf,
+		       "--filter=delay", "file", x->img, "rdelay=2.5ms",
+		       "wdelay=2.5ms", (char *)NULL);
+		_exit(127);
+	}
+	if (waitpid(p, &status, 0) != p || !WIFEXITED(status) ||
+	    WEXITSTATUS(status) != 0)
+		return -EIO;
+	for (int i = 0; i < 100; i++) { /* the daemon writes it after forking */
+		if ((fp = fopen(x->pidf, "r")) != NULL) {
+			int pid = 0;
+			if (fscanf(fp, "%d", &pid) == 1 && pid > 0)
+				x->nbdkit = pid;
+			fclose(fp);
+			if (x->nbdkit > 0)
+				return 0;
+		}
+		usleep(50000);
+	}
+	return -ETIMEDOUT;
+}
+
+static void
+nbdkit_stop(struct tctx *x)
+{
+	if (x->nbdkit <= 0)
+		return;
+	kill(x->nbdkit, SIGTERM);
+	for (int i = 0; i < 50 && kill(x->nbdkit, 0) == 0; i++)
+		usleep(100000);
+	kill(x->nbdkit, SIGKILL);
+	x->nbdkit = 0;
+}
+
+/* The reads of case c, with rd (a clio handle or an fd) */
+typedef ssize_t readfn(void *h, void *buf, size_t len, uint64_t off);
+
+static ssize_t
+rd_clio(void *h, void *buf, size_t len, uint64_t off)
+{
+	return clio_pread(h, buf, len, off);
+}
+
+static ssize_t
+rd_fd(void *h, void *buf, size_t len, uint64_t off)
+{
+	ssize_t n = pread(*(int *)h, buf, len, (off_t)off);
+
+	return n < 0 ? -errno : n;
+}
+
+static int
+workload(const struct tctx *x, enum tcase c, readfn *rd, void *h, char *buf)
+{
+	unsigned s = 4242;
+
+	switch (c) {
+	case T_TEST5:
+		for (int i = 0; i < 10; i++)
+			for (uint64_t off = 0; off < (1u << 20); off += 8192)
+				if (rd(h, buf, 8192, off) != 8192)
+					return -EIO;
+		return 0;
+	case T_SEQ:
+		for (uint64_t off = 0; off < x->size; off += 1u << 20)
+			if (rd(h, buf, 1u << 20, off) != 1 << 20)
+				return -EIO;
+		return 0;
+	default:
+		for (uint64_t i = 0; i < x->nrand; i++) {
+			uint64_t off = ((uint64_t)rand_r(&s) % (x->size / 4096)) * 4096;
+			if (rd(h, buf, 4096, off) != 4096)
+				return -EIO;
+		}
+		return 0;
+	}
+}
+
+/* One client (with the disk tier if tier): its seconds, and the bytes it
+ * read over NBD in *nbd. */
+static double
+client(const struct tctx *x, const char *dev, enum tcase c, char *buf,
+       uint64_t *nbd, bool tier)
+{
+	struct clio_conf conf = CLIO_CONF_DEFAULTS;
+	struct clio_dev_stats st;
+	clio_cache *cache = NULL;
+	clio_dev *d = NULL;
+	clio_file *f = NULL;
+	char err[256];
+	double t0, t = NAN;
+
+	if (tier && clio_conf_set(&conf, "disk_cache", x->dc, err, sizeof(err)) < 0) {
+		fprintf(stderr, "clio bench diskcache: %s\n", err);
+		return NAN;
+	}
+	if (clio_cache_new(&conf, &cache) < 0 ||
+	    clio_dev_open_err(dev, CLIO_DEV_RDONLY, &d, err, sizeof(err)) < 0 ||
+	    clio_open(cache, d, CLIO_RDONLY, &f) < 0) {
+		fprintf(stderr, "clio bench diskcache: %s: cannot open (%s)\n", dev, err);
+		goto out;
+	}
+	t0 = now_monotonic();
+	if (workload(x, c, rd_clio, f, buf) == 0)
+		t = now_monotonic() - t0;
+	clio_dev_stats(d, &st);
+	*nbd = st.back.read_bytes;
+out:
+	if (f != NULL)
+		clio_close(f);
+	if (cache != NULL)
+		clio_cache_free(cache);
+	if (d != NULL)
+		clio_dev_close(d);
+	return t;
+}
+
+static double
+local(const struct tctx *x, enum tcase c, char *buf)
+{
+	int fd = open(x->img, O_RDONLY);
+	double t0, t = NAN;
+
+	if (fd < 0)
+		return NAN;
+	if (workload(x, c, rd_fd, &fd, buf) == 0) { /* into the page cache */
+		t0 = now_monotonic();
+		if (workload(x, c, rd_fd, &fd, buf) == 0)
+			t = now_monotonic() - t0;
+	}
+	close(fd);
+	return t;
+}
+
+int
+exp_diskcache(const struct bench_opts *bo, struct table *t)
+{
+	const char *tmp = getenv("TMPDIR");
+	int runs = bo->runs > 0 ? bo->runs : bo->quick ? 1 : 3;
+	struct tctx x;
+	double *v = NULL;
+	uint64_t warm_nbd = 0, cold_nbd = 0;
+	char *buf = NULL;
+	int rc = -1;
+
+	memset(&x, 0, sizeof(x));
+	x.size = bo->size ? bo->size : bo->quick ? 32ull << 20 : 256ull << 20;
+	x.size = MAX(x.size & ~((1ull << 20) - 1), 2ull << 20);
+	x.nrand = bo->quick ? 200 : 1000;
+	if (!bench_have("nbdkit")) {
+		fprintf(stderr, "clio bench diskcache: nbdkit not found "
+			"(apt-get install nbdkit)\n");
+		return -1;
+	}
+	snprintf(x.dir, sizeof(x.dir), "%s/clio-bench-tier-XXXXXX", tmp ? tmp : "/var/tmp");
+	if (mkdtemp(x.dir) == NULL) {
+		fprintf(stderr, "clio bench diskcache: %s: %s\n", x.dir, strerror(errno));
+		return -1;
+	}
+	snprintf(x.img, sizeof(x.img), "%s/img", x.dir);
+	snprintf(x.sock, sizeof(x.sock), "%s/sock", x.dir);
+	snprintf(x.pidf, sizeof(x.pidf), "%s/nbdkit.pid", x.dir);
+	snprintf(x.dc, sizeof(x.dc), "%s/dc", x.dir);
+	snprintf(x.uri, sizeof(x.uri), "nbd+unix:///?socket=%s", x.sock);
+	buf = malloc(1u << 20);
+	v = calloc((size_t)runs * T_N * S_N, sizeof(double));
+	if (buf == NULL || v == NULL || bench_make_file(x.img, x.size) < 0 ||
+	    nbdkit_start(&x) < 0) {
+		fprintf(stderr, "clio bench diskcache: cannot set up nbdkit in %s\n", x.dir);
+		goto out;
+	}
+	for (int run = 0; run < runs; run++) {
+		for (int c = 0; c < T_N; c++) {
+			double *r = &v[((size_t)c * runs + run) * S_N];
+			uint64_t nbd = 0;
+			fprintf(stderr, "\r  diskcache: %-44s run %d/%d", tlabels[c],
+				run + 1, runs);
+			rm_tree(x.dc);
+			if (mkdir(x.dc, 0755) < 0)
+				goto out;
+			r[S_COLD] = client(&x, x.uri, c, buf, &nbd, true);
+			cold_nbd += nbd;
+			r[S_WARM] = client(&x, x.uri, c, buf, &nbd, true);
+			warm_nbd += nbd;
+			r[S_LOCAL] = local(&x, c, buf);
+			r[S_NONE] = client(&x, x.uri, c, buf, &nbd, false);
+			r[S_CLIOFILE] = client(&x, x.img, c, buf, &nbd, false);
+		}
+	}
+	fprintf(stderr, "\r%*s\r", 72, "");
+
+	table_init(t, "diskcache",
+		   "diskcache: the disk tier over NBD at 5 ms round trip (nbdkit's "
+		   "delay filter), cold, warm after a restart of the client, and "
+		   "the same reads from a local file");
+	table_col(t, "case", "case", -1);
+	table_col(t, "cold_s", "cold s", 4);
+	table_col(t, "warm_s", "warm s", 4);
+	table_col(t, "local_s", "local s", 4);
+	table_col(t, "speedup", "cold/warm", 1);
+	table_col(t, "speedup_met", "20x met", -1);
+	table_col(t, "vs_local", "local/warm", 3);
+	table_col(t, "vs_local_met", "0.8 met", -1);
+	table_col(t, "none_s", "no tier s", 4);
+	table_col(t, "miss_cost", "cold/none", 3);
+	table_col(t, "miss_cost_met", "1.1 met", -1);
+	table_col(t, "clio_file_s", "clio file s", 4);
+	table_col(t, "vs_clio_file", "file/warm", 3);
+	for (int c = 0; c < T_N; c++) {
+		double m[S_N];
+		int row = table_row(t);
+		for (int s = 0; s < S_N; s++) {
+			double col[64];
+			int n = MIN(runs, 64);
+			for (int run = 0; run < n; run++)
+				col[run] = v[((size_t)c * runs + run) * S_N + s];
+			m[s] = bench_median(col, n);
+		}
+		table_str(t, row, "case", tlabels[c]);
+		table_num(t, row, "cold_s", m[S_COLD]);
+		table_num(t, row, "warm_s", m[S_WARM]);
+		table_num(t, row, "local_s", m[S_LOCAL]);
+		table_num(t, row, "speedup", m[S_COLD] / m[S_WARM]);
+		table_str(t, row, "speedup_met", m[S_COLD] / m[S_WARM] >= 20 ? "yes" : "no");
+		table_num(t, row, "vs_local", m[S_LOCAL] / m[S_WARM]);
+		table_str(t, row, "vs_local_met", m[S_LOCAL] / m[S_WARM] >= 0.8 ? "yes" : "no");
+		table_num(t, row, "none_s", m[S_NONE]);
+		table_num(t, row, "miss_cost", m[S_COLD] / m[S_NONE]);
+		table_str(t, row, "miss_cost_met", m[S_COLD] / m[S_NONE] <= 1.1 ? "yes" : "no");
+		table_num(t, row, "clio_file_s", m[S_CLIOFILE]);
+		table_num(t, row, "vs_clio_file", m[S_CLIOFILE] / m[S_WARM]);
+	}
+	snprintf(t->note, sizeof(t->note),
+		 "  %d run(s), medians; image %llu MiB, %llu random reads; bytes read "
+		 "over NBD: cold runs %llu, warm runs %llu (must be 0).\n"
+		 "  DIR is on the local disk of TMPDIR, not on a slow simulated one.",
+		 runs, (unsigned long long)(x.size >> 20), (unsigned long long)x.nrand,
+		 (unsigned long long)cold_nbd, (unsigned long long)warm_nbd);
+	rc = warm_nbd == 0 ? 0 : -1;
+	if (warm_nbd != 0)
+		fprintf(stderr, "clio bench diskcache: the warm runs read %llu bytes "
+			"over NBD\n", (unsigned long long)warm_nbd);
+out:
+	nbdkit_stop(&x);
+	rm_tree(x.dir);
+	free(buf);
+	free(v);
+	return rc;
+}

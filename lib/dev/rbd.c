@@ -1,0 +1,637 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * rbd.c - the Ceph RBD backend (librbd):
+ * `rbd:POOL/IMAGE[@SNAP][?conf=PATH&id=NAME&cluster=NAME&qd=N&timeout=S&osd_timeout=S]`.
+ *
+ * conf is the ceph.conf to read (default: librados's own search, which
+ * honours CEPH_CONF), id the client's name without "client." (default
+ * admin), cluster the cluster's name (default ceph), qd the requests in
+ * flight (default 16), timeout the seconds that connecting and each
+ * monitor operation may take (default 10: a dead cluster fails in
+ * seconds), osd_timeout the seconds an OSD operation may take before it
+ * fails with ETIMEDOUT (default 0: wait for the OSD, librados's default).
+ * librbd's own cache is off (rbd_cache=false before rados_connect): clio
+ * is the cache.
+ *
+ * What the image says is the device: its size, its object size
+ * (params(), and maxio: a piece is at most one object's worth, so the
+ * cache's clusters, aligned powers of two no larger than an object, map
+ * each to one RADOS object).  A snapshot, or an image opened read-only,
+ * is opened with rbd_open_read_only and is a fixed-size read-only device;
+ * an image opened for writing is resizable: ftruncate is rbd_resize, and
+ * a write past the end (which librbd refuses) first grows the image to
+ * the write's end.
+ *
+ * Threading model:
+ *  1. submit() starts each piece with rbd_aio_readv/writev/flush and a
+ *     completion, and returns.  librbd calls rbd_callback() on one of its
+ *     own threads: it takes the return value and queues the command on
+ *     rd->done under rd->lock, nothing more (it must not block, and the
+ *     device layer's completion may submit again or wait).
+ *  2. One thread of the backend (rbd_main) takes the queued commands,
+ *     releases their completions and calls dev_piece_done() holding no
+ *     lock.  A command that cannot start is queued there too, with its
+ *     error: submit() never calls dev_piece_done() (dev.h rule 2b).
+ *  3. io() (synchronous pieces, dev.h rule 5, and deferred ones) starts
+ *     the same calls and waits for its own callback, which signals the
+ *     waiter instead of queueing: it works in any thread, rbd_main
+ *     included.
+ *  4. A write past the image's end is deferred to io() on the worker
+ *     pool, which grows the image under rd->resize_lock (never smaller
+ *     than the largest end asked for) before writing.  rd->size is the
+ *     image's size as this device last set or read it (rd->lock).
+ *  5. close() runs with nothing outstanding (dev.h rule 6): it stops
+ *     rbd_main, then closes the image, the pool and the connection.
+ *  6. rbd_seq (release before a command starts, acquire in its
+ *     callback) orders the submitter's writes to the command before the
+ *     callback's accesses; librbd's own hand-off between its threads
+ *     gives no edge that thread sanitizers can see.
+ */
+#include <errno.h>
+#include <rados/librados.h>
+#include <rbd/librbd.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define RBD_DEFAULT_QD 16
+#define RBD_MAX_QD 1024
+#define RBD_DEFAULT_TIMEOUT 10
+
+struct rbd_dev;
+
+struct rbd_cmd {
+	struct dev_io *p;
+	struct rbd_dev *rd;
+	rbd_completion_t comp;
+	ssize_t ret;		/* librbd's return value, or the start's error */
+	struct rbd_cmd *next;	/* rd->done */
+	/* io(): the waiter, instead of rd->done */
+	bool sync, finished;
+	pthread_mutex_t *m;
+	pthread_cond_t *cv;
+};
+
+struct rbd_dev {
+	char *pool, *image, *snap, *conf, *id, *cluster_name;
+	uint32_t qd;
+	uint64_t timeout, osd_timeout;
+	rados_t cluster;
+	rados_ioctx_t ioctx;
+	rbd_image_t img;
+	bool connected, have_ioctx, have_img;
+	uint64_t obj_size, stripe_unit, stripe_count, features;
+	char prefix[RBD_MAX_BLOCK_NAME_SIZE];
+
+	pthread_mutex_t lock;	/* done, stop, size */
+	pthread_cond_t cv;	/* done or stop changed */
+	struct rbd_cmd *done_head, *done_tail;
+	bool stop;
+	uint64_t size;
+	pthread_mutex_t resize_lock;
+	pthread_t thread;
+	bool started;
+};
+
+static atomic_uint_fast64_t rbd_seq; /* threading rule 6 */
+
+static void
+rbd_queue_done(struct rbd_dev *rd, struct rbd_cmd *cmd)
+{
+	cmd->next = NULL;
+	pthread_mutex_lock(&rd->lock);
+	if (rd->done_tail != NULL)
+		rd->done_tail->next = cmd;
+	else
+		rd->done_head = cmd;
+	rd->done_tail = cmd;
+	pthread_cond_signal(&rd->cv);
+	pthread_mutex_unlock(&rd->lock);
+}
+
+/* Threading rule 1: on a librbd thread. */
+static void
+rbd_callback(rbd_completion_t c, void *arg)
+{
+	struct rbd_cmd *cmd = arg;
+
+	(void)atomic_load_explicit(&rbd_seq, memory_order_acquire);
+	cmd->ret = rbd_aio_get_return_value(c);
+	if (cmd->sync) {
+		pthread_mutex_lock(cmd->m);
+		cmd->finished = true;
+		pthread_cond_signal(cmd->cv);
+		pthread_mutex_unlock(cmd->m);
+	} else {
+		rbd_queue_done(cmd->rd, cmd);
+	}
+}
+
+static uint64_t
+rbd_size_get(struct rbd_dev *rd)
+{
+	uint64_t s;
+
+	pthread_mutex_lock(&rd->lock);
+	s = rd->size;
+	pthread_mutex_unlock(&rd->lock);
+	return s;
+}
+
+/* Start cmd's call: 0, 1 when it is done already (a read at or past the
+ * end: 0 bytes), or -errno. */
+static int
+rbd_cmd_start(struct rbd_cmd *cmd)
+{
+	struct rbd_dev *rd = cmd->rd;
+	struct dev_io *p = cmd->p;
+	int r;
+
+	if (p->op == CLIO_OP_READ && p->off >= rbd_size_get(rd)) {
+		cmd->ret = 0;
+		return 1;
+	}
+	rbd_completion_t comp;
+	enum clio_op op = p->op;
+	const struct iovec *iov = p->iov;
+	int iovcnt = p->iovcnt;
+	uint64_t off = p->off;
+
+	r = rbd_aio_create_completion(cmd, rbd_callback, &comp);
+	if (r < 0)
+		return r;
+	cmd->comp = comp;
+	/* threading rule 6: neither cmd nor p is touched from here on,
+	 * unless librbd refused the command */
+	atomic_fetch_add_explicit(&rbd_seq, 1, memory_order_release);
+	switch (op) {
+	case CLIO_OP_READ:
+		r = rbd_aio_readv(rd->img, iov, iovcnt, off, comp);
+		break;
+	case CLIO_OP_WRITE:
+		r = rbd_aio_writev(rd->img, iov, iovcnt, off, comp);
+		break;
+	case CLIO_OP_FLUSH:
+	default:
+		r = rbd_aio_flush(rd->img, comp);
+		break;
+	}
+	if (r < 0) {
+		rbd_aio_release(comp);
+		cmd->comp = NULL;
+	}
+	return r < 0 ? r : 0;
+}
+
+/* The result of a finished command (dev.h rule 3), its completion freed. */
+static ssize_t
+rbd_cmd_finish(struct rbd_cmd *cmd)
+{
+	struct dev_io *p = cmd->p;
+
+	if (cmd->comp != NULL)
+		rbd_aio_release(cmd->comp);
+	cmd->comp = NULL;
+	if (cmd->ret < 0)
+		return cmd->ret;
+	if (p->op == CLIO_OP_FLUSH)
+		return 0;
+	if (p->op == CLIO_OP_READ) /* librbd clips a read at the end */
+		return cmd->ret < (ssize_t)p->len ? cmd->ret : (ssize_t)p->len;
+	return (ssize_t)p->len;
+}
+
+/* Threading rule 4: the image at least end bytes long. */
+static int
+rbd_grow(struct rbd_dev *rd, uint64_t end)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&rd->resize_lock);
+	if (end > rbd_size_get(rd)) {
+		r = rbd_resize(rd->img, end);
+		if (r == 0) {
+			pthread_mutex_lock(&rd->lock);
+			rd->size = end;
+			pthread_mutex_unlock(&rd->lock);
+		}
+	}
+	pthread_mutex_unlock(&rd->resize_lock);
+	return r;
+}
+
+static int
+rbd_dev_resize(clio_dev *d, uint64_t size)
+{
+	struct rbd_dev *rd = d->priv;
+	int r;
+
+	pthread_mutex_lock(&rd->resize_lock);
+	r = rbd_resize(rd->img, size);
+	if (r == 0) {
+		pthread_mutex_lock(&rd->lock);
+		rd->size = size;
+		pthread_mutex_unlock(&rd->lock);
+	}
+	pthread_mutex_unlock(&rd->resize_lock);
+	return r;
+}
+
+static void
+rbd_submit(clio_dev *d, struct dev_io *p)
+{
+	struct rbd_dev *rd = d->priv;
+	struct rbd_cmd *cmd;
+	int r;
+
+	if (p->op == CLIO_OP_WRITE && p->off + p->len > rbd_size_get(rd)) {
+		dev_piece_defer(p); /* grows the image first, on the pool */
+		return;
+	}
+	if ((cmd = calloc(1, sizeof(*cmd))) == NULL) {
+		dev_piece_defer(p);
+		return;
+	}
+	cmd->p = p;
+	cmd->rd = rd;
+	r = rbd_cmd_start(cmd);
+	if (r != 0) {
+		if (r < 0)
+			cmd->ret = r;
+		rbd_queue_done(rd, cmd);
+	}
+}
+
+/* Threading rule 3. */
+static ssize_t
+rbd_io(clio_dev *d, struct dev_io *p)
+{
+	struct rbd_dev *rd = d->priv;
+	pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+	pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+	struct rbd_cmd cmd = { .p = p, .rd = rd, .sync = true, .m = &m, .cv = &cv };
+	int r;
+
+	if (p->op == CLIO_OP_WRITE && p->off + p->len > rbd_size_get(rd)) {
+		r = rbd_grow(rd, p->off + p->len);
+		if (r < 0)
+			return r;
+	}
+	r = rbd_cmd_start(&cmd);
+	if (r < 0)
+		return r;
+	if (r == 0) {
+		pthread_mutex_lock(&m);
+		while (!cmd.finished)
+			pthread_cond_wait(&cv, &m);
+		pthread_mutex_unlock(&m);
+	}
+	pthread_mutex_destroy(&m);
+	pthread_cond_destroy(&cv);
+	return rbd_cmd_finish(&cmd);
+}
+
+/* Threading rule 2. */
+static void *
+rbd_main(void *arg)
+{
+	struct rbd_dev *rd = arg;
+
+	for (;;) {
+		struct rbd_cmd *list, *cmd;
+		bool stop;
+
+		pthread_mutex_lock(&rd->lock);
+		while (rd->done_head == NULL && !rd->stop)
+			pthread_cond_wait(&rd->cv, &rd->lock);
+		list = rd->done_head;
+		rd->done_head = rd->done_tail = NULL;
+		stop = rd->stop;
+		pthread_mutex_unlock(&rd->lock);
+		while ((cmd = list) != NULL) {
+			struct dev_io *p = cmd->p;
+			ssize_t r;
+
+			list = cmd->next;
+			r = rbd_cmd_finish(cmd);
+			free(cmd);
+			dev_piece_done(p, r);
+		}
+		if (stop)
+			return NULL;
+	}
+}
+
+static void
+rbd_dev_free(struct rbd_dev *rd)
+{
+	if (rd->started) {
+		pthread_mutex_lock(&rd->lock);
+		rd->stop = true;
+		pthread_cond_signal(&rd->cv);
+		pthread_mutex_unlock(&rd->lock);
+		pthread_join(rd->thread, NULL);
+	}
+	if (rd->have_img)
+		rbd_close(rd->img);
+	if (rd->have_ioctx)
+		rados_ioctx_destroy(rd->ioctx);
+	if (rd->cluster != NULL)
+		rados_shutdown(rd->cluster);
+	pthread_mutex_destroy(&rd->lock);
+	pthread_mutex_destroy(&rd->resize_lock);
+	pthread_cond_destroy(&rd->cv);
+	free(rd->pool);
+	free(rd->image);
+	free(rd->snap);
+	free(rd->conf);
+	free(rd->id);
+	free(rd->cluster_name);
+	free(rd);
+}
+
+static void
+rbd_dev_close(clio_dev *d)
+{
+	rbd_dev_free(d->priv);
+	dev_free(d);
+}
+
+static void
+rbd_params(clio_dev *d, struct dev_params *o)
+{
+	struct rbd_dev *rd = d->priv;
+
+	dev_param(o, "pool", "%s", rd->pool);
+	dev_param(o, "image", "%s", rd->image);
+	if (rd->snap != NULL)
+		dev_param(o, "snap", "%s", rd->snap);
+	dev_param(o, "image_size", "%llu", (unsigned long long)rbd_size_get(rd));
+	dev_param(o, "object_size", "%llu", (unsigned long long)rd->obj_size);
+	dev_param(o, "stripe_unit", "%llu", (unsigned long long)rd->stripe_unit);
+	dev_param(o, "stripe_count", "%llu", (unsigned long long)rd->stripe_count);
+	dev_param(o, "features", "0x%llx", (unsigned long long)rd->features);
+	dev_param(o, "block_name_prefix", "%s", rd->prefix);
+	dev_param(o, "conf", "%s", rd->conf != NULL ? rd->conf : "(default)");
+	dev_param(o, "id", "%s", rd->id != NULL ? rd->id : "admin");
+	dev_param(o, "cluster", "%s", rd->cluster_name != NULL ? rd->cluster_name : "ceph");
+	dev_param(o, "rbd_cache", "false");
+	dev_param(o, "qd", "%u", rd->qd);
+	dev_param(o, "timeout", "%llu", (unsigned long long)rd->timeout);
+	dev_param(o, "osd_timeout", "%llu", (unsigned long long)rd->osd_timeout);
+}
+
+static const struct dev_ops rbd_ops = {
+	.scheme = "rbd",
+	.io = rbd_io,
+	.submit = rbd_submit,
+	.resize = rbd_dev_resize,
+	.close = rbd_dev_close,
+	.params = rbd_params,
+};
+
+/* Read-only (a snapshot, or CLIO_DEV_RDONLY): a fixed size. */
+static const struct dev_ops rbd_ro_ops = {
+	.scheme = "rbd",
+	.io = rbd_io,
+	.submit = rbd_submit,
+	.resize = NULL,
+	.close = rbd_dev_close,
+	.params = rbd_params,
+};
+
+struct rbd_parse {
+	struct rbd_dev *rd;
+	const char *spec;
+	char *err;
+	size_t errlen;
+};
+
+static int
+rbd_query_kv(void *arg, const char *k, const char *v)
+{
+	struct rbd_parse *ps = arg;
+	struct rbd_dev *rd = ps->rd;
+	char **str = NULL;
+	uint64_t n;
+
+	if (strcmp(k, "conf") == 0)
+		str = &rd->conf;
+	else if (strcmp(k, "id") == 0)
+		str = &rd->id;
+	else if (strcmp(k, "cluster") == 0)
+		str = &rd->cluster_name;
+	if (str != NULL) {
+		if (*v == '\0') {
+			set_err(ps->err, ps->errlen, "rbd device '%s': empty %s=", ps->spec, k);
+			return -EINVAL;
+		}
+		free(*str);
+		if ((*str = strdup(v)) == NULL)
+			return -ENOMEM;
+		return 0;
+	}
+	if (strcmp(k, "qd") == 0) {
+		if (parse_uint(v, &n) < 0 || n < 1 || n > RBD_MAX_QD) {
+			set_err(ps->err, ps->errlen, "rbd device '%s': bad qd '%s' (1 to %d)",
+				ps->spec, v, RBD_MAX_QD);
+			return -EINVAL;
+		}
+		rd->qd = (uint32_t)n;
+		return 0;
+	}
+	if (strcmp(k, "timeout") == 0 || strcmp(k, "osd_timeout") == 0) {
+		bool osd = k[0] == 'o';
+
+		if (parse_uint(v, &n) < 0 || n > 86400 || (!osd && n < 1)) {
+			set_err(ps->err, ps->errlen, "rbd device '%s': bad %s '%s' "
+				"(seconds, %d to 86400)", ps->spec, k, v, osd ? 0 : 1);
+			return -EINVAL;
+		}
+		*(osd ? &rd->osd_timeout : &rd->timeout) = n;
+		return 0;
+	}
+	set_err(ps->err, ps->errlen, "rbd device '%s': unknown key '%s' "
+		"(conf, id, cluster, qd, timeout, osd_timeout)", ps->spec, k);
+	return -EINVAL;
+}
+
+/* POOL/IMAGE[@SNAP][?QUERY] into rd. */
+static int
+rbd_parse_spec(struct rbd_dev *rd, const char *spec, char *err, size_t errlen)
+{
+	const char *s = spec + 4; /* after "rbd:" */
+	const char *q = strchr(s, '?');
+	size_t plen = q != NULL ? (size_t)(q - s) : strlen(s);
+	char *path = strndup(s, plen), *slash, *at, *query;
+	struct rbd_parse ps = { rd, spec, err, errlen };
+	int r = 0;
+
+	if (path == NULL)
+		return -ENOMEM;
+	slash = strchr(path, '/');
+	at = slash != NULL ? strchr(slash + 1, '@') : NULL;
+	if (at != NULL)
+		*at++ = '\0';
+	if (slash == NULL || slash == path || slash[1] == '\0' ||
+	    strchr(slash + 1, '/') != NULL || (at != NULL && *at == '\0')) {
+		set_err(err, errlen, "rbd device '%s': not rbd:POOL/IMAGE[@SNAP][?KEY=VALUE&...]",
+			spec);
+		free(path);
+		return -EINVAL;
+	}
+	*slash = '\0';
+	rd->pool = strdup(path);
+	rd->image = strdup(slash + 1);
+	rd->snap = at != NULL ? strdup(at) : NULL;
+	free(path);
+	if (rd->pool == NULL || rd->image == NULL || (at != NULL && rd->snap == NULL))
+		return -ENOMEM;
+	if (q != NULL && q[1] != '\0') {
+		if ((query = strdup(q + 1)) == NULL)
+			return -ENOMEM;
+		r = parse_kv_list(query, '&', rbd_query_kv, &ps);
+		free(query);
+	}
+	return r;
+}
+
+static int
+rbd_conf_set(struct rbd_dev *rd, const char *spec, const char *k,
+	     const char *v, char *err, size_t errlen)
+{
+	int r = rados_conf_set(rd->cluster, k, v);
+
+	if (r < 0)
+		set_err(err, errlen, "rbd device '%s': rados_conf_set %s=%s: %s",
+			spec, k, v, strerror(-r));
+	return r;
+}
+
+/* The connection, the pool and the image. */
+static int
+rbd_connect(struct rbd_dev *rd, const char *spec, bool ro, char *err,
+	    size_t errlen)
+{
+	char name[256], secs[32], osd_secs[32];
+	rbd_image_info_t info;
+	int r;
+
+	snprintf(name, sizeof(name), "client.%s", rd->id != NULL ? rd->id : "admin");
+	r = rados_create2(&rd->cluster, rd->cluster_name != NULL ? rd->cluster_name : "ceph",
+			  name, 0);
+	if (r < 0) {
+		rd->cluster = NULL;
+		set_err(err, errlen, "rbd device '%s': rados_create2 %s: %s", spec, name,
+			strerror(-r));
+		return r;
+	}
+	r = rados_conf_read_file(rd->cluster, rd->conf);
+	if (r < 0) {
+		set_err(err, errlen, "rbd device '%s': cannot read the Ceph configuration "
+			"'%s': %s", spec, rd->conf != NULL ? rd->conf : "(CEPH_CONF or "
+			"/etc/ceph/ceph.conf)", strerror(-r));
+		return r;
+	}
+	(void)rados_conf_parse_env(rd->cluster, NULL);
+	snprintf(secs, sizeof(secs), "%llu", (unsigned long long)rd->timeout);
+	snprintf(osd_secs, sizeof(osd_secs), "%llu", (unsigned long long)rd->osd_timeout);
+	if ((r = rbd_conf_set(rd, spec, "rbd_cache", "false", err, errlen)) < 0 ||
+	    (r = rbd_conf_set(rd, spec, "client_mount_timeout", secs, err, errlen)) < 0 ||
+	    (r = rbd_conf_set(rd, spec, "rados_mon_op_timeout", secs, err, errlen)) < 0 ||
+	    (r = rbd_conf_set(rd, spec, "rados_osd_op_timeout", osd_secs, err, errlen)) < 0)
+		return r;
+	r = rados_connect(rd->cluster);
+	if (r < 0) {
+		set_err(err, errlen, "rbd device '%s': cannot connect to the cluster "
+			"(mon host of %s, %llu s): %s", spec,
+			rd->conf != NULL ? rd->conf : "the default ceph.conf",
+			(unsigned long long)rd->timeout, strerror(-r));
+		return r;
+	}
+	rd->connected = true;
+	r = rados_ioctx_create(rd->cluster, rd->pool, &rd->ioctx);
+	if (r < 0) {
+		set_err(err, errlen, "rbd device '%s': pool '%s': %s", spec, rd->pool,
+			r == -ENOENT ? "no such pool" : strerror(-r));
+		return r;
+	}
+	rd->have_ioctx = true;
+	r = ro ? rbd_open_read_only(rd->ioctx, rd->image, &rd->img, rd->snap)
+	       : rbd_open(rd->ioctx, rd->image, &rd->img, NULL);
+	if (r < 0) {
+		if (r == -ENOENT && rd->snap != NULL)
+			set_err(err, errlen, "rbd device '%s': no image '%s' with a snapshot "
+				"'%s' in pool '%s'", spec, rd->image, rd->snap, rd->pool);
+		else
+			set_err(err, errlen, "rbd device '%s': image '%s' in pool '%s': %s",
+				spec, rd->image, rd->pool,
+				r == -ENOENT ? "no such image" : strerror(-r));
+		return r;
+	}
+	rd->have_img = true;
+	r = rbd_stat(rd->img, &info, sizeof(info));
+	if (r < 0) {
+		set_err(err, errlen, "rbd device '%s': rbd_stat: %s", spec, strerror(-r));
+		return r;
+	}
+	rd->size = info.size;
+	rd->obj_size = info.obj_size;
+	snprintf(rd->prefix, sizeof(rd->prefix), "%s", info.block_name_prefix);
+	if (rbd_get_stripe_unit(rd->img, &rd->stripe_unit) < 0)
+		rd->stripe_unit = rd->obj_size;
+	if (rbd_get_stripe_count(rd->img, &rd->stripe_count) < 0)
+		rd->stripe_count = 1;
+	(void)rbd_get_features(rd->img, &rd->features);
+	return 0;
+}
+
+int
+dev_rbd_open(const char *spec, int flags, clio_dev **dp, char *err,
+	     size_t errlen)
+{
+	struct rbd_dev *rd = calloc(1, sizeof(*rd));
+	clio_dev *d = NULL;
+	bool ro;
+	int r;
+
+	if (rd == NULL)
+		return -ENOMEM;
+	pthread_mutex_init(&rd->lock, NULL);
+	pthread_mutex_init(&rd->resize_lock, NULL);
+	pthread_cond_init(&rd->cv, NULL);
+	rd->qd = RBD_DEFAULT_QD;
+	rd->timeout = RBD_DEFAULT_TIMEOUT;
+	r = rbd_parse_spec(rd, spec, err, errlen);
+	if (r < 0)
+		goto fail;
+	ro = rd->snap != NULL || (flags & CLIO_DEV_RDONLY);
+	r = rbd_connect(rd, spec, ro, err, errlen);
+	if (r < 0)
+		goto fail;
+	r = dev_alloc(ro ? &rbd_ro_ops : &rbd_ops, spec, &d);
+	if (r < 0)
+		goto fail;
+	d->priv = rd;
+	d->size = rd->size;
+	d->sector = 512;
+	d->maxio = rd->obj_size > 0 && rd->obj_size <= (1u << 30) ? (uint32_t)rd->obj_size : 0;
+	d->queue_depth = rd->qd;
+	d->readonly = ro;
+	r = -pthread_create(&rd->thread, NULL, rbd_main, rd);
+	if (r < 0) {
+		set_err(err, errlen, "rbd device '%s': pthread_create: %s", spec, strerror(-r));
+		goto fail;
+	}
+	rd->started = true;
+	snprintf(d->engine, sizeof(d->engine), "librbd (qd %u, rbd_cache off)", rd->qd);
+	*dp = d;
+	return 0;
+fail:
+	rbd_dev_free(rd);
+	if (d != NULL)
+		dev_free(d);
+	return r;
+}

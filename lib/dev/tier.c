@@ -1,0 +1,2339 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * tier.c - the disk tier: a persistent, verified cache of a device's
+ * blocks in a local directory (disk_cache=DIR), under the memory cache.
+ *
+ * Place.  tier_attach() (from clio_open, when conf.disk_cache is set)
+ * hangs a struct tier on the device; from then on clio_dev_submit()
+ * hands every request of the device to tier_submit(), which serves the
+ * blocks it holds from DIR and sends the rest to the device as requests
+ * of its own (flag DEV_REQ_TIER, which dev.c passes through).  So every
+ * front end, the memory cache's misses and direct transfers alike, sees
+ * one device whose repeated reads come from the local disk.
+ *
+ * Layout.  DIR/<object>/ per object, <object> the 64-bit FNV-1a hash of
+ * its identity in hex (a regular file: "file dev=D ino=I path=P"; any
+ * other device: "SCHEME NAME size=N", the NBD URI naming the export):
+ *   meta   identity, block size, validator, state (clean or writing),
+ *          with a crc32c; replaced whole by write, fsync, rename;
+ *   data   slot i holds one block at i * bsize;
+ *   index  slot i's record at i * 64: lbn, length, crc32c of the data,
+ *          a sequence number, flags, and a crc32c of the record itself;
+ *   lock   flock()ed while a process uses the object: another process
+ *          runs without the tier for it.
+ *   DIR/lost+found/  dirty blocks that could not be written back.
+ *
+ * Crash safety (kill -9 at any moment; power loss where noted).  An
+ * entry is a record whose own crc matches, with a data crc that matches
+ * the slot's bytes; the data crc is checked on every read from DIR, so a
+ * record and its data can be written in any order and torn anywhere:
+ *  1. A torn or half-written record fails its own crc: the slot is empty.
+ *  2. A record whose data was not (or not completely) written, or was
+ *     overwritten by a later fill of the slot, fails the data crc at its
+ *     first read: it is dropped and the block read from the device.  So
+ *     clean fills need no fsync at all.  A slot taken from an entry
+ *     (eviction, a fill given up, a drop) has its record cleared at once,
+ *     so no older copy of a block can outlive a newer one on disk; at
+ *     open, of two records of one block the lower sequence number is
+ *     cleared.
+ *  3. An entry is never stale: a write to the device first invalidates
+ *     (rewrites as empty) the records of the blocks it covers, under the
+ *     tier's lock, and makes that durable (fdatasync) before the device
+ *     write is issued; a block read from the device while a write that
+ *     overlaps it was in flight is not inserted (the op is "tainted");
+ *     records are written only under the lock, after the taint check, so
+ *     no insertion can slip past a write.
+ *  4. The validator in meta is that of the data the entries hold.
+ *     Before the first write of a session meta says "writing" (durably);
+ *     after a flush that no write overlapped, and at detach, it records
+ *     the device's new validator and "clean".  An object found "writing"
+ *     or with another validator at attach has all its clean entries
+ *     dropped before any read is served.  ("writing" is a second line of
+ *     defence: a write of the tier's own changes the file's mtime and
+ *     ctime, so a recorded validator never matches after it.)
+ *  5. writeback: a dirty block is written to a fresh slot (copy on
+ *     write, a higher sequence number); its old slot (a "zombie") keeps
+ *     its record until the new one is durable (the next fsync, which is
+ *     fdatasync of data and index, or the index's fdatasync before the
+ *     new version is marked clean), so a crash or a power loss leaves the
+ *     old or the new version, never neither, and a dirty record whose
+ *     data fails its crc at open gives way to the older one.  A dirty
+ *     entry becomes clean only after the device took it and was
+ *     flushed.  At attach, dirty entries (the newest valid one of each
+ *     block) are written back if the validator matches (devices without
+ *     one: the user's promise), else copied to lost+found.
+ *
+ * Invariants (under t->lock):
+ *  a. A slot is FREE (on the free list), FILL (owned by one filler, in no
+ *     hash chain), CLEAN (hashed, on the LRU list), DIRTY (hashed, on the
+ *     dirty list) or DEAD (unhashed, pinned; freed by its last unpin).
+ *  b. A pinned slot's data is never rewritten: readers of DIR pin.
+ *  c. At most one hashed slot per block.
+ *  d. nalloc <= cap; eviction takes the least recently used unpinned
+ *     CLEAN slot, never a DIRTY one.
+ *  e. The data files of the objects of one DIR open in this process grow
+ *     only while pool->base + pool->grown stays within disk_cache_size
+ *     (pool_take); at open, other objects are emptied, least recently
+ *     closed first, while they hold more than half of it (cull_dir).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "tier.h"
+
+#define NIL UINT32_MAX
+#define REC_SIZE 64
+#define REC_MAGIC 0x52544c43u  /* "CLTR" */
+#define META_MAGIC 0x4d544c43u /* "CLTM" */
+#define META_VERSION 1
+#define R_VALID 0x1
+#define R_DIRTY 0x2
+#define SAMPLE_BLOCKS 32
+#define FLOOR_EVERY 16	/* insertions between free-space checks */
+
+/* What tells the entries' version: a regular file's fstat, an NFS file's
+ * GETATTR (clio_dev_version), nothing (the user's promise), or nothing
+ * to tell (a device whose data does not outlive the process). */
+enum { K_FILE, K_PROMISE, K_VOLATILE, K_NFS };
+#define HAS_VALIDATOR(k) ((k) == K_FILE || (k) == K_NFS)
+enum { S_FREE, S_FILL, S_CLEAN, S_DIRTY, S_DEAD };
+enum { M_CLEAN = 1, M_WRITING = 2 };
+
+struct rec {
+	uint32_t magic;
+	uint32_t rcrc;	/* of the record with rcrc 0 */
+	uint64_t seq;
+	uint64_t lbn;
+	uint32_t dcrc;
+	uint32_t len;
+	uint32_t flags;
+	uint32_t pad0;
+	uint8_t pad[24];
+};
+_Static_assert(sizeof(struct rec) == REC_SIZE, "an index record is 64 bytes");
+
+struct meta {
+	uint32_t magic, version;
+	uint32_t bsize, kind;
+	uint32_t state, has_v;
+	uint64_t size;
+	struct clio_validator v;
+	char ident[1024];
+	uint32_t crc;
+};
+
+struct slot {
+	uint64_t lbn;
+	uint64_t seq;
+	double dirtied;		/* when it became dirty (monotonic) */
+	uint32_t crc, len;
+	uint32_t hnext, prev, next;
+	uint16_t pins;
+	uint8_t state;
+};
+
+struct tier_stats {
+	uint64_t hits, misses, bytes_dir, bytes_dev, insertions, evictions;
+	uint64_t crc_failures, stale_drops, recovered, lost_found;
+	uint64_t objects_culled;	/* other objects emptied at open */
+};
+
+struct top; /* a request in flight through the tier */
+
+/* The objects of one DIR open in this process share its budget: the
+ * bytes of the objects not open here (base) and of their data files
+ * (grown) stay within it.  Under attach_lock, grown atomic. */
+struct dirpool {
+	struct dirpool *next;
+	char *dir;
+	int refs;
+	uint64_t budget, base;
+	_Atomic uint64_t grown;
+};
+
+struct tier {
+	clio_dev *d;
+	struct dirpool *pool;
+	pthread_mutex_t lock;
+	pthread_cond_t cv;
+	char *dir, *objdir, *path; /* path: the regular file behind d */
+	char objname[17];
+	int dfd, ifd, lockfd;
+	int kind;
+	bool writeback;
+	uint32_t bs;
+	uint64_t cap;		/* slots at most */
+	uint32_t nalloc;	/* slots the data file has */
+	uint32_t nslots;	/* slots[] length */
+	struct slot *slots;
+	uint32_t *hash, hmask;
+	uint32_t lru_head, lru_tail, free_head;
+	uint32_t dirty_head, dirty_tail;
+	uint32_t zombies;	/* old versions of dirty blocks (crash safety 5) */
+	uint64_t nused, ndirty;
+	uint64_t seq;
+	uint32_t brun, bcull, bstop;
+	bool culling, stopped;
+	uint32_t since_floor;
+	struct top *ops;	/* requests in flight */
+	int nops;
+	uint64_t wgen;		/* writes started */
+	bool meta_writing;	/* meta says M_WRITING */
+	pthread_mutex_t meta_lock;
+	pthread_mutex_t wb_lock;	/* one write-back batch at a time */
+	struct clio_validator v;
+	bool has_v;
+	/* writeback: the background writer */
+	pthread_t writer;
+	bool writer_running, stopping;
+	bool devflush;		/* writeback: a write went through since the
+				   device was last flushed */
+	/* the reader: asynchronous reads wait on rq for it */
+	pthread_t reader;
+	bool reader_running, rstop;
+	pthread_cond_t rcv;
+	struct top *rq, **rq_tail;
+	bool meta_due;		/* a flush asks the reader to record the version */
+	uint64_t meta_gen;	/* wgen at that flush */
+	double wb_age;		/* conf dirty_age: seconds before write-back */
+	int wb_err;		/* positive errno of a failed write-back */
+	struct tier_stats st;
+};
+
+struct tchild {
+	struct clio_req req;
+	struct top *op;
+	uint64_t off;
+	size_t len;
+	struct iovec *iov;	/* slice of the parent's */
+	int iovcnt;
+};
+
+struct top {
+	struct tier *t;
+	struct clio_req *parent;
+	enum clio_op op;
+	uint64_t off;
+	size_t len;
+	bool aligned, tainted;
+	uint64_t gen;		/* wgen when it started (flush) */
+	struct top *next, **pprev;
+	_Atomic int pending;
+	_Atomic ssize_t err;
+	double t_done;
+	pthread_mutex_t tlock;
+	uint64_t size;		/* a read: the device's size at submission */
+	uint8_t *hit;		/* a read: its blocks found in DIR */
+	struct iovec *sl;
+	struct top *rnext;	/* t->rq */
+	int nkids;
+	struct tchild kids[];
+};
+
+static pthread_mutex_t attach_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct dirpool *pools; /* under attach_lock */
+
+/* ------------------------------------------------------------ helpers */
+
+static uint64_t
+fnv1a(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+static int
+write_all(int fd, const void *buf, size_t len, off_t off)
+{
+	const char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = pwrite(fd, p, len, off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		p += n;
+		len -= (size_t)n;
+		off += n;
+	}
+	return 0;
+}
+
+static int
+read_all(int fd, void *buf, size_t len, off_t off)
+{
+	char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = pread(fd, p, len, off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		p += n;
+		len -= (size_t)n;
+		off += n;
+	}
+	return 0;
+}
+
+/* preadv/pwritev of all of an iovec (copied: it is advanced). */
+static int
+iov_io(int fd, bool wr, const struct iovec *iov, int iovcnt, off_t off)
+{
+	struct iovec v[64];
+	int n = 0;
+
+	if (iovcnt > 64) { /* rare: block by block through a bounce */
+		size_t len = iov_length(iov, iovcnt);
+		char *b = malloc(len);
+		int r;
+		if (b == NULL)
+			return -ENOMEM;
+		if (wr) {
+			iov_to_buf(iov, iovcnt, 0, b, len);
+			r = write_all(fd, b, len, off);
+		} else {
+			r = read_all(fd, b, len, off);
+			if (r == 0)
+				buf_to_iov(iov, iovcnt, 0, b, len);
+		}
+		free(b);
+		return r;
+	}
+	memcpy(v, iov, sizeof(*iov) * (size_t)iovcnt);
+	n = iovcnt;
+	struct iovec *p = v;
+	while (n > 0) {
+		ssize_t k = wr ? pwritev(fd, p, n, off) : preadv(fd, p, n, off);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return k < 0 ? -errno : -EIO;
+		off += k;
+		while (n > 0 && (size_t)k >= p->iov_len) {
+			k -= (ssize_t)p->iov_len;
+			p++;
+			n--;
+		}
+		if (n > 0) {
+			p->iov_base = (char *)p->iov_base + k;
+			p->iov_len -= (size_t)k;
+		}
+	}
+	return 0;
+}
+
+static uint32_t
+iov_crc(const struct iovec *iov, int iovcnt)
+{
+	uint32_t c = 0;
+
+	for (int i = 0; i < iovcnt; i++)
+		c = crc32c(c, iov[i].iov_base, iov[i].iov_len);
+	return c;
+}
+
+static char *
+xasprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	return s;
+}
+
+/* ------------------------------------------------------------ slots */
+
+static uint32_t
+hash_of(const struct tier *t, uint64_t lbn)
+{
+	return (uint32_t)((lbn * 0x9e3779b97f4a7c15ull) >> 32) & t->hmask;
+}
+
+static uint32_t
+slot_lookup(struct tier *t, uint64_t lbn)
+{
+	uint32_t i;
+
+	for (i = t->hash[hash_of(t, lbn)]; i != NIL; i = t->slots[i].hnext)
+		if (t->slots[i].lbn == lbn)
+			return i;
+	return NIL;
+}
+
+static void
+hash_insert(struct tier *t, uint32_t i)
+{
+	uint32_t h = hash_of(t, t->slots[i].lbn);
+
+	t->slots[i].hnext = t->hash[h];
+	t->hash[h] = i;
+}
+
+static void
+hash_remove(struct tier *t, uint32_t i)
+{
+	uint32_t *pp = &t->hash[hash_of(t, t->slots[i].lbn)];
+
+	while (*pp != i)
+		pp = &t->slots[*pp].hnext;
+	*pp = t->slots[i].hnext;
+}
+
+/* The LRU (clean) and dirty lists share prev/next. */
+static void
+list_append(struct tier *t, uint32_t *head, uint32_t *tail, uint32_t i)
+{
+	t->slots[i].next = NIL;
+	t->slots[i].prev = *tail;
+	if (*tail != NIL)
+		t->slots[*tail].next = i;
+	else
+		*head = i;
+	*tail = i;
+}
+
+static void
+list_remove(struct tier *t, uint32_t *head, uint32_t *tail, uint32_t i)
+{
+	struct slot *s = &t->slots[i];
+
+	if (s->prev != NIL)
+		t->slots[s->prev].next = s->next;
+	else
+		*head = s->next;
+	if (s->next != NIL)
+		t->slots[s->next].prev = s->prev;
+	else
+		*tail = s->prev;
+}
+
+static void
+slot_free(struct tier *t, uint32_t i)
+{
+	t->slots[i].state = S_FREE;
+	t->slots[i].next = t->free_head;
+	t->free_head = i;
+}
+
+/* Take a hashed slot out of use: unhash, unlist; freed now or by its
+ * last unpin. */
+static void
+slot_unuse(struct tier *t, uint32_t i)
+{
+	struct slot *s = &t->slots[i];
+
+	hash_remove(t, i);
+	if (s->state == S_CLEAN)
+		list_remove(t, &t->lru_head, &t->lru_tail, i);
+	else if (s->state == S_DIRTY) {
+		list_remove(t, &t->dirty_head, &t->dirty_tail, i);
+		t->ndirty--;
+	}
+	t->nused--;
+	if (s->pins > 0)
+		s->state = S_DEAD;
+	else
+		slot_free(t, i);
+}
+
+static void
+slot_unpin(struct tier *t, uint32_t i)
+{
+	struct slot *s = &t->slots[i];
+
+	if (--s->pins == 0 && s->state == S_DEAD)
+		slot_free(t, i);
+}
+
+/* The old version of a block just written dirty again: out of use, but
+ * its record stays until the new one is durable (zombies_clear). */
+static void
+slot_zombie(struct tier *t, uint32_t i)
+{
+	struct slot *s = &t->slots[i];
+
+	hash_remove(t, i);
+	if (s->state == S_CLEAN)
+		list_remove(t, &t->lru_head, &t->lru_tail, i);
+	else if (s->state == S_DIRTY) {
+		list_remove(t, &t->dirty_head, &t->dirty_tail, i);
+		t->ndirty--;
+	}
+	t->nused--;
+	s->state = S_DEAD;
+	s->pins++;
+	s->next = t->zombies;
+	t->zombies = i;
+}
+
+static int rec_put(struct tier *t, uint32_t i, bool valid);
+
+/* The index is durable: the zombies' records go.  Under the lock. */
+static void
+zombies_clear(struct tier *t)
+{
+	while (t->zombies != NIL) {
+		uint32_t i = t->zombies;
+		t->zombies = t->slots[i].next;
+		(void)rec_put(t, i, false);
+		slot_unpin(t, i);
+	}
+}
+
+static int
+slots_grow(struct tier *t, uint32_t want)
+{
+	uint32_t n = t->nslots ? t->nslots : 256;
+	struct slot *s;
+
+	while (n < want)
+		n *= 2;
+	if (n == t->nslots)
+		return 0;
+	s = realloc(t->slots, sizeof(*s) * n);
+	if (s == NULL)
+		return -ENOMEM;
+	t->slots = s;
+	t->nslots = n;
+	return 0;
+}
+
+/* The record of slot i as it is now (FREE: empty), written under the
+ * lock (crash safety 3). */
+static int
+rec_put(struct tier *t, uint32_t i, bool valid)
+{
+	struct rec r;
+	struct slot *s = &t->slots[i];
+
+	memset(&r, 0, sizeof(r));
+	if (valid) {
+		r.magic = REC_MAGIC;
+		r.seq = s->seq;
+		r.lbn = s->lbn;
+		r.dcrc = s->crc;
+		r.len = s->len;
+		r.flags = R_VALID | (s->state == S_DIRTY ? R_DIRTY : 0);
+		r.rcrc = crc32c(0, &r, sizeof(r));
+	}
+	return write_all(t->ifd, &r, sizeof(r), (off_t)i * REC_SIZE);
+}
+
+static void
+punch(struct tier *t, uint32_t i)
+{
+#ifdef FALLOC_FL_PUNCH_HOLE
+	(void)fallocate(t->dfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			(off_t)i * t->bs, t->bs);
+#else
+	(void)t;
+	(void)i;
+#endif
+}
+
+/* The free-space floor of DIR's file system (cachefilesd's brun, bcull,
+ * bstop). */
+static void
+check_floor(struct tier *t, bool force)
+{
+	struct statvfs sv;
+	double pct;
+
+	if (!force && ++t->since_floor < FLOOR_EVERY)
+		return;
+	t->since_floor = 0;
+	if (fstatvfs(t->dfd, &sv) < 0 || sv.f_blocks == 0)
+		return;
+	pct = 100.0 * (double)sv.f_bavail / (double)sv.f_blocks;
+	t->stopped = pct < t->bstop;
+	if (pct < t->bcull)
+		t->culling = true;
+	else if (pct >= t->brun)
+		t->culling = false;
+}
+
+/* The oldest unpinned clean slot, evicted and returned in FILL; NIL if
+ * none. */
+static uint32_t
+evict_one(struct tier *t)
+{
+	uint32_t i;
+
+	for (i = t->lru_head; i != NIL; i = t->slots[i].next)
+		if (t->slots[i].pins == 0)
+			break;
+	if (i == NIL)
+		return NIL;
+	(void)rec_put(t, i, false); /* no older copy may outlive a newer */
+	slot_unuse(t, i); /* to the free list: take it back */
+	t->free_head = t->slots[i].next;
+	t->st.evictions++;
+	return i;
+}
+
+/* May the data file grow by a slot within DIR's budget?  (Taken.) */
+static bool
+pool_take(struct tier *t)
+{
+	struct dirpool *p = t->pool;
+	uint64_t g;
+
+	if (p == NULL)
+		return true;
+	g = atomic_load(&p->grown);
+	do {
+		if (p->base + g + t->bs > p->budget)
+			return false;
+	} while (!atomic_compare_exchange_weak(&p->grown, &g, g + t->bs));
+	return true;
+}
+
+/* A slot to fill, in state FILL and pinned; NIL when none may be had. */
+static uint32_t
+slot_get(struct tier *t)
+{
+	uint32_t i = NIL;
+
+	check_floor(t, false);
+	if (t->stopped)
+		return NIL;
+	if (t->culling) {
+		/* reuse an evicted slot's space and free another's */
+		i = evict_one(t);
+		uint32_t j = evict_one(t);
+		if (j != NIL) {
+			(void)rec_put(t, j, false);
+			punch(t, j);
+			slot_free(t, j);
+		}
+	}
+	if (i == NIL && t->free_head != NIL && !t->culling) {
+		i = t->free_head;
+		t->free_head = t->slots[i].next;
+	}
+	if (i == NIL && t->nalloc < t->cap && !t->culling && pool_take(t) &&
+	    slots_grow(t, t->nalloc + 1) == 0)
+		i = t->nalloc++;
+	if (i == NIL)
+		i = evict_one(t);
+	if (i == NIL)
+		return NIL;
+	t->slots[i].state = S_FILL;
+	t->slots[i].pins = 1;
+	return i;
+}
+
+/* ------------------------------------------------------------ meta */
+
+static void
+validator_of(struct tier *t, struct clio_validator *v, bool *have)
+{
+	struct stat st;
+
+	memset(v, 0, sizeof(*v));
+	*have = false;
+	if (!HAS_VALIDATOR(t->kind))
+		return;
+	/* the device's own word (a file's fstat, an NFS GETATTR) */
+	if (clio_dev_version(t->d, v) == 0) {
+		*have = true;
+		return;
+	}
+	memset(v, 0, sizeof(*v));
+	if (t->kind != K_FILE || t->path == NULL || stat(t->path, &st) < 0)
+		return;
+	v->size = (uint64_t)st.st_size;
+	v->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	v->ctime_ns = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
+	v->id = (uint64_t)st.st_ino;
+	*have = true;
+}
+
+static bool
+same_v(const struct clio_validator *a, const struct clio_validator *b)
+{
+	return a->size == b->size && a->mtime_ns == b->mtime_ns &&
+	       a->ctime_ns == b->ctime_ns && a->id == b->id &&
+	       a->change == b->change;
+}
+
+static int
+meta_write(struct tier *t, const char *ident, int state)
+{
+	struct meta m;
+	char *tmp = xasprintf("%s/meta.tmp", t->objdir);
+	char *fin = xasprintf("%s/meta", t->objdir);
+	int fd, r = 0;
+
+	if (tmp == NULL || fin == NULL) {
+		free(tmp);
+		free(fin);
+		return -ENOMEM;
+	}
+	memset(&m, 0, sizeof(m));
+	m.magic = META_MAGIC;
+	m.version = META_VERSION;
+	m.bsize = t->bs;
+	m.kind = (uint32_t)t->kind;
+	m.state = (uint32_t)state;
+	m.has_v = t->has_v;
+	m.v = t->v;
+	m.size = clio_dev_size(t->d);
+	snprintf(m.ident, sizeof(m.ident), "%s", ident);
+	m.crc = crc32c(0, &m, offsetof(struct meta, crc));
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		r = -errno;
+	else {
+		r = write_all(fd, &m, sizeof(m), 0);
+		if (r == 0 && fdatasync(fd) < 0)
+			r = -errno;
+		close(fd);
+	}
+	if (r == 0 && rename(tmp, fin) < 0)
+		r = -errno;
+	if (r == 0) {
+		int dfd = open(t->objdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd >= 0) {
+			(void)fsync(dfd);
+			close(dfd);
+		}
+	}
+	free(tmp);
+	free(fin);
+	return r;
+}
+
+static int
+meta_read(struct tier *t, struct meta *m)
+{
+	char *p = xasprintf("%s/meta", t->objdir);
+	int fd, r;
+
+	if (p == NULL)
+		return -ENOMEM;
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	free(p);
+	if (fd < 0)
+		return -errno;
+	r = read_all(fd, m, sizeof(*m), 0);
+	close(fd);
+	if (r < 0)
+		return r;
+	if (m->magic != META_MAGIC || m->version != META_VERSION ||
+	    m->crc != crc32c(0, m, offsetof(struct meta, crc)))
+		return -EBADMSG;
+	m->ident[sizeof(m->ident) - 1] = '\0';
+	return 0;
+}
+
+/* ------------------------------------------------------------ requests */
+
+static void top_put(struct top *op);
+
+/* A write starts: taint every op in flight that overlaps it, and itself
+ * if a write overlaps (crash safety 3).  Under the lock. */
+static void
+op_start(struct tier *t, struct top *op)
+{
+	struct top *o;
+	uint64_t end = op->off + op->len;
+
+	for (o = t->ops; o != NULL; o = o->next) {
+		bool overlap = o->off < end && op->off < o->off + o->len;
+		if (!overlap)
+			continue;
+		if (op->op == CLIO_OP_WRITE)
+			o->tainted = true;
+		if (o->op == CLIO_OP_WRITE)
+			op->tainted = true;
+	}
+	op->next = t->ops;
+	op->pprev = &t->ops;
+	if (t->ops != NULL)
+		t->ops->pprev = &op->next;
+	t->ops = op;
+	t->nops++;
+}
+
+static void
+op_end(struct tier *t, struct top *op)
+{
+	*op->pprev = op->next;
+	if (op->next != NULL)
+		op->next->pprev = op->pprev;
+	if (--t->nops == 0)
+		pthread_cond_broadcast(&t->cv);
+}
+
+static uint32_t
+blen_of(struct tier *t, uint64_t lbn, uint64_t size)
+{
+	uint64_t start = lbn * t->bs;
+
+	return start >= size ? 0 : (uint32_t)MIN((uint64_t)t->bs, size - start);
+}
+
+/* Insert the blocks of [off, off+len) from iov (block-aligned) as clean
+ * or dirty entries, unless op was tainted.  For a dirty insert the old
+ * entry is replaced (copy on write); for a clean one a present entry is
+ * kept.  Returns 0, or -ENOSPC if a dirty block found no slot. */
+static int
+insert_blocks(struct tier *t, struct top *op, uint64_t off, size_t len,
+	      const struct iovec *iov, int iovcnt, size_t skip, bool dirty)
+{
+	struct iovec *sl = malloc(sizeof(*sl) * (size_t)(iovcnt > 0 ? iovcnt : 1));
+	uint64_t lbn = off / t->bs, end = off + len;
+	int ret = 0;
+
+	if (sl == NULL)
+		return -ENOMEM;
+	for (; lbn * t->bs < end; lbn++) {
+		uint64_t boff = lbn * t->bs;
+		uint32_t blen = (uint32_t)MIN((uint64_t)t->bs, end - boff);
+		uint32_t i, old;
+		int n, r;
+
+		pthread_mutex_lock(&t->lock);
+		if (!dirty && (op->tainted || slot_lookup(t, lbn) != NIL)) {
+			pthread_mutex_unlock(&t->lock);
+			continue;
+		}
+		i = slot_get(t);
+		pthread_mutex_unlock(&t->lock);
+		if (i == NIL) {
+			if (dirty)
+				ret = -ENOSPC;
+			continue;
+		}
+		n = iov_slice(iov, iovcnt, skip + (boff - off), blen, sl, iovcnt);
+		r = iov_io(t->dfd, true, sl, n, (off_t)i * t->bs);
+		uint32_t crc = r == 0 ? iov_crc(sl, n) : 0;
+		pthread_mutex_lock(&t->lock);
+		struct slot *s = &t->slots[i];
+		s->lbn = lbn;
+		s->len = blen;
+		s->crc = crc;
+		s->seq = ++t->seq;
+		s->pins = 0;
+		if (r < 0 || (op->tainted && !dirty)) {
+			(void)rec_put(t, i, false); /* what it held is gone */
+			slot_free(t, i);
+			pthread_mutex_unlock(&t->lock);
+			if (dirty && r < 0)
+				ret = r;
+			continue;
+		}
+		old = slot_lookup(t, lbn);
+		if (old != NIL && !dirty) { /* another filler was first */
+			(void)rec_put(t, i, false);
+			slot_free(t, i);
+			pthread_mutex_unlock(&t->lock);
+			continue;
+		}
+		s->state = dirty ? S_DIRTY : S_CLEAN;
+		r = rec_put(t, i, true);
+		if (r < 0) {
+			(void)rec_put(t, i, false);
+			slot_free(t, i);
+			pthread_mutex_unlock(&t->lock);
+			if (dirty)
+				ret = r;
+			continue;
+		}
+		if (old != NIL) /* the new version is recorded: the old goes
+				   once the new is durable */
+			slot_zombie(t, old);
+		hash_insert(t, i);
+		t->nused++;
+		if (dirty) {
+			s->dirtied = now_monotonic();
+			list_append(t, &t->dirty_head, &t->dirty_tail, i);
+			t->ndirty++;
+		} else {
+			list_append(t, &t->lru_head, &t->lru_tail, i);
+		}
+		t->st.insertions++;
+		pthread_mutex_unlock(&t->lock);
+	}
+	free(sl);
+	return ret;
+}
+
+/* Drop the entries of blocks [first, last] (crash safety 3); returns the
+ * number of records cleared.  Under the lock. */
+static int
+drop_range(struct tier *t, uint64_t first, uint64_t last)
+{
+	int n = 0;
+
+	if (last - first > t->nused) { /* a large range: walk the slots */
+		for (uint32_t i = 0; i < t->nalloc; i++) {
+			struct slot *s = &t->slots[i];
+			if ((s->state == S_CLEAN || s->state == S_DIRTY) &&
+			    s->lbn >= first && s->lbn <= last) {
+				(void)rec_put(t, i, false);
+				slot_unuse(t, i);
+				n++;
+			}
+		}
+		return n;
+	}
+	for (uint64_t l = first; l <= last; l++) {
+		uint32_t i = slot_lookup(t, l);
+		if (i != NIL) {
+			(void)rec_put(t, i, false);
+			slot_unuse(t, i);
+			n++;
+		}
+	}
+	return n;
+}
+
+static void
+top_finish(struct top *op)
+{
+	struct tier *t = op->t;
+	struct clio_req *req = op->parent;
+	ssize_t e = atomic_load(&op->err);
+
+	if (e < 0)
+		req->result = e;
+	else if (op->op == CLIO_OP_FLUSH)
+		req->result = 0;
+	else
+		req->result = (ssize_t)op->len;
+	req->t_done = op->t_done;
+	if (op->op == CLIO_OP_FLUSH && e == 0 && !t->writeback && t->meta_writing) {
+		/* the device has every write before it: the reader records
+		 * its version if no write came since (crash safety 4); not
+		 * here, in the device's completion path, which a GETATTR of
+		 * the device may need */
+		pthread_mutex_lock(&t->lock);
+		t->meta_gen = op->gen;
+		t->meta_due = true;
+		pthread_cond_broadcast(&t->rcv);
+		pthread_mutex_unlock(&t->lock);
+	}
+	pthread_mutex_lock(&t->lock);
+	op_end(t, op);
+	pthread_mutex_unlock(&t->lock);
+	top_put(op);
+	req->done(req);
+}
+
+static void
+top_put(struct top *op)
+{
+	for (int i = 0; i < op->nkids; i++)
+		free(op->kids[i].iov);
+	pthread_mutex_destroy(&op->tlock);
+	free(op);
+}
+
+static void
+kid_done(struct clio_req *kr)
+{
+	struct tchild *k = kr->priv;
+	struct top *op = k->op;
+	struct tier *t = op->t;
+	ssize_t r = kr->result;
+
+	if (r < 0) {
+		ssize_t z = 0;
+		atomic_compare_exchange_strong(&op->err, &z, r);
+	} else if (op->op == CLIO_OP_READ) {
+		pthread_mutex_lock(&t->lock);
+		t->st.bytes_dev += k->len;
+		pthread_mutex_unlock(&t->lock);
+		if (op->aligned)
+			(void)insert_blocks(t, op, k->off, k->len, k->iov,
+					    k->iovcnt, 0, false);
+	} else if (op->op == CLIO_OP_WRITE && op->aligned && !t->writeback) {
+		(void)insert_blocks(t, op, k->off, k->len, k->iov, k->iovcnt,
+				    0, false);
+	}
+	pthread_mutex_lock(&op->tlock);
+	if (kr->t_done > op->t_done)
+		op->t_done = kr->t_done;
+	pthread_mutex_unlock(&op->tlock);
+	if (atomic_fetch_sub(&op->pending, 1) == 1)
+		top_finish(op);
+}
+
+static struct top *
+top_new(struct tier *t, struct clio_req *req, int maxkids, size_t len)
+{
+	struct top *op = calloc(1, sizeof(*op) + sizeof(struct tchild) * (size_t)maxkids);
+
+	if (op == NULL)
+		return NULL;
+	op->t = t;
+	op->parent = req;
+	op->op = req->op;
+	op->off = req->offset;
+	op->len = len;
+	pthread_mutex_init(&op->tlock, NULL);
+	atomic_init(&op->pending, 1);
+	atomic_init(&op->err, 0);
+	return op;
+}
+
+/* Add a device request for [off, off+len) of the parent (at skip in its
+ * iovec); the iovec slice is allocated after the op. */
+static int
+kid_add(struct top *op, uint64_t off, size_t len, size_t skip)
+{
+	struct clio_req *req = op->parent;
+	struct tchild *k = &op->kids[op->nkids];
+
+	k->iov = malloc(sizeof(struct iovec) * (size_t)(req->iovcnt > 0 ? req->iovcnt : 1));
+	if (k->iov == NULL)
+		return -ENOMEM;
+	k->iovcnt = op->op == CLIO_OP_FLUSH ? 0
+		  : iov_slice(req->iov, req->iovcnt, skip, len, k->iov,
+			      req->iovcnt);
+	k->op = op;
+	k->off = off;
+	k->len = len;
+	memset(&k->req, 0, sizeof(k->req));
+	k->req.op = op->op;
+	k->req.flags = (req->flags & CLIO_REQ_SYNC) | DEV_REQ_TIER;
+	k->req.offset = off;
+	k->req.iov = k->iov;
+	k->req.iovcnt = k->iovcnt;
+	k->req.done = kid_done;
+	k->req.priv = k;
+	op->nkids++;
+	return 0;
+}
+
+/* Submit the kids; the op finishes when the last completes. */
+static void
+kids_go(struct tier *t, struct top *op)
+{
+	int n = op->nkids;
+
+	atomic_store(&op->pending, n + 1);
+	for (int i = 0; i < n; i++) {
+		struct tchild *k = &op->kids[i];
+		int r = clio_dev_submit(t->d, &k->req);
+		if (r < 0) {
+			k->req.result = r;
+			k->req.t_done = 0;
+			kid_done(&k->req);
+		}
+	}
+	if (atomic_fetch_sub(&op->pending, 1) == 1)
+		top_finish(op);
+}
+
+static int tier_write(struct tier *t, struct clio_req *req, size_t len,
+		      bool aligned);
+
+/* A read: the blocks DIR holds, then the runs of the rest from the
+ * device. */
+static void
+serve_read(struct tier *t, struct top *op)
+{
+	struct clio_req *req = op->parent;
+	uint64_t off = op->off, size = op->size;
+	size_t len = op->len;
+	bool aligned = op->aligned;
+	uint64_t first = off / t->bs;
+	uint32_t nblk = len ? (uint32_t)DIV_ROUND_UP(off + len, t->bs) - (uint32_t)first : 0;
+	uint8_t *hit = op->hit;
+	struct iovec *sl = op->sl;
+
+	if (aligned && len > 0) {
+		for (uint32_t b = 0; b < nblk; b++) {
+			uint64_t lbn = first + b;
+			uint32_t want = (uint32_t)MIN((uint64_t)t->bs, off + len - lbn * t->bs);
+			uint32_t i, crc;
+			int n, r;
+
+			pthread_mutex_lock(&t->lock);
+			i = slot_lookup(t, lbn);
+			if (i == NIL || t->slots[i].len != want ||
+			    (t->slots[i].state != S_DIRTY &&
+			     want != blen_of(t, lbn, size))) {
+				t->st.misses++;
+				pthread_mutex_unlock(&t->lock);
+				continue;
+			}
+			t->slots[i].pins++;
+			crc = t->slots[i].crc;
+			if (t->slots[i].state == S_CLEAN) { /* most recently used */
+				list_remove(t, &t->lru_head, &t->lru_tail, i);
+				list_append(t, &t->lru_head, &t->lru_tail, i);
+			}
+			pthread_mutex_unlock(&t->lock);
+			n = iov_slice(req->iov, req->iovcnt, (size_t)b * t->bs, want,
+				      sl, req->iovcnt);
+			r = iov_io(t->dfd, false, sl, n, (off_t)i * t->bs);
+			bool good = r == 0 && iov_crc(sl, n) == crc;
+			pthread_mutex_lock(&t->lock);
+			if (good) {
+				t->st.hits++;
+				t->st.bytes_dir += want;
+				hit[b] = 1;
+			} else {
+				/* corrupt: drop it (if it is still the entry
+				 * read) and read the device; a dirty one was
+				 * the only copy: the read fails */
+				t->st.misses++;
+				t->st.crc_failures++;
+				if ((t->slots[i].state == S_CLEAN ||
+				     t->slots[i].state == S_DIRTY) &&
+				    t->slots[i].lbn == lbn && t->slots[i].crc == crc) {
+					if (t->slots[i].state == S_DIRTY) {
+						atomic_store(&op->err, -EIO);
+						t->wb_err = EIO;
+					}
+					(void)rec_put(t, i, false);
+					slot_unuse(t, i);
+				}
+			}
+			slot_unpin(t, i);
+			pthread_mutex_unlock(&t->lock);
+		}
+		for (uint32_t b = 0; b < nblk;) {
+			uint32_t e = b;
+			if (hit[b]) {
+				b++;
+				continue;
+			}
+			while (e < nblk && !hit[e])
+				e++;
+			uint64_t ro = (first + b) * t->bs;
+			size_t rl = (size_t)(MIN(off + len, (first + e) * t->bs) - ro);
+			if (kid_add(op, ro, rl, (size_t)(ro - off)) < 0)
+				atomic_store(&op->err, -ENOMEM);
+			b = e;
+		}
+	} else if (len > 0) {
+		pthread_mutex_lock(&t->lock);
+		t->st.misses += nblk;
+		pthread_mutex_unlock(&t->lock);
+		if (kid_add(op, off, len, 0) < 0)
+			atomic_store(&op->err, -ENOMEM);
+	}
+	free(hit);
+	free(sl);
+	op->hit = NULL;
+	op->sl = NULL;
+	kids_go(t, op);
+}
+
+static void meta_clean(struct tier *t);
+
+/* The tier's reader: serves the asynchronous reads queued on t->rq, and
+ * records the device's version after a flush (meta_due). */
+static void *
+reader_main(void *arg)
+{
+	struct tier *t = arg;
+
+	pthread_mutex_lock(&t->lock);
+	for (;;) {
+		struct top *op = t->rq;
+		if (op == NULL && t->meta_due) {
+			bool quiet = t->wgen == t->meta_gen;
+			for (struct top *o = t->ops; o != NULL && quiet; o = o->next)
+				if (o->op == CLIO_OP_WRITE)
+					quiet = false;
+			t->meta_due = false;
+			pthread_mutex_unlock(&t->lock);
+			if (quiet)
+				meta_clean(t);
+			pthread_mutex_lock(&t->lock);
+			continue;
+		}
+		if (op == NULL) {
+			if (t->rstop)
+				break;
+			pthread_cond_wait(&t->rcv, &t->lock);
+			continue;
+		}
+		t->rq = op->rnext;
+		if (t->rq == NULL)
+			t->rq_tail = &t->rq;
+		pthread_mutex_unlock(&t->lock);
+		serve_read(t, op);
+		pthread_mutex_lock(&t->lock);
+	}
+	pthread_mutex_unlock(&t->lock);
+	return NULL;
+}
+
+
+int
+tier_submit(struct tier *t, clio_dev *d, struct clio_req *req)
+{
+	bool flush = req->op == CLIO_OP_FLUSH;
+	size_t len = flush ? 0 : iov_length(req->iov, req->iovcnt);
+	uint64_t size = clio_dev_size(d), off = req->offset;
+	bool aligned;
+	struct top *op;
+
+	if (!flush && req->op != CLIO_OP_READ && req->op != CLIO_OP_WRITE)
+		return -EINVAL;
+	if (req->op == CLIO_OP_WRITE && d->readonly)
+		return -EROFS;
+	if (!flush && (req->iovcnt < 0 || (req->iovcnt > 0 && req->iov == NULL)))
+		return -EINVAL;
+	if (!flush && d->ops->resize == NULL && (off > size || len > size - off))
+		return req->op == CLIO_OP_WRITE ? -ENOSPC : -EINVAL;
+	aligned = off % t->bs == 0 &&
+		  (len % t->bs == 0 || (req->op == CLIO_OP_READ && off + len == size));
+
+	if (req->op == CLIO_OP_WRITE)
+		return tier_write(t, req, len, aligned);
+
+	if (flush) {
+		op = top_new(t, req, 1, 0);
+		if (op == NULL)
+			return -ENOMEM;
+		pthread_mutex_lock(&t->lock);
+		op->gen = t->wgen;
+		pthread_mutex_unlock(&t->lock);
+		if (t->writeback) {
+			/* fsync: the dirty entries are durable in DIR */
+			ssize_t e = 0;
+			if (fdatasync(t->dfd) < 0 || fdatasync(t->ifd) < 0)
+				e = -errno;
+			pthread_mutex_lock(&t->lock);
+			if (e == 0)
+				zombies_clear(t);
+			if (e == 0 && t->wb_err) {
+				e = -t->wb_err;
+				t->wb_err = 0;
+			}
+			bool devflush = e == 0 && t->devflush;
+			t->devflush = false;
+			op_start(t, op);
+			pthread_mutex_unlock(&t->lock);
+			atomic_store(&op->err, e);
+			if (!devflush || kid_add(op, 0, 0, 0) < 0) {
+				if (devflush)
+					atomic_store(&op->err, -ENOMEM);
+				top_finish(op);
+				return 0;
+			}
+			/* and the writes that went through, on the device */
+			kids_go(t, op);
+			return 0;
+		}
+		pthread_mutex_lock(&t->lock);
+		op_start(t, op);
+		pthread_mutex_unlock(&t->lock);
+		if (kid_add(op, 0, 0, 0) < 0) {
+			pthread_mutex_lock(&t->lock);
+			op_end(t, op);
+			pthread_mutex_unlock(&t->lock);
+			top_put(op);
+			return -ENOMEM;
+		}
+		kids_go(t, op);
+		return 0;
+	}
+
+	/* a read: the blocks DIR holds, then the runs of the rest */
+	uint64_t first = off / t->bs;
+	uint32_t nblk = len ? (uint32_t)DIV_ROUND_UP(off + len, t->bs) - (uint32_t)first : 0;
+	op = top_new(t, req, aligned ? (int)(nblk / 2 + 1) : 1, len);
+	uint8_t *hit = calloc(nblk ? nblk : 1, 1);
+	struct iovec *sl = malloc(sizeof(*sl) * (size_t)(req->iovcnt > 0 ? req->iovcnt : 1));
+	if (op == NULL || hit == NULL || sl == NULL) {
+		free(hit);
+		free(sl);
+		if (op)
+			top_put(op);
+		return -ENOMEM;
+	}
+	op->aligned = aligned;
+	pthread_mutex_lock(&t->lock);
+	op_start(t, op);
+	pthread_mutex_unlock(&t->lock);
+	op->size = size;
+	op->hit = hit;
+	op->sl = sl;
+	if (!(req->flags & CLIO_REQ_SYNC) && t->reader_running) {
+		/* read-ahead and other asynchronous reads: the blocks in DIR
+		 * are copied by the tier's reader, not by the submitter */
+		pthread_mutex_lock(&t->lock);
+		op->rnext = NULL;
+		*t->rq_tail = op;
+		t->rq_tail = &op->rnext;
+		pthread_cond_broadcast(&t->rcv);
+		pthread_mutex_unlock(&t->lock);
+		return 0;
+	}
+	serve_read(t, op);
+	return 0;
+}
+
+static int
+meta_begin_write(struct tier *t)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&t->meta_lock);
+	if (!t->meta_writing && HAS_VALIDATOR(t->kind)) {
+		struct meta m;
+		r = meta_read(t, &m);
+		if (r == 0)
+			r = meta_write(t, m.ident, M_WRITING);
+		if (r == 0)
+			t->meta_writing = true;
+	}
+	pthread_mutex_unlock(&t->meta_lock);
+	return r;
+}
+
+static int wb_all(struct tier *t, bool all, uint64_t first, uint64_t last);
+
+static int
+tier_write(struct tier *t, struct clio_req *req, size_t len, bool aligned)
+{
+	struct top *op = top_new(t, req, 1, len);
+	uint64_t first = req->offset / t->bs;
+	uint64_t last = len ? (req->offset + len - 1) / t->bs : first;
+	int n = 0, r;
+
+	if (op == NULL)
+		return -ENOMEM;
+	op->aligned = aligned;
+	if (t->writeback && aligned) {
+		pthread_mutex_lock(&t->lock);
+		t->wgen++;
+		op_start(t, op);
+		pthread_mutex_unlock(&t->lock);
+		r = insert_blocks(t, op, req->offset, len, req->iov, req->iovcnt,
+				  0, true);
+		if (r != -ENOSPC) {
+			atomic_store(&op->err, r);
+			pthread_mutex_lock(&t->lock);
+			pthread_cond_broadcast(&t->cv); /* the writer has work */
+			pthread_mutex_unlock(&t->lock);
+			top_finish(op);
+			return 0;
+		}
+		/* no room for it in DIR: write it through */
+		pthread_mutex_lock(&t->lock);
+		op_end(t, op);
+		pthread_mutex_unlock(&t->lock);
+	}
+	/* through to the device: a dirty block it covers in part goes
+	 * first (writeback), then the entries it covers are dropped,
+	 * durably, before the device sees the write (crash safety 3) */
+	if (t->writeback && len > 0 && (r = wb_all(t, false, first, last)) < 0)
+		goto fail;
+	/* a DIR that cannot say "writing" fails no write: the file's new
+	 * validator differs from the recorded one anyway */
+	(void)meta_begin_write(t);
+	pthread_mutex_lock(&t->lock);
+	t->wgen++;
+	if (t->writeback)
+		t->devflush = true;
+	op_start(t, op);
+	n = len ? drop_range(t, first, last) : 0;
+	pthread_mutex_unlock(&t->lock);
+	if (n > 0 && fdatasync(t->ifd) < 0)
+		r = -errno;
+	else
+		r = kid_add(op, req->offset, len, 0);
+	if (r < 0) {
+		pthread_mutex_lock(&t->lock);
+		op_end(t, op);
+		pthread_mutex_unlock(&t->lock);
+		goto fail;
+	}
+	kids_go(t, op);
+	return 0;
+fail:
+	top_put(op);
+	return r;
+}
+
+/* ------------------------------------------------------------ device I/O */
+
+struct bwait {
+	pthread_mutex_t m;
+	pthread_cond_t cv;
+	bool done;
+};
+
+static void
+bwait_done(struct clio_req *req)
+{
+	struct bwait *w = req->priv;
+
+	pthread_mutex_lock(&w->m);
+	w->done = true;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->m);
+}
+
+/* A synchronous transfer of the tier's own, straight to the device. */
+static ssize_t
+dev_sync(struct tier *t, enum clio_op op, void *buf, size_t len, uint64_t off)
+{
+	struct bwait w = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false };
+	struct iovec v = { buf, len };
+	struct clio_req req;
+	int r;
+
+	memset(&req, 0, sizeof(req));
+	req.op = op;
+	req.flags = CLIO_REQ_SYNC | DEV_REQ_TIER;
+	req.offset = off;
+	req.iov = op == CLIO_OP_FLUSH ? NULL : &v;
+	req.iovcnt = op == CLIO_OP_FLUSH ? 0 : 1;
+	req.done = bwait_done;
+	req.priv = &w;
+	r = clio_dev_submit(t->d, &req);
+	if (r < 0)
+		return r;
+	pthread_mutex_lock(&w.m);
+	while (!w.done)
+		pthread_cond_wait(&w.cv, &w.m);
+	pthread_mutex_unlock(&w.m);
+	return req.result;
+}
+
+/* ------------------------------------------------------------ write-back */
+
+static void
+meta_clean(struct tier *t)
+{
+	struct meta m;
+
+	pthread_mutex_lock(&t->meta_lock);
+	if (meta_read(t, &m) == 0) {
+		validator_of(t, &t->v, &t->has_v);
+		if (meta_write(t, m.ident, M_CLEAN) == 0)
+			t->meta_writing = false;
+	}
+	pthread_mutex_unlock(&t->meta_lock);
+}
+
+/*
+ * Write the oldest dirty entries (all, or those of blocks [first, last])
+ * to the device, up to 64, flush it, then mark them clean (crash safety
+ * 5).  Returns the blocks written, or -errno.
+ */
+static int
+wb_batch(struct tier *t, bool all, uint64_t first, uint64_t last)
+{
+	struct { uint32_t i; uint64_t seq, lbn; uint32_t len, crc; int r; } b[64];
+	int n = 0, ok = 0, err = 0;
+	char *buf;
+	ssize_t r;
+
+	pthread_mutex_lock(&t->wb_lock);
+	pthread_mutex_lock(&t->lock);
+	for (uint32_t i = t->dirty_head; i != NIL && n < 64; i = t->slots[i].next) {
+		struct slot *s = &t->slots[i];
+		if (!all && (s->lbn < first || s->lbn > last))
+			continue;
+		s->pins++;
+		b[n].i = i;
+		b[n].seq = s->seq;
+		b[n].lbn = s->lbn;
+		b[n].len = s->len;
+		b[n].crc = s->crc;
+		n++;
+	}
+	pthread_mutex_unlock(&t->lock);
+	if (n == 0) {
+		pthread_mutex_unlock(&t->wb_lock);
+		return 0;
+	}
+	buf = malloc(t->bs);
+	err = buf == NULL ? -ENOMEM : meta_begin_write(t);
+	for (int k = 0; k < n; k++) {
+		b[k].r = err;
+		if (err < 0)
+			continue;
+		b[k].r = read_all(t->dfd, buf, b[k].len, (off_t)b[k].i * t->bs);
+		if (b[k].r == 0 && crc32c(0, buf, b[k].len) != b[k].crc)
+			b[k].r = -EBADMSG;
+		if (b[k].r == 0) {
+			r = dev_sync(t, CLIO_OP_WRITE, buf, b[k].len, b[k].lbn * t->bs);
+			b[k].r = r < 0 ? (int)r : 0;
+		}
+		if (b[k].r == 0)
+			ok++;
+		else if (b[k].r != -EBADMSG && err == 0)
+			err = b[k].r;
+	}
+	free(buf);
+	if (ok > 0 && (r = dev_sync(t, CLIO_OP_FLUSH, NULL, 0, 0)) < 0) {
+		err = (int)r;
+		for (int k = 0; k < n; k++)
+			if (b[k].r == 0)
+				b[k].r = err;
+	}
+	if (err == 0)
+		meta_clean(t);
+	bool synced = fdatasync(t->ifd) == 0;
+	pthread_mutex_lock(&t->lock);
+	if (synced) /* before a new version becomes clean, and evictable */
+		zombies_clear(t);
+	for (int k = 0; k < n; k++) {
+		uint32_t i = b[k].i;
+		struct slot *s = &t->slots[i];
+		bool same = s->state == S_DIRTY && s->seq == b[k].seq;
+		if (same && b[k].r == -EBADMSG) {
+			/* the only copy of dirty data is corrupt */
+			t->st.crc_failures++;
+			(void)rec_put(t, i, false);
+			slot_unuse(t, i);
+			if (err == 0)
+				err = -EIO;
+		} else if (same && b[k].r == 0 && synced) {
+			list_remove(t, &t->dirty_head, &t->dirty_tail, i);
+			t->ndirty--;
+			s->state = S_CLEAN;
+			list_append(t, &t->lru_head, &t->lru_tail, i);
+			(void)rec_put(t, i, true);
+		}
+		slot_unpin(t, i);
+	}
+	if (t->ndirty == 0)
+		pthread_cond_broadcast(&t->cv);
+	pthread_mutex_unlock(&t->lock);
+	pthread_mutex_unlock(&t->wb_lock);
+	return err < 0 ? err : ok;
+}
+
+/* Every dirty entry (of [first, last]) to the device; the first error. */
+static int
+wb_all(struct tier *t, bool all, uint64_t first, uint64_t last)
+{
+	int r, tries = 0;
+
+	while ((r = wb_batch(t, all, first, last)) > 0 || (r < 0 && ++tries < 3))
+		;
+	return r;
+}
+
+/* writeback: the background writer takes the oldest dirty entries once
+ * they are dirty_age old, or when half the slots are dirty. */
+static void *
+writer_main(void *arg)
+{
+	struct tier *t = arg;
+
+	pthread_mutex_lock(&t->lock);
+	while (!t->stopping) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 200000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&t->cv, &t->lock, &ts);
+		if (t->stopping || t->ndirty == 0 ||
+		    (t->ndirty < t->cap / 2 &&
+		     now_monotonic() - t->slots[t->dirty_head].dirtied < t->wb_age))
+			continue;
+		pthread_mutex_unlock(&t->lock);
+		int r = wb_batch(t, true, 0, 0);
+		pthread_mutex_lock(&t->lock);
+		if (r < 0)
+			t->wb_err = -r;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return NULL;
+}
+
+/* ------------------------------------------------------------ opening */
+
+/* What the device is and its identity (the key of its entries). */
+static char *
+identity_of(struct tier *t)
+{
+	clio_dev *d = t->d;
+	const char *scheme = d->ops->scheme;
+	uint64_t size = clio_dev_size(d);
+
+	if (strcmp(scheme, "file") == 0) {
+		const char *n = d->name;
+		struct stat st;
+		if (strncmp(n, "file:", 5) == 0)
+			n += 5;
+		t->path = strndup(n, strcspn(n, "?"));
+		if (t->path != NULL && stat(t->path, &st) == 0) {
+			if (S_ISREG(st.st_mode)) {
+				t->kind = K_FILE;
+				return xasprintf("file dev=%llu ino=%llu path=%s",
+						 (unsigned long long)st.st_dev,
+						 (unsigned long long)st.st_ino, t->path);
+			}
+			t->kind = K_PROMISE; /* a block device */
+			return xasprintf("blockdev rdev=%llu path=%s size=%llu",
+					 (unsigned long long)st.st_rdev, t->path,
+					 (unsigned long long)size);
+		}
+	}
+	if (strcmp(scheme, "nfs") == 0) {
+		struct clio_validator v;
+		/* the server and path, not clio's and libnfs's keys, and the
+		 * file's fileid */
+		if (clio_dev_version(d, &v) == 0) {
+			t->kind = K_NFS;
+			return xasprintf("nfs %.*s fileid=%llu", (int)strcspn(d->name, "?"),
+					 d->name, (unsigned long long)v.id);
+		}
+	}
+	t->kind = strcmp(scheme, "mem") == 0 || strcmp(scheme, "sim") == 0
+			  ? K_VOLATILE
+			  : K_PROMISE;
+	return xasprintf("%s %s size=%llu", scheme, d->name,
+			 (unsigned long long)size);
+}
+
+static int
+open_in(struct tier *t, const char *name, int flags)
+{
+	char *p = xasprintf("%s/%s", t->objdir, name);
+	int fd;
+
+	if (p == NULL)
+		return -ENOMEM;
+	fd = open(p, flags | O_CLOEXEC, 0644);
+	free(p);
+	return fd < 0 ? -errno : fd;
+}
+
+/* Drop every entry (clean only, or all); returns how many. */
+static uint64_t
+drop_all(struct tier *t, bool dirty_too)
+{
+	uint64_t n = 0;
+
+	for (uint32_t i = 0; i < t->nalloc; i++) {
+		struct slot *s = &t->slots[i];
+		if (s->state == S_CLEAN || (dirty_too && s->state == S_DIRTY)) {
+			(void)rec_put(t, i, false);
+			slot_unuse(t, i);
+			n++;
+		}
+	}
+	return n;
+}
+
+/* Read the index: each valid record becomes an entry (the newest of a
+ * block wins; a dirty one only if its data checks). */
+static int
+load_index(struct tier *t, uint64_t maxblk)
+{
+	struct stat st;
+	uint64_t nrec;
+	struct rec *recs;
+	char *buf = NULL;
+	int r;
+
+	if (fstat(t->ifd, &st) < 0)
+		return -errno;
+	nrec = (uint64_t)st.st_size / REC_SIZE;
+	if (nrec > t->cap)
+		nrec = t->cap;
+	recs = malloc(nrec ? nrec * REC_SIZE : 1);
+	if (recs == NULL)
+		return -ENOMEM;
+	if (nrec && (r = read_all(t->ifd, recs, nrec * REC_SIZE, 0)) < 0) {
+		free(recs);
+		return r;
+	}
+	r = slots_grow(t, (uint32_t)(nrec + 1));
+	if (r < 0) {
+		free(recs);
+		return r;
+	}
+	t->nalloc = (uint32_t)nrec;
+	for (uint32_t i = 0; i < nrec; i++) {
+		struct rec *c = &recs[i];
+		uint32_t rc = c->rcrc;
+		struct slot *s = &t->slots[i];
+		uint32_t old;
+
+		s->state = S_FREE;
+		s->pins = 0;
+		c->rcrc = 0;
+		if (c->magic != REC_MAGIC || rc != crc32c(0, c, sizeof(*c)) ||
+		    !(c->flags & R_VALID) || c->lbn >= maxblk || c->len == 0 ||
+		    c->len > t->bs)
+			continue;
+		if (c->flags & R_DIRTY) {
+			if (buf == NULL && (buf = malloc(t->bs)) == NULL)
+				continue;
+			if (read_all(t->dfd, buf, c->len, (off_t)i * t->bs) < 0 ||
+			    crc32c(0, buf, c->len) != c->dcrc) {
+				t->st.crc_failures++;
+				continue;
+			}
+		}
+		s->lbn = c->lbn;
+		s->seq = c->seq;
+		s->dirtied = 0;
+		s->crc = c->dcrc;
+		s->len = c->len;
+		if (c->seq > t->seq)
+			t->seq = c->seq;
+		old = slot_lookup(t, s->lbn);
+		if (old != NIL) {
+			if (t->slots[old].seq > s->seq)
+				continue;
+			slot_unuse(t, old);
+		}
+		s->state = (c->flags & R_DIRTY) ? S_DIRTY : S_CLEAN;
+		hash_insert(t, i);
+		t->nused++;
+		if (s->state == S_DIRTY) {
+			list_append(t, &t->dirty_head, &t->dirty_tail, i);
+			t->ndirty++;
+		} else {
+			list_append(t, &t->lru_head, &t->lru_tail, i);
+		}
+	}
+	/* the free list, lowest slots first; clear what is not an entry */
+	t->free_head = NIL;
+	for (uint32_t i = t->nalloc; i-- > 0;) {
+		if (t->slots[i].state == S_FREE) {
+			bool was = recs[i].magic == REC_MAGIC;
+			slot_free(t, i);
+			if (was)
+				(void)rec_put(t, i, false);
+		}
+	}
+	free(buf);
+	free(recs);
+	if (ftruncate(t->ifd, (off_t)t->nalloc * REC_SIZE) < 0 ||
+	    ftruncate(t->dfd, (off_t)t->nalloc * t->bs) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Dirty entries that must not reach the device: into
+ * DIR/lost+found/<object>-<time>/<byte offset>, with a message. */
+static void
+lost_found(struct tier *t, const char *ident, const char *why)
+{
+	char *lf = xasprintf("%s/lost+found", t->dir);
+	char *sub = xasprintf("%s/lost+found/%s-%lld", t->dir, t->objname,
+			      (long long)time(NULL));
+	char *buf = malloc(t->bs);
+	uint64_t n = 0;
+
+	if (lf == NULL || sub == NULL || buf == NULL ||
+	    (mkdir(lf, 0700) < 0 && errno != EEXIST) ||
+	    (mkdir(sub, 0700) < 0 && errno != EEXIST)) {
+		fprintf(stderr, "clio: disk cache %s: cannot keep the dirty blocks "
+			"of %s (%s): %s\n", t->dir, ident, why, strerror(errno));
+		goto out;
+	}
+	for (uint32_t i = t->dirty_head; i != NIL; i = t->slots[i].next) {
+		struct slot *s = &t->slots[i];
+		char *p = xasprintf("%s/%llu", sub, (unsigned long long)(s->lbn * t->bs));
+		int fd = p ? open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600) : -1;
+		if (fd >= 0 && read_all(t->dfd, buf, s->len, (off_t)i * t->bs) == 0 &&
+		    write_all(fd, buf, s->len, 0) == 0 && fsync(fd) == 0)
+			n++;
+		if (fd >= 0)
+			close(fd);
+		free(p);
+	}
+	char *rd = xasprintf("%s/README", sub);
+	FILE *fp = rd ? fopen(rd, "w") : NULL;
+	if (fp != NULL) {
+		fprintf(fp, "object: %s\nreason: %s\nblock size: %u\n"
+			"each file is one dirty block, named by its byte offset\n",
+			ident, why, t->bs);
+		fclose(fp);
+	}
+	free(rd);
+	fprintf(stderr, "clio: disk cache %s: %llu dirty blocks of %s were not "
+		"written back (%s); kept in %s\n", t->dir, (unsigned long long)n,
+		ident, why, sub);
+	t->st.lost_found += n;
+out:
+	free(lf);
+	free(sub);
+	free(buf);
+}
+
+/* disk_cache_verify=sample: compare up to SAMPLE_BLOCKS entries with the
+ * device; false on a difference. */
+static bool
+sample_ok(struct tier *t)
+{
+	char *a = malloc(t->bs), *b = malloc(t->bs);
+	uint32_t cand[SAMPLE_BLOCKS];
+	unsigned seed = (unsigned)time(NULL) ^ (unsigned)getpid();
+	uint32_t n = 0, seen = 0;
+	bool ok = true;
+
+	if (a == NULL || b == NULL) {
+		free(a);
+		free(b);
+		return false;
+	}
+	/* reservoir sampling over the clean entries */
+	for (uint32_t i = 0; i < t->nalloc; i++) {
+		if (t->slots[i].state != S_CLEAN)
+			continue;
+		seen++;
+		if (n < SAMPLE_BLOCKS)
+			cand[n++] = i;
+		else {
+			uint32_t j = (uint32_t)(rand_r(&seed) % seen);
+			if (j < SAMPLE_BLOCKS)
+				cand[j] = i;
+		}
+	}
+	for (uint32_t k = 0; k < n && ok; k++) {
+		struct slot *s = &t->slots[cand[k]];
+		if (read_all(t->dfd, a, s->len, (off_t)cand[k] * t->bs) < 0 ||
+		    crc32c(0, a, s->len) != s->crc) {
+			t->st.crc_failures++;
+			(void)rec_put(t, cand[k], false);
+			slot_unuse(t, cand[k]);
+			continue;
+		}
+		ssize_t r = dev_sync(t, CLIO_OP_READ, b, s->len, s->lbn * t->bs);
+		if (r != (ssize_t)s->len || memcmp(a, b, s->len) != 0)
+			ok = false;
+	}
+	free(a);
+	free(b);
+	return ok;
+}
+
+/* ------------------------------------------------------------ the DIR */
+
+struct objuse {
+	char name[17];
+	uint64_t bytes;
+	double used;	/* meta's mtime: written at each close */
+};
+
+static int
+objuse_cmp(const void *a, const void *b)
+{
+	const struct objuse *x = a, *y = b;
+
+	return x->used < y->used ? -1 : x->used > y->used;
+}
+
+/* Empty another object's entries (data, index, meta; its directory and
+ * lock stay, so that a process opening it meanwhile starts empty) unless
+ * a process uses it or it has dirty blocks. */
+static bool
+cull_obj(struct tier *t, const char *name)
+{
+	char *dirp = xasprintf("%s/%s", t->dir, name), *p;
+	int lk = -1, fd = -1;
+	bool done = false;
+
+	if (dirp == NULL)
+		return false;
+	p = xasprintf("%s/lock", dirp);
+	if (p != NULL)
+		lk = open(p, O_RDWR | O_CLOEXEC);
+	free(p);
+	if (lk < 0 || flock(lk, LOCK_EX | LOCK_NB) < 0)
+		goto out;
+	p = xasprintf("%s/index", dirp);
+	if (p != NULL)
+		fd = open(p, O_RDWR | O_CLOEXEC);
+	free(p);
+	if (fd >= 0) {
+		struct rec r[64];
+		ssize_t n;
+		off_t off = 0;
+		while ((n = pread(fd, r, sizeof(r), off)) > 0) {
+			for (ssize_t k = 0; k < n / REC_SIZE; k++) {
+				uint32_t rc = r[k].rcrc;
+				r[k].rcrc = 0;
+				if (r[k].magic == REC_MAGIC && (r[k].flags & R_DIRTY) &&
+				    rc == crc32c(0, &r[k], sizeof(r[k])))
+					goto out; /* dirty: not ours to drop */
+			}
+			off += n;
+		}
+	}
+	p = xasprintf("%s/meta", dirp);
+	if (p != NULL)
+		(void)unlink(p);
+	free(p);
+	if (fd >= 0)
+		(void)ftruncate(fd, 0);
+	p = xasprintf("%s/data", dirp);
+	if (p != NULL)
+		(void)truncate(p, 0);
+	free(p);
+	done = true;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (lk >= 0)
+		close(lk);
+	free(dirp);
+	return done;
+}
+
+/*
+ * disk_cache_size bounds DIR, not only this object: at open, the other
+ * objects' entries go, least recently closed first, whole, while they
+ * hold more than half the budget (0: 10% of the free space plus what DIR
+ * holds); this object may have what they leave.  Returns that.
+ */
+static uint64_t
+cull_dir(struct tier *t, uint64_t size, uint64_t *budgetp, uint64_t *othersp)
+{
+	DIR *dp = opendir(t->dir);
+	struct objuse *u = NULL;
+	size_t n = 0, alloc = 0;
+	uint64_t total = 0, others = 0, budget = size;
+	struct dirent *e;
+	struct stat st;
+	struct statvfs sv;
+
+	*budgetp = size;
+	*othersp = 0;
+	if (dp == NULL)
+		return size;
+	while ((e = readdir(dp)) != NULL) {
+		char *p;
+		if (strlen(e->d_name) != 16 ||
+		    strspn(e->d_name, "0123456789abcdef") != 16)
+			continue;
+		if (n == alloc) {
+			struct objuse *nu = realloc(u, sizeof(*u) * (alloc = alloc ? 2 * alloc : 16));
+			if (nu == NULL)
+				break;
+			u = nu;
+		}
+		memcpy(u[n].name, e->d_name, 16); /* 16 hex digits, checked */
+		u[n].name[16] = '\0';
+		p = xasprintf("%s/%s/data", t->dir, e->d_name);
+		u[n].bytes = p && stat(p, &st) == 0 ? (uint64_t)st.st_blocks * 512 : 0;
+		free(p);
+		p = xasprintf("%s/%s/meta", t->dir, e->d_name);
+		u[n].used = p && stat(p, &st) == 0
+				    ? (double)st.st_mtim.tv_sec + st.st_mtim.tv_nsec * 1e-9
+				    : 0;
+		free(p);
+		total += u[n].bytes;
+		if (strcmp(e->d_name, t->objname) != 0) {
+			others += u[n].bytes;
+			if (u[n].bytes > 0)
+				n++;
+		}
+	}
+	closedir(dp);
+	if (budget == 0 && fstatvfs(t->dfd, &sv) == 0)
+		budget = ((uint64_t)sv.f_bavail * sv.f_frsize + total) / 10;
+	qsort(u, n, sizeof(*u), objuse_cmp);
+	for (size_t i = 0; i < n && others > budget / 2; i++)
+		if (cull_obj(t, u[i].name)) {
+			others -= u[i].bytes;
+			t->st.objects_culled++;
+		}
+	free(u);
+	*budgetp = budget;
+	*othersp = others;
+	return others < budget ? budget - others : 0;
+}
+
+/* Join the pool of t's DIR (under attach_lock); the bytes the others
+ * hold on disk are others (DIR's, less those of the objects open here). */
+static void
+pool_join(struct tier *t, uint64_t budget, uint64_t others)
+{
+	struct dirpool *p;
+
+	for (p = pools; p != NULL; p = p->next)
+		if (strcmp(p->dir, t->dir) == 0)
+			break;
+	if (p == NULL) {
+		if ((p = calloc(1, sizeof(*p))) == NULL || (p->dir = strdup(t->dir)) == NULL) {
+			free(p);
+			return;
+		}
+		p->budget = budget;
+		atomic_init(&p->grown, 0);
+		p->next = pools;
+		pools = p;
+	}
+	uint64_t open_here = atomic_load(&p->grown);
+	p->base = others > open_here ? others - open_here : 0;
+	p->refs++;
+	t->pool = p;
+	atomic_fetch_add(&p->grown, (uint64_t)t->nalloc * t->bs);
+}
+
+static void
+pool_leave(struct tier *t)
+{
+	struct dirpool *p = t->pool, **pp;
+
+	if (p == NULL)
+		return;
+	t->pool = NULL;
+	atomic_fetch_sub(&p->grown, (uint64_t)t->nalloc * t->bs);
+	p->base += (uint64_t)t->nalloc * t->bs; /* still on disk */
+	if (--p->refs > 0)
+		return;
+	for (pp = &pools; *pp != p; pp = &(*pp)->next)
+		;
+	*pp = p->next;
+	free(p->dir);
+	free(p);
+}
+
+static void
+tier_free(struct tier *t)
+{
+	if (t->dfd >= 0)
+		close(t->dfd);
+	if (t->ifd >= 0)
+		close(t->ifd);
+	if (t->lockfd >= 0)
+		close(t->lockfd); /* lets go of the flock */
+	pthread_mutex_destroy(&t->lock);
+	pthread_mutex_destroy(&t->meta_lock);
+	pthread_mutex_destroy(&t->wb_lock);
+	pthread_cond_destroy(&t->rcv);
+	pthread_cond_destroy(&t->cv);
+	free(t->slots);
+	free(t->hash);
+	free(t->dir);
+	free(t->objdir);
+	free(t->path);
+	free(t);
+}
+
+static int
+tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
+{
+	struct tier *t = calloc(1, sizeof(*t));
+	char *ident = NULL;
+	struct meta m;
+	uint64_t size = clio_dev_size(d), cap;
+	uint32_t h;
+	int r;
+
+	*tp = NULL;
+	if (t == NULL)
+		return -ENOMEM;
+	t->d = d;
+	t->dfd = t->ifd = t->lockfd = -1;
+	pthread_mutex_init(&t->lock, NULL);
+	pthread_mutex_init(&t->meta_lock, NULL);
+	pthread_mutex_init(&t->wb_lock, NULL);
+	pthread_cond_init(&t->rcv, NULL);
+	t->rq_tail = &t->rq;
+	pthread_cond_init(&t->cv, NULL);
+	t->lru_head = t->lru_tail = t->free_head = NIL;
+	t->dirty_head = t->dirty_tail = NIL;
+	t->zombies = NIL;
+	t->writeback = conf->disk_cache_mode == 1;
+	t->wb_age = conf->dirty_age;
+	t->brun = conf->disk_cache_brun;
+	t->bcull = conf->disk_cache_bcull;
+	t->bstop = conf->disk_cache_bstop;
+	t->bs = conf->bsize;
+	t->dir = strdup(conf->disk_cache);
+	ident = identity_of(t);
+	if (t->dir == NULL || ident == NULL) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	snprintf(t->objname, sizeof(t->objname), "%016llx",
+		 (unsigned long long)fnv1a(ident));
+	t->objdir = xasprintf("%s/%s", t->dir, t->objname);
+	if (t->objdir == NULL) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	if (mkdir(t->objdir, 0755) < 0 && errno != EEXIST) {
+		r = -errno;
+		goto fail;
+	}
+	if ((r = open_in(t, "lock", O_RDWR | O_CREAT)) < 0)
+		goto fail;
+	t->lockfd = r;
+	if (flock(t->lockfd, LOCK_EX | LOCK_NB) < 0) {
+		r = errno == EWOULDBLOCK ? 1 : -errno; /* 1: in use elsewhere */
+		goto fail;
+	}
+	if ((r = open_in(t, "data", O_RDWR | O_CREAT)) < 0)
+		goto fail;
+	t->dfd = r;
+	if ((r = open_in(t, "index", O_RDWR | O_CREAT)) < 0)
+		goto fail;
+	t->ifd = r;
+
+	/* the size: disk_cache_size, or 10% of DIR's free space, for DIR */
+	uint64_t budget, others;
+	cap = cull_dir(t, conf->disk_cache_size, &budget, &others);
+	bool have_meta = meta_read(t, &m) == 0 && strcmp(m.ident, ident) == 0 &&
+			 m.kind == (uint32_t)t->kind;
+	if (have_meta)
+		t->bs = m.bsize; /* the entries' block size, for recovery */
+	t->cap = MAX(cap / t->bs, 16);
+	if (t->cap > UINT32_MAX - 2)
+		t->cap = UINT32_MAX - 2;
+	for (h = 1024; h < t->cap && h < (1u << 22); h *= 2)
+		;
+	t->hash = malloc(sizeof(uint32_t) * h);
+	if (t->hash == NULL) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	memset(t->hash, 0xff, sizeof(uint32_t) * h);
+	t->hmask = h - 1;
+	if (!have_meta) {
+		/* nothing of this object we can trust: start empty */
+		if (ftruncate(t->ifd, 0) < 0 || ftruncate(t->dfd, 0) < 0) {
+			r = -errno;
+			goto fail;
+		}
+	}
+	r = load_index(t, DIV_ROUND_UP(MAX(size, have_meta ? m.size : 0), t->bs) + 1);
+	if (r < 0)
+		goto fail;
+
+	/* is what the entries hold still the device's? (crash safety 4) */
+	validator_of(t, &t->v, &t->has_v);
+	const char *why = NULL;
+	if (have_meta && HAS_VALIDATOR(t->kind)) {
+		if (m.state != M_CLEAN)
+			why = "a session that wrote it ended without recording its version";
+		else if (!m.has_v || !t->has_v || !same_v(&m.v, &t->v))
+			why = "it changed since the entries were made";
+	} else if (have_meta && t->kind == K_VOLATILE) {
+		why = "the device keeps no data across runs";
+	} else if (have_meta && m.size != size) {
+		why = "its size changed";
+	}
+	if (t->ndirty > 0) {
+		if (why == NULL) {
+			uint64_t nd = t->ndirty;
+			r = wb_all(t, true, 0, 0);
+			if (r < 0) {
+				fprintf(stderr, "clio: disk cache %s: writing back the "
+					"dirty blocks of %s: %s\n", t->dir, ident,
+					strerror(-r));
+				goto fail;
+			}
+			t->st.recovered += nd - t->ndirty;
+			validator_of(t, &t->v, &t->has_v);
+		} else {
+			lost_found(t, ident, why);
+			pthread_mutex_lock(&t->lock);
+			drop_all(t, true);
+			pthread_mutex_unlock(&t->lock);
+		}
+	}
+	if (why != NULL) {
+		pthread_mutex_lock(&t->lock);
+		t->st.stale_drops += drop_all(t, false);
+		pthread_mutex_unlock(&t->lock);
+	}
+	if (conf->disk_cache_verify && t->nused > 0 && !sample_ok(t)) {
+		pthread_mutex_lock(&t->lock);
+		t->st.stale_drops += drop_all(t, false);
+		pthread_mutex_unlock(&t->lock);
+	}
+	if (t->bs != conf->bsize) {
+		/* entries of another block size: start over with ours */
+		char *mp = xasprintf("%s/meta", t->objdir);
+		if (mp != NULL)
+			(void)unlink(mp);
+		free(mp);
+		tier_free(t);
+		t = NULL;
+		r = -EAGAIN;
+		goto fail_quiet;
+	}
+	r = meta_write(t, ident, M_CLEAN);
+	if (r < 0)
+		goto fail;
+	check_floor(t, true);
+	if (t->writeback) {
+		r = pthread_create(&t->writer, NULL, writer_main, t);
+		if (r != 0) {
+			r = -r;
+			goto fail;
+		}
+		t->writer_running = true;
+	}
+	if (pthread_create(&t->reader, NULL, reader_main, t) == 0)
+		t->reader_running = true; /* else reads are served inline */
+	pool_join(t, budget, others); /* the caller holds attach_lock */
+	free(ident);
+	*tp = t;
+	return 0;
+fail:
+	tier_free(t);
+fail_quiet:
+	free(ident);
+	return r;
+}
+
+int
+tier_attach(clio_dev *d, const struct clio_conf *conf)
+{
+	struct tier *t = NULL;
+	int r = 0;
+
+	if (conf->disk_cache == NULL || d->is_virtual)
+		return 0;
+	pthread_mutex_lock(&attach_lock);
+	if (__atomic_load_n(&d->tier, __ATOMIC_ACQUIRE) == NULL) {
+		r = tier_open(d, conf, &t);
+		if (r == -EAGAIN) /* the block size changed: once more */
+			r = tier_open(d, conf, &t);
+		if (r == 1)
+			r = 0;
+		if (t != NULL)
+			__atomic_store_n(&d->tier, t, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&attach_lock);
+	return r;
+}
+
+int
+tier_detach(clio_dev *d)
+{
+	struct tier *t = __atomic_load_n(&d->tier, __ATOMIC_ACQUIRE);
+	int r = 0;
+
+	if (t == NULL)
+		return 0;
+	pthread_mutex_lock(&t->lock);
+	while (t->nops > 0)
+		pthread_cond_wait(&t->cv, &t->lock);
+	t->stopping = true;
+	t->rstop = true;
+	pthread_cond_broadcast(&t->cv);
+	pthread_cond_broadcast(&t->rcv);
+	pthread_mutex_unlock(&t->lock);
+	if (t->writer_running)
+		pthread_join(t->writer, NULL);
+	if (t->reader_running)
+		pthread_join(t->reader, NULL);
+	if (t->ndirty > 0)
+		r = wb_all(t, true, 0, 0);
+	__atomic_store_n(&d->tier, NULL, __ATOMIC_RELEASE);
+	if (t->meta_writing || HAS_VALIDATOR(t->kind))
+		meta_clean(t);
+	pthread_mutex_lock(&attach_lock);
+	pool_leave(t);
+	pthread_mutex_unlock(&attach_lock);
+	tier_free(t);
+	return r;
+}
+
+void
+tier_drop(clio_dev *d)
+{
+	struct tier *t = __atomic_load_n(&d->tier, __ATOMIC_ACQUIRE);
+
+	if (t == NULL)
+		return;
+	pthread_mutex_lock(&t->lock);
+	t->st.stale_drops += drop_all(t, false);
+	for (struct top *o = t->ops; o != NULL; o = o->next)
+		o->tainted = true; /* reads in flight may bring the old data */
+	pthread_mutex_unlock(&t->lock);
+	meta_clean(t);
+}
+
+int
+tier_resize(clio_dev *d, uint64_t size, bool before)
+{
+	struct tier *t = __atomic_load_n(&d->tier, __ATOMIC_ACQUIRE);
+
+	if (t == NULL)
+		return 0;
+	if (before) {
+		(void)meta_begin_write(t); /* the file changes */
+		/* the part of a dirty block below the new end stays */
+		return t->writeback && size % t->bs
+			       ? wb_all(t, false, size / t->bs, size / t->bs)
+			       : 0;
+	}
+	pthread_mutex_lock(&t->lock);
+	/* the block holding the new end and all after it */
+	drop_range(t, size / t->bs, UINT64_MAX - 1);
+	pthread_mutex_unlock(&t->lock);
+	return 0;
+}
+
+void
+tier_params(struct tier *t, struct dev_params *o)
+{
+	struct tier_stats s;
+	uint64_t used, dirty;
+
+	pthread_mutex_lock(&t->lock);
+	s = t->st;
+	used = t->nused;
+	dirty = t->ndirty;
+	pthread_mutex_unlock(&t->lock);
+	dev_param(o, "disk_cache.dir", "%s", t->dir);
+	dev_param(o, "disk_cache.object", "%s", t->objname);
+	dev_param(o, "disk_cache.mode", "%s", t->writeback ? "writeback" : "writethrough");
+	dev_param(o, "disk_cache.validator", "%s",
+		  t->kind == K_FILE ? "file" : t->kind == K_NFS ? "nfs"
+		  : t->kind == K_VOLATILE ? "none (volatile device)"
+								   : "none (user's promise)");
+	dev_param(o, "disk_cache.block", "%u", t->bs);
+	dev_param(o, "disk_cache.size_max", "%llu", (unsigned long long)(t->cap * t->bs));
+	dev_param(o, "disk_cache.entries", "%llu", (unsigned long long)used);
+	dev_param(o, "disk_cache.dirty", "%llu", (unsigned long long)dirty);
+	dev_param(o, "disk_cache.hits", "%llu", (unsigned long long)s.hits);
+	dev_param(o, "disk_cache.misses", "%llu", (unsigned long long)s.misses);
+	dev_param(o, "disk_cache.bytes_from_cache", "%llu", (unsigned long long)s.bytes_dir);
+	dev_param(o, "disk_cache.bytes_from_device", "%llu", (unsigned long long)s.bytes_dev);
+	dev_param(o, "disk_cache.insertions", "%llu", (unsigned long long)s.insertions);
+	dev_param(o, "disk_cache.evictions", "%llu", (unsigned long long)s.evictions);
+	dev_param(o, "disk_cache.checksum_failures", "%llu", (unsigned long long)s.crc_failures);
+	dev_param(o, "disk_cache.stale_drops", "%llu", (unsigned long long)s.stale_drops);
+	dev_param(o, "disk_cache.recovered", "%llu", (unsigned long long)s.recovered);
+	dev_param(o, "disk_cache.lost_found", "%llu", (unsigned long long)s.lost_found);
+	dev_param(o, "disk_cache.objects_culled", "%llu", (unsigned long long)s.objects_culled);
+}

@@ -1,0 +1,38 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+# test-tier-mount.sh - the disk tier under clio mount (-o disk_cache=DIR,
+# a directory passed through): a file read through one mount is read
+# through the next mount (a restart: new process, new memory cache) from
+# DIR, with no read of the file's device, as .clio-stats (clio stat
+# --raw) says; the bytes are the file's; a change of the file between
+# the mounts is seen.
+set -e
+. "$(dirname "$0")/mount-common.sh"
+mnt=$tmp/mnt dir=$tmp/dir dc=$tmp/dc
+mkdir "$mnt" "$dir" "$dc"
+head -c 4194304 /dev/urandom >"$dir/f"
+
+# KEY of the open device f in a snapshot
+val() { sed -n "s/^f $1: //p" "$2"; }
+
+read_through() {
+	mount_start "$dir" "$mnt" -o disk_cache="$dc",kernel_cache=off
+	exec 3<"$mnt/f"
+	cat <&3 >"$tmp/out"
+	"$CLIO" stat --raw "$mnt" >"$tmp/s"
+	exec 3<&-
+	mount_stop "$mnt"
+	cmp "$dir/f" "$tmp/out" || fail "the bytes read through the mount differ"
+}
+
+read_through
+[ "$(val back_read_bytes "$tmp/s")" = 4194304 ] || { cat "$tmp/s"; fail "first mount: not one read of the file"; }
+read_through
+[ "$(val back_reads "$tmp/s")" = 0 ] || { cat "$tmp/s"; fail "second mount: $(val back_reads "$tmp/s") reads of the file"; }
+[ "$(val disk_cache.bytes_from_cache "$tmp/s")" = 4194304 ] || { cat "$tmp/s"; fail "second mount: not all from DIR"; }
+echo "ok: a second mount reads the file from DIR, none from the file"
+
+printf 'changed' | dd of="$dir/f" bs=1 seek=100000 conv=notrunc 2>/dev/null
+read_through
+[ "$(val disk_cache.stale_drops "$tmp/s")" -gt 0 ] || { cat "$tmp/s"; fail "the change was not seen"; }
+echo "ok: a change between the mounts is seen"

@@ -1,0 +1,743 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * test-tier.c - the disk tier (lib/tier.c) under real file devices:
+ * crc32c against its known value and its two paths against each other;
+ * a restarted cache reads nothing from the device; a changed file is
+ * seen; a flipped byte in DIR is detected and refetched; culling keeps
+ * the data file within disk_cache_size; kill -9 at random moments of
+ * heavy insertion (a child process, this program run again), after which
+ * the cache serves only the file's bytes; writeback: data made durable by
+ * fsync reaches the device after kill -9 and a restart, and goes to
+ * lost+found, the file untouched, when the file changed meanwhile;
+ * threads reading and writing through one tier.
+ * TIER_SEED=N repeats a run, TIER_ITERS=N sets the kill -9 rounds (100;
+ * 20 with CLIO_FLAVOUR=tsan).
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "testutil.h"
+#include "tier.h"
+
+#define FSIZE (2 * TU_MiB)
+#define BS 16384
+
+static char dir[256], dcdir[300], path[300];
+static unsigned seed;
+
+static int
+rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(p);
+}
+
+static int
+setup(void **state)
+{
+	const char *t = getenv("TMPDIR");
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s/clio-tier-XXXXXX", t ? t : "/tmp");
+	if (mkdtemp(dir) == NULL)
+		return -1;
+	snprintf(dcdir, sizeof(dcdir), "%s/dc", dir);
+	snprintf(path, sizeof(path), "%s/file", dir);
+	if (mkdir(dcdir, 0755) < 0)
+		return -1;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	return 0;
+}
+
+/* The file: FSIZE bytes of pattern s. */
+static void
+make_file(uint64_t s)
+{
+	char *b = malloc(FSIZE);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	assert_true(fd >= 0 && b != NULL);
+	tu_fill(b, FSIZE, 0, s);
+	assert_int_equal(pwrite(fd, b, FSIZE, 0), FSIZE);
+	close(fd);
+	free(b);
+}
+
+static void
+file_write(uint64_t off, size_t len, uint64_t s)
+{
+	char *b = malloc(len);
+	int fd = open(path, O_WRONLY);
+
+	assert_true(fd >= 0 && b != NULL);
+	tu_fill(b, len, off, s);
+	assert_int_equal(pwrite(fd, b, len, (off_t)off), (ssize_t)len);
+	close(fd);
+	free(b);
+}
+
+static char *
+file_read(void)
+{
+	char *b = malloc(FSIZE);
+	int fd = open(path, O_RDONLY);
+
+	assert_true(fd >= 0 && b != NULL);
+	assert_int_equal(pread(fd, b, FSIZE, 0), FSIZE);
+	close(fd);
+	return b;
+}
+
+struct stack {
+	clio_cache *c;
+	clio_dev *d;
+	clio_file *f;
+};
+
+static int
+stack_open(struct stack *s, const char *mode, const char *dcsize, uint64_t memsize)
+{
+	struct clio_conf conf;
+	char err[256], ms[32];
+	int r;
+
+	clio_conf_init(&conf);
+	snprintf(ms, sizeof(ms), "%llu", (unsigned long long)memsize);
+	if (clio_conf_set(&conf, "disk_cache", dcdir, err, sizeof(err)) < 0 ||
+	    clio_conf_set(&conf, "disk_cache_mode", mode, err, sizeof(err)) < 0 ||
+	    clio_conf_set(&conf, "disk_cache_size", dcsize, err, sizeof(err)) < 0 ||
+	    clio_conf_set(&conf, "cache_size", ms, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s\n", err);
+		return -EINVAL;
+	}
+	if ((r = clio_cache_new(&conf, &s->c)) < 0)
+		return r;
+	if ((r = clio_dev_open(path, 0, &s->d)) < 0)
+		return r;
+	return clio_open(s->c, s->d, CLIO_RDWR, &s->f);
+}
+
+static int
+stack_close(struct stack *s)
+{
+	int r = clio_close(s->f), e, e2;
+
+	e = clio_cache_free(s->c);
+	e2 = clio_dev_close(s->d);
+	if (r || e || e2)
+		fprintf(stderr, "close %d, cache_free %d, dev_close %d\n", r, e, e2);
+	return r ? r : e ? e : e2;
+}
+
+static uint64_t
+param(clio_dev *d, const char *key)
+{
+	char buf[4096], pat[80];
+	const char *p;
+
+	assert_true(clio_dev_params(d, buf, sizeof(buf)) > 0);
+	snprintf(pat, sizeof(pat), "\ndisk_cache.%s=", key);
+	p = strstr(buf, pat);
+	assert_non_null(p);
+	return strtoull(p + strlen(pat), NULL, 10);
+}
+
+static uint64_t
+dev_reads(clio_dev *d)
+{
+	struct clio_dev_stats st;
+
+	clio_dev_stats(d, &st);
+	return st.back.read_bytes;
+}
+
+/* Read the whole object through the cache and compare with truth. */
+static void
+read_all_check(struct stack *s, const char *truth)
+{
+	char *b = malloc(FSIZE);
+
+	assert_non_null(b);
+	assert_int_equal(clio_pread(s->f, b, FSIZE, 0), FSIZE);
+	for (size_t i = 0; i < FSIZE; i++)
+		if (b[i] != truth[i]) {
+			fprintf(stderr, "byte %zu differs (seed %u)\n", i, seed);
+			fail();
+		}
+	free(b);
+}
+
+/* ------------------------------------------------------------ tests */
+
+static void
+test_crc32c(void **state)
+{
+	unsigned char b[1500];
+	unsigned s = seed;
+
+	(void)state;
+	assert_int_equal(crc32c(0, "123456789", 9), 0xe3069283u);
+	assert_int_equal(crc32c_table(0, "123456789", 9), 0xe3069283u);
+	assert_int_equal(crc32c(0, "", 0), 0);
+	for (size_t i = 0; i < sizeof(b); i++)
+		b[i] = (unsigned char)rand_r(&s);
+	for (size_t n = 0; n < sizeof(b); n += 7) {
+		size_t k = n / 3;
+		uint32_t whole = crc32c(0, b, n);
+		assert_int_equal(whole, crc32c_table(0, b, n));
+		assert_int_equal(whole, crc32c(crc32c(0, b, k), b + k, n - k));
+	}
+}
+
+static void
+test_reuse_stale(void **state)
+{
+	struct stack s;
+	char *truth;
+
+	(void)state;
+	make_file(1);
+	truth = file_read();
+	assert_int_equal(stack_open(&s, "writethrough", "64M", 8 * TU_MiB), 0);
+	read_all_check(&s, truth);
+	assert_int_equal(dev_reads(s.d), FSIZE);
+	assert_int_equal(param(s.d, "insertions"), FSIZE / BS);
+	assert_int_equal(stack_close(&s), 0);
+
+	/* a restart reads nothing from the device */
+	assert_int_equal(stack_open(&s, "writethrough", "64M", 8 * TU_MiB), 0);
+	read_all_check(&s, truth);
+	assert_int_equal(dev_reads(s.d), 0);
+	assert_int_equal(param(s.d, "hits"), FSIZE / BS);
+	assert_int_equal(param(s.d, "bytes_from_cache"), FSIZE);
+	assert_int_equal(stack_close(&s), 0);
+
+	/* another writer changes 20 KiB: no stale byte */
+	file_write(100000, 20000, 2);
+	free(truth);
+	truth = file_read();
+	assert_int_equal(stack_open(&s, "writethrough", "64M", 8 * TU_MiB), 0);
+	assert_int_equal(param(s.d, "stale_drops"), FSIZE / BS);
+	read_all_check(&s, truth);
+	assert_int_equal(dev_reads(s.d), FSIZE);
+	assert_int_equal(stack_close(&s), 0);
+
+	/* its own writes (writethrough) are kept, and the version recorded */
+	assert_int_equal(stack_open(&s, "writethrough", "64M", 8 * TU_MiB), 0);
+	char *w = malloc(3 * BS);
+	tu_fill(w, 3 * BS, 5 * BS, 3);
+	assert_int_equal(clio_pwrite(s.f, w, 3 * BS, 5 * BS), 3 * BS);
+	assert_int_equal(clio_fsync(s.f), 0);
+	assert_int_equal(stack_close(&s), 0);
+	free(truth);
+	truth = file_read();
+	assert_memory_equal(truth + 5 * BS, w, 3 * BS);
+	assert_int_equal(stack_open(&s, "writethrough", "64M", 8 * TU_MiB), 0);
+	read_all_check(&s, truth);
+	assert_int_equal(dev_reads(s.d), 0);
+	assert_int_equal(stack_close(&s), 0);
+	free(w);
+	free(truth);
+}
+
+/* The data file of the only object in DIR. */
+static void
+obj_file(char *out, size_t len, const char *name)
+{
+	DIR *dp = opendir(dcdir);
+	struct dirent *e;
+
+	assert_non_null(dp);
+	out[0] = '\0';
+	while ((e = readdir(dp)) != NULL)
+		if (strlen(e->d_name) == 16)
+			snprintf(out, len, "%s/%s/%s", dcdir, e->d_name, name);
+	closedir(dp);
+	assert_true(out[0] != '\0');
+}
+
+static void
+test_flip(void **state)
+{
+	struct stack s;
+	char *truth, data[400];
+	unsigned char c;
+	int fd;
+
+	(void)state;
+	nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	mkdir(dcdir, 0755);
+	make_file(4);
+	truth = file_read();
+	assert_int_equal(stack_open(&s, "writethrough", "64M", 8 * TU_MiB), 0);
+	read_all_check(&s, truth);
+	assert_int_equal(stack_close(&s), 0);
+
+	/* one byte of one block in DIR flips */
+	obj_file(data, sizeof(data), "data");
+	fd = open(data, O_RDWR);
+	assert_true(fd >= 0);
+	off_t at = 7 * BS + 1234;
+	assert_int_equal(pread(fd, &c, 1, at), 1);
+	c ^= 0x40;
+	assert_int_equal(pwrite(fd, &c, 1, at), 1);
+	close(fd);
+
+	assert_int_equal(stack_open(&s, "writethrough", "64M", 8 * TU_MiB), 0);
+	read_all_check(&s, truth);
+	assert_int_equal(param(s.d, "checksum_failures"), 1);
+	assert_int_equal(dev_reads(s.d), BS); /* that block, refetched */
+	assert_int_equal(stack_close(&s), 0);
+	/* and put back */
+	assert_int_equal(stack_open(&s, "writethrough", "64M", 8 * TU_MiB), 0);
+	read_all_check(&s, truth);
+	assert_int_equal(dev_reads(s.d), 0);
+	assert_int_equal(param(s.d, "checksum_failures"), 0);
+	assert_int_equal(stack_close(&s), 0);
+	free(truth);
+}
+
+static void
+test_cull(void **state)
+{
+	struct stack s;
+	char *truth, data[400];
+	struct stat st;
+
+	(void)state;
+	make_file(5);
+	truth = file_read();
+	for (int round = 0; round < 2; round++) {
+		assert_int_equal(stack_open(&s, "writethrough", "256K", 256 * TU_KiB), 0);
+		read_all_check(&s, truth);
+		assert_true(param(s.d, "entries") <= 256 * TU_KiB / BS);
+		assert_true(param(s.d, "evictions") > 0);
+		assert_int_equal(param(s.d, "size_max"), 256 * TU_KiB);
+		assert_int_equal(stack_close(&s), 0);
+		obj_file(data, sizeof(data), "data");
+		assert_int_equal(stat(data, &st), 0);
+		assert_true(st.st_size <= (off_t)(256 * TU_KiB));
+		assert_true(st.st_blocks * 512 <= (blkcnt_t)(256 * TU_KiB) + 4096);
+	}
+	free(truth);
+}
+
+/* ------------------------------------------------------------ kill -9 */
+
+static char self[4096];
+
+/* The child of a kill -9 round: read (and, with writes, write) random
+ * ranges through a small memory cache, so that the tier inserts, culls
+ * and updates all the time, until killed. */
+static int
+child_insert(unsigned s, int writes)
+{
+	struct stack st;
+	char *b = malloc(4 * BS);
+
+	if (b == NULL || stack_open(&st, "writethrough", "512K", 128 * TU_KiB) < 0)
+		return 2;
+	for (unsigned n = 0;; n++) {
+		uint64_t off = (uint64_t)(rand_r(&s) % (FSIZE / BS)) * BS;
+		size_t len = (size_t)(1 + rand_r(&s) % 4) * BS;
+		if (off + len > FSIZE)
+			len = FSIZE - off;
+		if (writes && n % 8 == 7) {
+			tu_fill(b, len, off, 100 + n);
+			if (clio_pwrite(st.f, b, len, off) != (ssize_t)len)
+				return 3;
+			if (n % 32 == 31)
+				(void)clio_fsync(st.f);
+		} else if (clio_pread(st.f, b, len, off) != (ssize_t)len) {
+			return 4;
+		}
+	}
+}
+
+static pid_t
+spawn(const char *what, unsigned s, int arg)
+{
+	char a1[32], a2[32];
+	pid_t p;
+
+	snprintf(a1, sizeof(a1), "%u", s);
+	snprintf(a2, sizeof(a2), "%d", arg);
+	p = fork();
+	if (p == 0) {
+		execl(self, self, what, dir, a1, a2, (char *)NULL);
+		_exit(127);
+	}
+	return p;
+}
+
+static void
+test_kill9(void **state)
+{
+	const char *e = getenv("TIER_ITERS"), *fl = getenv("CLIO_FLAVOUR");
+	/* 100 rounds; 20 under TSan, whose children start slowly */
+	int iters = e ? atoi(e) : fl && strcmp(fl, "tsan") == 0 ? 20 : 100;
+	unsigned s = seed;
+	uint64_t fails = 0, hits = 0;
+
+	(void)state;
+	nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	mkdir(dcdir, 0755);
+	make_file(6);
+	for (int i = 0; i < iters; i++) {
+		int writes = i % 4 == 3, status;
+		/* let the child start (~10 ms), then kill it at a random point */
+		unsigned delay = 5000 + (unsigned)(rand_r(&s) % 40000);
+		pid_t p = spawn("child-insert", rand_r(&s), writes);
+		assert_true(p > 0);
+		usleep(delay);
+		kill(p, SIGKILL);
+		assert_int_equal(waitpid(p, &status, 0), p);
+		if (!WIFSIGNALED(status)) {
+			fprintf(stderr, "round %d: the child exited with %d (seed %u)\n",
+				i, WEXITSTATUS(status), seed);
+			fail();
+		}
+		/* the restarted cache serves only the file's bytes */
+		char *truth = file_read();
+		struct stack st;
+		assert_int_equal(stack_open(&st, "writethrough", "512K", 128 * TU_KiB), 0);
+		read_all_check(&st, truth);
+		fails += param(st.d, "checksum_failures");
+		hits += param(st.d, "hits");
+		assert_int_equal(stack_close(&st), 0);
+		free(truth);
+	}
+	printf("kill -9: %d rounds (seed %u), %llu blocks served from DIR after "
+	       "restarts, %llu torn entries detected\n", iters, seed,
+	       (unsigned long long)hits, (unsigned long long)fails);
+	assert_true(hits > 0);
+}
+
+/* ------------------------------------------------------------ writeback */
+
+#define WB_A 0
+#define WB_B (512 * TU_KiB)
+#define WB_LEN (64 * TU_KiB)
+
+/* Write two ranges in writeback mode, fsync, and die at once. */
+static int
+child_wb(unsigned s)
+{
+	struct stack st;
+	char *b = malloc(WB_LEN);
+
+	if (b == NULL || stack_open(&st, "writeback", "8M", 256 * TU_KiB) < 0)
+		return 2;
+	tu_fill(b, WB_LEN, WB_A, s);
+	if (clio_pwrite(st.f, b, WB_LEN, WB_A) != WB_LEN)
+		return 3;
+	tu_fill(b, WB_LEN, WB_B, s);
+	if (clio_pwrite(st.f, b, WB_LEN, WB_B) != WB_LEN)
+		return 3;
+	if (clio_fsync(st.f) != 0)
+		return 4;
+	raise(SIGKILL);
+	return 5;
+}
+
+static void
+run_wb_child(unsigned s)
+{
+	int status;
+	pid_t p = spawn("child-wb", s, 0);
+
+	assert_true(p > 0);
+	assert_int_equal(waitpid(p, &status, 0), p);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+}
+
+static void
+test_writeback_recover(void **state)
+{
+	struct stack st;
+	char *truth;
+
+	(void)state;
+	nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	mkdir(dcdir, 0755);
+	make_file(7);
+	run_wb_child(70);
+	/* the background writer may have written some back before the
+	 * kill (it starts after 200 ms without new dirty data) */
+	uint64_t there = 0, rec;
+	truth = file_read();
+	for (uint64_t o = 0; o < WB_LEN; o += BS)
+		there += (tu_check(truth + WB_A + o, BS, WB_A + o, 70) < 0) +
+			 (tu_check(truth + WB_B + o, BS, WB_B + o, 70) < 0);
+	free(truth);
+	/* the restart writes the dirty blocks back before serving */
+	assert_int_equal(stack_open(&st, "writethrough", "8M", 256 * TU_KiB), 0);
+	rec = param(st.d, "recovered");
+	printf("writeback: after kill -9, %llu of %llu dirty blocks were on the "
+	       "device; the restart wrote back %llu\n", (unsigned long long)there,
+	       (unsigned long long)(2 * WB_LEN / BS), (unsigned long long)rec);
+	assert_true(rec >= 2 * WB_LEN / BS - there && rec <= 2 * WB_LEN / BS);
+	assert_int_equal(param(st.d, "dirty"), 0);
+	assert_int_equal(stack_close(&st), 0);
+	truth = file_read();
+	assert_int_equal(tu_check(truth + WB_A, WB_LEN, WB_A, 70), -1);
+	assert_int_equal(tu_check(truth + WB_B, WB_LEN, WB_B, 70), -1);
+	assert_int_equal(tu_check(truth + WB_LEN, WB_B - WB_LEN, WB_LEN, 7), -1);
+	free(truth);
+}
+
+static void
+test_writeback_conflict(void **state)
+{
+	struct stack st;
+	char *before, *after, lf[400];
+	DIR *dp;
+	struct dirent *e;
+	int nfiles = 0;
+
+	(void)state;
+	nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	mkdir(dcdir, 0755);
+	make_file(8);
+	run_wb_child(80);
+	/* another writer changes the file between the crash and the restart */
+	file_write(FSIZE - 4096, 4096, 9);
+	before = file_read();
+	assert_int_equal(stack_open(&st, "writethrough", "8M", 256 * TU_KiB), 0);
+	assert_int_equal(param(st.d, "recovered"), 0);
+	assert_int_equal(param(st.d, "lost_found"), 2 * WB_LEN / BS);
+	read_all_check(&st, before); /* the file's bytes, not the dirty ones */
+	assert_int_equal(stack_close(&st), 0);
+	after = file_read();
+	assert_memory_equal(before, after, FSIZE); /* untouched */
+	/* the dirty blocks are in lost+found, named by their offset */
+	snprintf(lf, sizeof(lf), "%s/lost+found", dcdir);
+	dp = opendir(lf);
+	assert_non_null(dp);
+	while ((e = readdir(dp)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		char sub[700], blk[800];
+		snprintf(sub, sizeof(sub), "%s/%s", lf, e->d_name);
+		for (uint64_t off = WB_A; off < WB_A + WB_LEN; off += BS) {
+			snprintf(blk, sizeof(blk), "%s/%llu", sub, (unsigned long long)off);
+			int fd = open(blk, O_RDONLY);
+			char b[BS];
+			assert_true(fd >= 0);
+			assert_int_equal(read(fd, b, BS), BS);
+			assert_int_equal(tu_check(b, BS, off, 80), -1);
+			close(fd);
+			nfiles++;
+		}
+	}
+	closedir(dp);
+	assert_int_equal(nfiles, WB_LEN / BS);
+	free(before);
+	free(after);
+}
+
+static void
+test_writeback_close(void **state)
+{
+	struct stack st;
+	char *b = malloc(WB_LEN), *truth;
+
+	(void)state;
+	make_file(10);
+	assert_int_equal(stack_open(&st, "writeback", "8M", 256 * TU_KiB), 0);
+	tu_fill(b, WB_LEN, BS, 11);
+	assert_int_equal(clio_pwrite(st.f, b, WB_LEN, BS), WB_LEN);
+	assert_int_equal(clio_fsync(st.f), 0);
+	/* the device reads of the object see the data (from DIR) */
+	memset(b, 0, WB_LEN);
+	assert_int_equal(clio_dev_pread(st.d, b, WB_LEN, BS), WB_LEN);
+	assert_int_equal(tu_check(b, WB_LEN, BS, 11), -1);
+	/* an unaligned write through a dirty block keeps both */
+	char x[100];
+	tu_fill(x, sizeof(x), BS + 50, 12);
+	assert_int_equal(clio_dev_pwrite(st.d, x, sizeof(x), BS + 50), sizeof(x));
+	assert_int_equal(stack_close(&st), 0); /* writes everything back */
+	truth = file_read();
+	assert_int_equal(tu_check(truth + BS, 50, BS, 11), -1);
+	assert_int_equal(tu_check(truth + BS + 50, 100, BS + 50, 12), -1);
+	assert_int_equal(tu_check(truth + BS + 150, WB_LEN - 150, BS + 150, 11), -1);
+	assert_int_equal(tu_check(truth + BS + WB_LEN, 4096, BS + WB_LEN, 10), -1);
+	free(truth);
+	free(b);
+}
+
+/* A truncation drops what lies past the new end, keeps the dirty part
+ * below it, and a later extension reads zeros there, not old bytes. */
+static void
+test_truncate(void **state)
+{
+	static const char *const modes[] = { "writethrough", "writeback" };
+
+	(void)state;
+	for (int m = 0; m < 2; m++) {
+		struct stack st;
+		char *b = malloc(4 * BS), *z = calloc(1, 4 * BS), *truth;
+		uint64_t cut = 10 * BS + 100;
+
+		make_file(20);
+		assert_int_equal(stack_open(&st, modes[m], "8M", 256 * TU_KiB), 0);
+		assert_int_equal(clio_pread(st.f, b, 4 * BS, 9 * BS), 4 * BS); /* cached */
+		tu_fill(b, 2 * BS, 9 * BS, 21);
+		assert_int_equal(clio_pwrite(st.f, b, 2 * BS, 9 * BS), 2 * BS);
+		assert_int_equal(clio_fsync(st.f), 0);
+		assert_int_equal(clio_ftruncate(st.f, cut), 0);
+		assert_int_equal(clio_ftruncate(st.f, 16 * BS), 0);
+		assert_int_equal(clio_fsync(st.f), 0);
+		assert_int_equal(stack_close(&st), 0);
+		/* a restart: what DIR serves is the file's */
+		assert_int_equal(stack_open(&st, modes[m], "8M", 256 * TU_KiB), 0);
+		assert_int_equal(clio_pread(st.f, b, 4 * BS, 9 * BS), 4 * BS);
+		assert_int_equal(tu_check(b, BS + 100, 9 * BS, 21), -1);
+		assert_memory_equal(b + BS + 100, z, 3 * BS - 100);
+		assert_int_equal(stack_close(&st), 0);
+		truth = malloc(16 * BS);
+		int fd = open(path, O_RDONLY);
+		assert_int_equal(pread(fd, truth, 16 * BS, 0), 16 * BS);
+		close(fd);
+		assert_int_equal(tu_check(truth + 9 * BS, BS + 100, 9 * BS, 21), -1);
+		assert_memory_equal(truth + cut, z, 16 * BS - cut > 4 * BS ? 4 * BS : 16 * BS - cut);
+		free(truth);
+		free(b);
+		free(z);
+	}
+}
+
+/* ------------------------------------------------------------ threads */
+
+struct thr {
+	struct stack *s;
+	pthread_barrier_t *bar;
+	unsigned seed;
+	int writer;
+	int bad;
+};
+
+static void *
+thr_main(void *arg)
+{
+	struct thr *t = arg;
+	char *b = malloc(4 * BS);
+
+	for (int n = 0; n < 300 && b != NULL; n++) {
+		uint64_t off = (uint64_t)(rand_r(&t->seed) % (FSIZE / BS - 4)) * BS;
+		size_t len = (size_t)(1 + rand_r(&t->seed) % 4) * BS;
+		if (t->writer && n % 3 == 0) {
+			/* the same bytes again: readers see one version */
+			tu_fill(b, len, off, 13);
+			ssize_t r = clio_pwrite(t->s->f, b, len, off);
+			if (r != (ssize_t)len) {
+				fprintf(stderr, "pwrite %zu at %llu: %zd\n", len,
+					(unsigned long long)off, r);
+				t->bad++;
+			}
+		} else {
+			ssize_t r = clio_pread(t->s->f, b, len, off);
+			long at = r == (ssize_t)len ? tu_check(b, len, off, 13) : -2;
+			if (at != -1) {
+				fprintf(stderr, "pread %zu at %llu: %zd, byte %ld wrong "
+					"(seed %u)\n", len, (unsigned long long)off, r, at,
+					seed);
+				t->bad++;
+			}
+		}
+	}
+	/* no thread ends before every write is done: a file device's
+	 * io_uring cancels what a thread that exits left in flight (and a
+	 * reader may have written back the writer's buffers) */
+	pthread_barrier_wait(t->bar);
+	if (t->writer) {
+		int r = clio_fsync(t->s->f);
+		if (r != 0) {
+			fprintf(stderr, "fsync: %d\n", r);
+			t->bad++;
+		}
+	}
+	pthread_barrier_wait(t->bar);
+	free(b);
+	return NULL;
+}
+
+static void
+test_threads(void **state)
+{
+	struct stack s;
+	struct thr t[4];
+	pthread_t th[4];
+	pthread_barrier_t bar;
+
+	(void)state;
+	pthread_barrier_init(&bar, NULL, 4);
+	make_file(13);
+	assert_int_equal(stack_open(&s, "writethrough", "1M", 128 * TU_KiB), 0);
+	for (int i = 0; i < 4; i++) {
+		t[i] = (struct thr){ &s, &bar, seed + (unsigned)i, i == 0, 0 };
+		assert_int_equal(pthread_create(&th[i], NULL, thr_main, &t[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(t[i].bad, 0);
+	}
+	pthread_barrier_destroy(&bar);
+	assert_true(param(s.d, "hits") > 0);
+	assert_int_equal(stack_close(&s), 0);
+}
+
+int
+main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_crc32c),
+		cmocka_unit_test(test_reuse_stale),
+		cmocka_unit_test(test_flip),
+		cmocka_unit_test(test_cull),
+		cmocka_unit_test(test_kill9),
+		cmocka_unit_test(test_writeback_recover),
+		cmocka_unit_test(test_writeback_conflict),
+		cmocka_unit_test(test_writeback_close),
+		cmocka_unit_test(test_truncate),
+		cmocka_unit_test(test_threads),
+	};
+	const char *e = getenv("TIER_SEED");
+	ssize_t n;
+
+	if (argc == 5) { /* a child: WHAT DIR SEED ARG */
+		snprintf(dir, sizeof(dir), "%s", argv[2]);
+		snprintf(dcdir, sizeof(dcdir), "%s/dc", dir);
+		snprintf(path, sizeof(path), "%s/file", dir);
+		if (strcmp(argv[1], "child-insert") == 0)
+			return child_insert((unsigned)atoi(argv[3]), atoi(argv[4]));
+		if (strcmp(argv[1], "child-wb") == 0)
+			return child_wb((unsigned)atoi(argv[3]));
+		return 2;
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return 1;
+	self[n] = '\0';
+	seed = e ? (unsigned)atoi(e) : (unsigned)time(NULL);
+	printf("test-tier: seed %u (TIER_SEED=%u repeats it)\n", seed, seed);
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
