@@ -61,9 +61,10 @@
  * (whose walker only tries node locks); the cache's own locks come last.
  * path_lock (the paths) is taken last, holding no other lock after it.
  *
- * GETATTR of a regular file with a device goes by its handle (a libnfs
- * handle of the meta context, opened with the device): one RPC, not a
- * LOOKUP walk and a GETATTR.
+ * The GETATTR of an open and after a close goes through the file's device
+ * (clio_dev_version: one RPC by its handle, not a LOOKUP walk and a
+ * GETATTR); a version found changed there expires the node's other
+ * attributes, which the next getattr fetches by path.
  *
  * Credentials: the calls that create objects carry the caller's uid and
  * gid (AUTH_SYS) unless the URL names uid= or gid=; others the mount's.
@@ -108,7 +109,6 @@ struct nnode {
 	bool validated;		/* lease: revalidated once */
 	clio_dev *cdev;
 	clio_file *cf;		/* node handle, as long as cdev */
-	struct nfsfh *mfh;	/* meta's handle of the file, while cdev (or NULL) */
 	char *spec;		/* cdev's device string */
 	struct mount_idle idle;	/* listed while cdev is open and nopen 0 */
 	struct nhandle *handles;
@@ -360,12 +360,6 @@ node_close_dev(struct nnode *n)
 		r = e;
 	mount_stats_retire(n->cdev);
 	clio_dev_close(n->cdev);
-	if (n->mfh != NULL) {
-		pthread_mutex_lock(&meta_lock);
-		nfs_close(meta, n->mfh);
-		pthread_mutex_unlock(&meta_lock);
-		n->mfh = NULL;
-	}
 	if (r < 0)
 		fprintf(stderr, "clio mount: %s: write-back: %s\n", n->spec, strerror(-r));
 	n->cdev = NULL;
@@ -471,21 +465,13 @@ meta_stat(const char *path, struct stat *st)
 	return nerr(r);
 }
 
-/* GETATTR of n (n->lock held): by its handle when it has one. */
+/* GETATTR of n by its path. */
 static int
 node_stat(struct nnode *n, struct stat *st)
 {
-	struct nfs_stat_64 s;
 	char *path;
 	int r;
 
-	if (n->mfh != NULL) {
-		META(r, nfs_fstat64(meta, n->mfh, &s));
-		if (r == 0) {
-			stat_of(st, &s);
-			return 0;
-		}
-	}
 	path = path_of(n, NULL);
 	r = path ? meta_stat(path, st) : ENOMEM;
 	free(path);
@@ -1125,6 +1111,29 @@ nfs_releasedir_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 /* ----------------------------------------------------------------- data */
 
+/* The file's version from its device (n->lock held, n->cdev open) into
+ * the attribute cache: size and times; when they changed, the other
+ * attributes expire.  0 or -errno. */
+static int
+dev_version(struct nnode *n)
+{
+	struct clio_validator v;
+	struct stat st;
+	int r = clio_dev_version(n->cdev, &v);
+
+	if (r < 0 || !n->have_st || v.id != (uint64_t)n->st.st_ino)
+		return r < 0 ? r : -ESTALE;
+	st = n->st;
+	st.st_size = (off_t)v.size;
+	st.st_mtim.tv_sec = (time_t)(v.mtime_ns / 1000000000);
+	st.st_mtim.tv_nsec = (long)(v.mtime_ns % 1000000000);
+	st.st_ctim.tv_sec = (time_t)(v.ctime_ns / 1000000000);
+	st.st_ctim.tv_nsec = (long)(v.ctime_ns % 1000000000);
+	if (attr_store(n, &st))
+		n->expires = 0;
+	return 0;
+}
+
 /* Open n's device if need be, revalidate and add a handle (n->lock
  * held); keep: may the kernel keep its pages?  0 or an errno. */
 static int
@@ -1151,11 +1160,6 @@ node_open(struct nnode *n, int flags, struct nhandle **hp, bool *keep)
 			return ENOMEM;
 		}
 		snprintf(n->spec, len, "%s%s%s", dev_base, path, dev_query);
-		r = -1;
-		if (!nopts.lease) /* for GETATTR by handle; best effort */
-			META(r, nfs_open(meta, path, O_RDONLY, &n->mfh));
-		if (r != 0)
-			n->mfh = NULL;
 		free(path);
 		err[0] = '\0';
 		r = clio_dev_open_err(n->spec, fs_ro ? CLIO_DEV_RDONLY : 0, &n->cdev,
@@ -1170,12 +1174,6 @@ node_open(struct nnode *n, int flags, struct nhandle **hp, bool *keep)
 		}
 		if (r < 0) {
 			fprintf(stderr, "clio mount: %s\n", err[0] ? err : strerror(-r));
-			if (n->mfh != NULL) {
-				pthread_mutex_lock(&meta_lock);
-				nfs_close(meta, n->mfh);
-				pthread_mutex_unlock(&meta_lock);
-				n->mfh = NULL;
-			}
 			free(n->spec);
 			n->spec = NULL;
 			return -r;
@@ -1190,7 +1188,7 @@ node_open(struct nnode *n, int flags, struct nhandle **hp, bool *keep)
 		struct stat st;
 		bool use_cached = n->have_st && (fresh || (!nopts.cto && now_s() < n->expires));
 
-		if (!use_cached && node_stat(n, &st) == 0)
+		if (!use_cached && dev_version(n) < 0 && node_stat(n, &st) == 0)
 			attr_store(n, &st);
 		if (n->have_st && n->nwriters == 0) {
 			validator_of(&v, &n->st);
@@ -1347,14 +1345,12 @@ nfs_write_op(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 static void
 record_version(struct nnode *n)
 {
-	struct stat st;
+	struct clio_validator v;
 
 	pthread_mutex_lock(&n->lock);
-	if (n->cf != NULL && node_stat(n, &st) == 0) {
-		struct clio_validator v;
-		validator_of(&v, &st);
+	if (n->cf != NULL && dev_version(n) == 0) {
+		validator_of(&v, &n->st);
 		clio_validator_set(n->cf, &v);
-		attr_store(n, &st);
 	}
 	pthread_mutex_unlock(&n->lock);
 }
