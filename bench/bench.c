@@ -533,10 +533,6 @@ cmd_bench(int argc, char **argv)
 			bo.cachegrind = true;
 			continue;
 		}
-		if (strcmp(key, "--sim") == 0) {
-			bo.sim = true;
-			continue;
-		}
 		if (strcmp(key, "--help") == 0) {
 			usage_bench(stdout);
 			return 0;
