@@ -105,6 +105,7 @@ $(MOUNT_OBJ): CFLAGS += $(FUSE_CFLAGS)
 $(MOUNT_OBJ): fuse/mount.h cli/cli.h
 # clio serve looks for the plugin in LIBDIR/clio too
 $(BUILD)/obj/cli/serve.o: CFLAGS += -DCLIO_LIBDIR='"$(LIBDIR)"'
+$(BUILD)/obj/bench/benchnbd.o: CFLAGS += -DCLIO_LIBDIR='"$(LIBDIR)"'
 
 # every library object can go into the shared library
 $(LIB_OBJ): CFLAGS += -fPIC

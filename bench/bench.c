@@ -473,6 +473,8 @@ static const struct experiment {
 	{ "mount", exp_mount_meta, false, true },	/* its second table */
 	{ "rbd", exp_rbd, false, true },
 	{ "diskcache", exp_diskcache, false, true },	/* nbdkit, 5 ms RTT */
+	{ "nbd", exp_nbd, false, true },
+	{ "nbd", exp_nbd_copy, false, true },		/* its second table */
 };
 
 static void
@@ -485,7 +487,8 @@ usage_bench(FILE *fp)
 		"      seed 004 in virtual time), or all (these seven, nfs simulated); mount\n"
 		"      (clio mount and FUSE against the kernel; not in all); rbd --file\n"
 		"      rbd:POOL/IMAGE (clio against librbd's cache; not in all); diskcache\n"
-		"      (the disk tier over NBD at 5 ms RTT; not in all).\n"
+		"      (the disk tier over NBD at 5 ms RTT; not in all); nbd (fio and\n"
+		"      nbdcopy on nbdkit, with clio's filter; not in all).\n"
 		"See clio(1).\n");
 }
 

@@ -29,6 +29,8 @@ int exp_kernel(const struct bench_opts *bo, struct table *t);
 int exp_mount(const struct bench_opts *bo, struct table *t);
 int exp_core(const struct bench_opts *bo, struct table *t);
 int exp_diskcache(const struct bench_opts *bo, struct table *t); /* benchtier.c */
+int exp_nbd(const struct bench_opts *bo, struct table *t);
+int exp_nbd_copy(const struct bench_opts *bo, struct table *t);
 /* nfs: benchnfs.c dispatches to the simulated run (benchnfssim.c) or to
  * the run against a real server (0, -1 on failure, or a sysexits code) */
 int exp_nfs(const struct bench_opts *bo, struct table *t);

@@ -145,6 +145,13 @@ ssize_t clio_dev_pread(clio_dev *d, void *buf, size_t len, uint64_t off);
 ssize_t clio_dev_pwrite(clio_dev *d, const void *buf, size_t len, uint64_t off);
 int clio_dev_flush(clio_dev *d);
 int clio_dev_resize(clio_dev *d, uint64_t size); /* -ENOTSUP if fixed */
+/* The device's own trim of [off, off+len), uncached, synchronous: what
+ * reads find there after is unspecified (zeros on most devices).
+ * -ENOTSUP where the device cannot trim (a length of 0 asks). */
+int clio_dev_discard(clio_dev *d, uint64_t off, uint64_t len);
+/* [off, off+len) made to read as zeros, uncached, synchronous: by the
+ * device itself where it can, else written. */
+int clio_dev_write_zeroes(clio_dev *d, uint64_t off, uint64_t len);
 
 /* Statistics of one side of a device. */
 #define CLIO_HIST_BUCKETS 24 /* transfer sizes: bucket k holds [512<<(k-1), 512<<k) */
@@ -294,6 +301,12 @@ ssize_t clio_pread_view(clio_file *f, size_t len, uint64_t off,
 /* Every byte written before the call is on storage and the device flushed. */
 int clio_fsync(clio_file *f);
 int clio_ftruncate(clio_file *f, uint64_t size);
+/* Drop the cached blocks wholly inside [off, off+len), dirty ones
+ * unwritten (the block the data ends in counts whole up to the end),
+ * once no transfer or reader has them: what the device holds there is
+ * what reads see next.  For a trim or a zeroing done on the device
+ * itself; blocks only partly inside are kept.  Returns 0 or -errno. */
+int clio_discard(clio_file *f, uint64_t off, uint64_t len);
 /* The size readers see, including dirty data not yet written. */
 int64_t clio_fsize(clio_file *f);
 /* Write back the object's dirty data and wait for it, without flushing

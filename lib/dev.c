@@ -1049,6 +1049,66 @@ clio_dev_flush(clio_dev *d)
 	return r < 0 ? (int)r : 0;
 }
 
+/* A trim or a zeroing: d writable, [off, off+len) inside it. */
+static int
+range_check(clio_dev *d, uint64_t off, uint64_t len)
+{
+	uint64_t size;
+
+	if (d == NULL)
+		return -EINVAL;
+	if (d->readonly)
+		return -EROFS;
+	size = clio_dev_size(d);
+	return off > size || len > size - off ? -EINVAL : 0;
+}
+
+int
+clio_dev_discard(clio_dev *d, uint64_t off, uint64_t len)
+{
+	int r = range_check(d, off, len);
+
+	if (r < 0)
+		return r;
+	/* a disk tier would keep what the device lost: no trim under it */
+	if (d->ops->discard == NULL || __atomic_load_n(&d->tier, __ATOMIC_ACQUIRE) != NULL)
+		return -ENOTSUP;
+	return len == 0 ? 0 : d->ops->discard(d, off, len, false);
+}
+
+#define ZERO_CHUNK (1u << 20)
+
+int
+clio_dev_write_zeroes(clio_dev *d, uint64_t off, uint64_t len)
+{
+	static const char zeros[4096];
+	struct iovec iov[ZERO_CHUNK / sizeof(zeros)];
+	uint64_t done = 0;
+	int r = range_check(d, off, len), i;
+
+	if (r < 0 || len == 0)
+		return r;
+	if (d->ops->discard != NULL && __atomic_load_n(&d->tier, __ATOMIC_ACQUIRE) == NULL &&
+	    (r = d->ops->discard(d, off, len, true)) != -ENOTSUP)
+		return r;
+	/* written, through the tier if there is one */
+	for (i = 0; i < (int)(sizeof(iov) / sizeof(iov[0])); i++)
+		iov[i] = (struct iovec){ (void *)zeros, sizeof(zeros) };
+	while (done < len) {
+		uint64_t n = MIN((uint64_t)ZERO_CHUNK, len - done);
+		int cnt = (int)((n + sizeof(zeros) - 1) / sizeof(zeros));
+		ssize_t w;
+
+		iov[cnt - 1].iov_len = n - (uint64_t)(cnt - 1) * sizeof(zeros);
+		w = clio_dev_pwritev(d, iov, cnt, off + done);
+		iov[cnt - 1].iov_len = sizeof(zeros);
+		if (w < 0)
+			return (int)w;
+		done += n;
+	}
+	return 0;
+}
+
 int
 clio_dev_resize(clio_dev *d, uint64_t size)
 {

@@ -54,6 +54,11 @@
  *  8. Wrappers (fault) open their inner backend with dev_open_spec() and
  *     call its io() directly: the inner runs synchronously, inside the
  *     wrapper's piece, and the wrapper is `blocking` when its inner is.
+ *  9. discard() (optional) trims [off, off+len), or with zero true makes
+ *     it read as zeros, synchronously in the caller's thread; the range
+ *     lies inside the device, and no piece of it is in flight (the
+ *     caller's promise).  -ENOTSUP: the backend cannot (a zeroing is
+ *     then written by the device layer).
  */
 #ifndef CLIO_DEV_H
 #define CLIO_DEV_H
@@ -90,6 +95,7 @@ struct dev_ops {
 	int (*resize)(clio_dev *d, uint64_t size);	 /* NULL: fixed size */
 	void (*close)(clio_dev *d);
 	void (*params)(clio_dev *d, struct dev_params *o); /* rule 7 */
+	int (*discard)(clio_dev *d, uint64_t off, uint64_t len, bool zero); /* rule 9 */
 	/* optional: the object's current version (clio_dev_version) */
 	int (*version)(clio_dev *d, struct clio_validator *v);
 };

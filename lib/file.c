@@ -881,6 +881,57 @@ truncate_buffers(clio_cache *c, struct cobj *o, uint64_t size)
 	}
 }
 
+/* Discard b if it is idle and unheld; false if it had to wait first. */
+static bool
+discard_idle(clio_cache *c, struct buf *b)
+{
+	if (b->b_state == B_READING || b->b_state == B_WRITING ||
+	    (b->b_state == B_INVAL && b->b_hold > 0)) {
+		buf_wait(c, b);
+		return false;
+	}
+	if (!buf_discard_unheld(c, b)) {
+		pthread_cond_wait(&c->cv, &c->lock);
+		return false;
+	}
+	return true;
+}
+
+int
+clio_discard(clio_file *f, uint64_t off, uint64_t len)
+{
+	clio_cache *c = f->f_cache;
+	struct cobj *o = f->f_obj;
+	uint64_t bs = c->conf.bsize, size, end, first, last, l;
+	struct buf *b, *next;
+
+	if ((f->f_flags & CLIO_ACCMODE) == CLIO_RDONLY)
+		return -EBADF;
+	if (off + len < off)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	obj_wait_truncate(c, o);
+	size = obj_size(o);
+	end = off + len >= size ? (size + bs - 1) / bs * bs : off + len;
+	first = (off + bs - 1) / bs;
+	last = end / bs; /* exclusive */
+	if (first < last && last - first <= c->nbuf) {
+		for (l = first; l < last; l++)
+			if ((b = buf_lookup(c, o, l)) != NULL && !discard_idle(c, b))
+				l--; /* look again */
+	} else if (first < last) { /* a long range: walk what is cached */
+		for (b = o->o_bufs; b != NULL; b = next) {
+			next = b->b_onext;
+			if (b->b_lbn >= first && b->b_lbn < last &&
+			    !discard_idle(c, b))
+				next = o->o_bufs; /* the list changed meanwhile */
+		}
+	}
+	cache_check(c);
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
 int
 clio_ftruncate(clio_file *f, uint64_t size)
 {

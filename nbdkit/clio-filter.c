@@ -22,13 +22,22 @@
  *     back and reports an error it finds; .cleanup frees the cache
  *     (writing back) and closes the device.
  *  4. What the cache cannot keep coherent is not advertised: no extents
- *     (the plugin's map lags the dirty buffers), no trim, no fast zero.
+ *     (the plugin's map lags the dirty buffers), no fast zero (a refused
+ *     one must leave the dirty buffers, which would land after it).
  *  5. Requests run in parallel: the cache is thread-safe and the filter
  *     keeps no state per request.
+ *  6. Trim and zero go down to the plugin for the blocks wholly inside
+ *     the range: their buffers are dropped (clio_discard, dirty ones
+ *     unwritten) before the plugin's call and again after it, so that a
+ *     block read meanwhile is not kept stale.  Trim is advertised when
+ *     the plugin trims (the partial blocks at its edges are left alone);
+ *     zero always: what the plugin cannot zero, or refuses to, and the
+ *     partial blocks, get zeros written through the cache.
  */
 #include <nbdkit-filter.h>
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,6 +54,8 @@ static clio_cache *cache;
 static clio_dev *dev;
 static struct clio_dev_info dev_info;
 static char *zeros; /* bsize bytes */
+static nbdkit_next *devnext; /* the device's context: owned by dev */
+static int plugin_trim, plugin_zero; /* what devnext can do */
 
 struct conn {
 	clio_file *f;
@@ -93,6 +104,13 @@ cf_after_fork(nbdkit_backend *backend)
 		nbdkit_next_context_close(next);
 		return -1;
 	}
+	if ((plugin_trim = next->can_trim(next)) < 0 ||
+	    (plugin_zero = next->can_zero(next)) < 0) {
+		nbdkit_error("cannot ask the plugin whether it trims and zeroes");
+		plugin_trim = plugin_zero = 0;
+	}
+	plugin_zero = plugin_zero == NBDKIT_ZERO_NATIVE;
+	devnext = next;
 	r = filterdev_open(next, conf.queue_depth, &dev);
 	if (r < 0) {
 		nbdkit_error("cannot make the plugin a clio device: %s", strerror(-r));
@@ -124,6 +142,7 @@ cf_cleanup(nbdkit_backend *backend)
 	if (dev != NULL)
 		clio_dev_close(dev);
 	dev = NULL;
+	devnext = NULL;
 	free(zeros);
 	zeros = NULL;
 }
@@ -216,6 +235,14 @@ cf_none(nbdkit_next *next, void *handle)
 	(void)next;
 	(void)handle;
 	return 0;
+}
+
+static int
+cf_can_zero(nbdkit_next *next, void *handle)
+{
+	(void)next;
+	(void)handle;
+	return NBDKIT_ZERO_NATIVE; /* 1 would be EMULATE: nbdkit's writes */
 }
 
 static int
@@ -315,23 +342,112 @@ cf_pwrite(nbdkit_next *next, void *handle, const void *buf, uint32_t count,
 
 /* Zeros written through the cache, a buffer at a time. */
 static int
+zero_cached(struct conn *h, uint32_t count, uint64_t offset, int *err)
+{
+	uint32_t done = 0;
+
+	while (done < count) {
+		uint32_t n = MIN(count - done, conf.bsize - (uint32_t)((offset + done) % conf.bsize));
+		if (write_all(h, zeros, n, offset + done, err) < 0)
+			return -1;
+		done += n;
+	}
+	return 0;
+}
+
+static int
+discard(struct conn *h, uint64_t offset, uint64_t count, int *err)
+{
+	int r = clio_discard(h->f, offset, count);
+
+	if (r < 0)
+		return fail_with("discard", (uint32_t)count, offset, r, err);
+	return 0;
+}
+
+/* The blocks wholly inside [offset, offset+count): [*lo, *hi); false if
+ * none.  The block the device ends in counts whole. */
+static bool
+inner_blocks(uint32_t count, uint64_t offset, uint64_t *lo, uint64_t *hi)
+{
+	uint64_t bs = conf.bsize, end = offset + count, size = clio_dev_size(dev);
+
+	*lo = (offset + bs - 1) / bs * bs;
+	*hi = end >= size ? end : end / bs * bs;
+	return *lo < *hi;
+}
+
+/* Invariant 6: op (trim or zero) of the plugin on [lo, hi), between two
+ * discards of its buffers; -1 (with *err) if that failed. */
+static int
+down(struct conn *h, bool zero, uint64_t lo, uint64_t hi, uint32_t flags,
+     int *err)
+{
+	uint32_t n = (uint32_t)(hi - lo);
+	int r;
+
+	if (discard(h, lo, n, err) < 0)
+		return -1;
+	r = zero ? devnext->zero(devnext, n, lo, flags, err)
+		 : devnext->trim(devnext, n, lo, flags, err);
+	if (r < 0)
+		return -1;
+	return discard(h, lo, n, err);
+}
+
+static int
 cf_zero(nbdkit_next *next, void *handle, uint32_t count, uint64_t offset,
 	uint32_t flags, int *err)
 {
-	uint32_t done = 0;
+	struct conn *h = handle;
+	uint64_t lo, hi;
 
 	(void)next;
 	if (flags & NBDKIT_FLAG_FAST_ZERO) {
 		*err = ENOTSUP;
 		return -1;
 	}
-	while (done < count) {
-		uint32_t n = MIN(count - done, conf.bsize - (uint32_t)((offset + done) % conf.bsize));
-		if (write_all(handle, zeros, n, offset + done, err) < 0)
+	if (!plugin_zero || !inner_blocks(count, offset, &lo, &hi)) {
+		if (zero_cached(h, count, offset, err) < 0)
 			return -1;
-		done += n;
+		return fsync_if(h, flags, err);
 	}
-	return fsync_if(handle, flags, err);
+	if (down(h, true, lo, hi, flags & NBDKIT_FLAG_MAY_TRIM, err) < 0) {
+		nbdkit_debug("the plugin's zero failed (%s): zeros through the cache",
+			     strerror(*err));
+		if (zero_cached(h, (uint32_t)(hi - lo), lo, err) < 0)
+			return -1;
+	}
+	if (zero_cached(h, (uint32_t)(lo - offset), offset, err) < 0 ||
+	    zero_cached(h, (uint32_t)(offset + count - MIN(hi, offset + count)),
+			MIN(hi, offset + count), err) < 0)
+		return -1;
+	return fsync_if(h, flags, err);
+}
+
+static int
+cf_trim(nbdkit_next *next, void *handle, uint32_t count, uint64_t offset,
+	uint32_t flags, int *err)
+{
+	struct conn *h = handle;
+	uint64_t lo, hi;
+
+	(void)next;
+	if (inner_blocks(count, offset, &lo, &hi) &&
+	    down(h, false, lo, hi, 0, err) < 0) {
+		nbdkit_error("trim of %u bytes at %llu: %s", count,
+			     (unsigned long long)offset, strerror(*err));
+		return -1;
+	}
+	return fsync_if(h, flags, err);
+}
+
+static int
+cf_can_trim(nbdkit_next *next, void *handle)
+{
+	(void)next;
+	(void)handle;
+	return plugin_trim && !dev_info.readonly;
 }
 
 static int
@@ -383,8 +499,8 @@ static struct nbdkit_filter filter = {
 	.block_size = cf_block_size,
 	.can_write = cf_can_write,
 	.can_flush = cf_one,
-	.can_trim = cf_none,
-	.can_zero = cf_one,
+	.can_trim = cf_can_trim,
+	.can_zero = cf_can_zero,
 	.can_fast_zero = cf_none,
 	.can_extents = cf_none,
 	.can_fua = cf_can_fua,
@@ -393,6 +509,7 @@ static struct nbdkit_filter filter = {
 	.pread = cf_pread,
 	.pwrite = cf_pwrite,
 	.zero = cf_zero,
+	.trim = cf_trim,
 	.flush = cf_flush,
 	.cache = cf_cache,
 };

@@ -24,6 +24,13 @@
  *     reports an error it finds; .unload frees the cache (writing back).
  *  4. Requests run in parallel (NBDKIT_THREAD_MODEL_PARALLEL): the cache
  *     is thread-safe and the plugin keeps no state of its own per request.
+ *  5. Trim and zero reach the device for the whole blocks of the range
+ *     (clio_dev_discard, clio_dev_write_zeroes), between two clio_discard
+ *     calls that drop those blocks from the cache (dirty ones unwritten:
+ *     the range is being thrown away), so no cached copy outlives the
+ *     device's; the partial blocks at the edges are zeroed through the
+ *     cache (a zero) or left alone (a trim, which promises nothing).
+ *     Trim is offered when the device trims.
  * Errors go through nbdkit_error (one line naming the value) and
  * nbdkit_set_error(errno).
  */
@@ -323,23 +330,69 @@ clio_plugin_pwrite(void *handle, const void *buf, uint32_t count,
 	return fua(h, flags);
 }
 
-/* Zeros written through the cache: nothing faster to offer. */
+/* Zeros written through the cache. */
+static int
+zero_cached(struct conn *h, uint64_t lo, uint64_t hi)
+{
+	while (lo < hi) {
+		uint32_t n = (uint32_t)MIN(hi - lo, (uint64_t)ZERO_CHUNK);
+		if (write_all(h, zeros, n, lo) < 0)
+			return -1;
+		lo += n;
+	}
+	return 0;
+}
+
+/* Invariant 5: the device's op on the whole blocks [lo, hi). */
+static int
+device_range(struct conn *h, const char *what, uint64_t lo, uint64_t hi,
+	     int (*op)(clio_dev *, uint64_t, uint64_t))
+{
+	int r;
+
+	if ((r = clio_discard(h->f, lo, hi - lo)) < 0 ||
+	    (r = op(dev, lo, hi - lo)) < 0 ||
+	    (r = clio_discard(h->f, lo, hi - lo)) < 0)
+		return fail_with(what, (uint32_t)(hi - lo), lo, r);
+	return 0;
+}
+
 static int
 clio_plugin_zero(void *handle, uint32_t count, uint64_t offset, uint32_t flags)
 {
 	struct conn *h = handle;
-	uint32_t done = 0;
+	uint64_t bs = conf.bsize, end = offset + count;
+	uint64_t lo = (offset + bs - 1) / bs * bs, hi = end / bs * bs;
 
 	if (flags & NBDKIT_FLAG_FAST_ZERO) {
 		nbdkit_set_error(ENOTSUP);
 		return -1;
 	}
-	while (done < count) {
-		uint32_t n = MIN(count - done, ZERO_CHUNK);
-		if (write_all(h, zeros, n, offset + done) < 0)
-			return -1;
-		done += n;
-	}
+	if (lo >= hi)
+		lo = hi = end;
+	if (zero_cached(h, offset, lo) < 0 ||
+	    (lo < hi && device_range(h, "zero", lo, hi, clio_dev_write_zeroes) < 0) ||
+	    zero_cached(h, MAX(hi, offset), end) < 0)
+		return -1;
+	return fua(h, flags);
+}
+
+static int
+clio_can_trim(void *handle)
+{
+	(void)handle;
+	return !dev_info.readonly && clio_dev_discard(dev, 0, 0) == 0;
+}
+
+static int
+clio_plugin_trim(void *handle, uint32_t count, uint64_t offset, uint32_t flags)
+{
+	struct conn *h = handle;
+	uint64_t bs = conf.bsize;
+	uint64_t lo = (offset + bs - 1) / bs * bs, hi = (offset + count) / bs * bs;
+
+	if (lo < hi && device_range(h, "trim", lo, hi, clio_dev_discard) < 0)
+		return -1;
 	return fua(h, flags);
 }
 
@@ -396,10 +449,12 @@ static struct nbdkit_plugin plugin = {
 	.can_multi_conn = clio_can_one,
 	.can_fua = clio_can_fua,
 	.can_zero = clio_can_one,
+	.can_trim = clio_can_trim,
 	.can_cache = clio_can_cache,
 	.pread = clio_plugin_pread,
 	.pwrite = clio_plugin_pwrite,
 	.zero = clio_plugin_zero,
+	.trim = clio_plugin_trim,
 	.flush = clio_plugin_flush,
 	.cache = clio_plugin_cache,
 	.errno_is_preserved = 0,

@@ -5,6 +5,11 @@
 # (`all` includes kernel and core, which measure this machine).
 # `clio bench mount` runs too where FUSE can be used (/dev/fuse and
 # fusermount3; root for its cold cases); it takes about half an hour.
+# Then the network peers, each where its servers can run (nbdkit and fio;
+# NFS-Ganesha; the disk tier over NFS): `clio bench nbd`, `clio bench
+# nfs`, `clio bench diskcache`; an experiment that cannot run says so in
+# its section.  `clio bench rbd` needs a Ceph cluster and is run by hand
+# (clio(1)).
 #   scripts/bench.sh PATH_TO_CLIO [extra clio bench options]
 set -e
 CLIO=${1:-build/clio}
@@ -13,7 +18,8 @@ out=bench
 mkdir -p "$out/plots"
 tmp=$(mktemp)
 mnt=$(mktemp)
-trap 'rm -f "$tmp" "$mnt"' EXIT
+net=$(mktemp)
+trap 'rm -f "$tmp" "$mnt" "$net"' EXIT
 
 # the test files of kernel and core on the disk the machine table names
 TMPDIR=${TMPDIR:-/var/tmp}
@@ -24,6 +30,15 @@ if [ -c /dev/fuse ] && command -v fusermount3 >/dev/null 2>&1; then
 else
 	echo "  clio bench mount: not run (no /dev/fuse or fusermount3)" > "$mnt"
 fi
+# network: a section each, its output or why it did not run
+for e in nbd nfs diskcache; do
+	echo "## clio bench $e"
+	echo
+	echo '```'
+	"$CLIO" bench "$e" "$@" 2>&1 || echo "  clio bench $e: exit status $?"
+	echo '```'
+	echo
+done > "$net"
 
 dir=$TMPDIR
 dev=$(df -P "$dir" | awk 'NR == 2 { print $1 }')
@@ -74,5 +89,7 @@ fi
 	echo '```'
 	cat "$mnt"
 	echo '```'
+	echo
+	cat "$net"
 } > "$out/RESULTS.md"
 echo "wrote $out/RESULTS.md and $out/plots/"

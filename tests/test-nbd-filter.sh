@@ -7,7 +7,9 @@
 # 16 MiB file image, seed 002's rewrite) reach the plugin as a few large
 # writes (nbdkit's stats filter above the clio filter counts the client's
 # writes, the log filter below it the plugin's) and are in the file after
-# the FLUSH; an EIO of the plugin's writes (nbdkit's error filter below)
+# the FLUSH; trim and zero (qemu-io) reach the plugin for whole blocks,
+# the dirty ones there never written, and read back; zero is emulated for
+# a plugin that lacks it, trim not advertised; an EIO of the plugin's writes (nbdkit's error filter below)
 # fails the FLUSH; after a FLUSH reply, kill -9 of nbdkit loses nothing.
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/nbd-common.sh"
@@ -34,10 +36,11 @@ assert e["export-size"] == 16 << 20, e
 assert e["block_size_minimum"] == 512, e
 assert e["block_size_preferred"] == 65536, e
 assert e["block_size_maximum"] == 32 << 20, e
-for k in ("can_multi_conn", "can_flush", "can_fua", "can_zero", "can_cache"):
+for k in ("can_multi_conn", "can_flush", "can_fua", "can_zero", "can_cache",
+          "can_trim"):
     assert e[k] is True, k
-assert e["can_trim"] is False, e
-print("ok: nbdinfo: 16 MiB, blocks 512/65536/32M, multi-conn, flush, FUA, zero, cache")
+assert e["can_fast_zero"] is False, e
+print("ok: nbdinfo: 16 MiB, blocks 512/65536/32M, multi-conn, flush, FUA, zero, trim, cache")
 PY
 nbdcopy --flush "$tmp/img" "$uri" || fail "nbdcopy into the memory plugin"
 nbdcopy "$uri" "$tmp/out" || fail "nbdcopy out of the memory plugin"
@@ -65,6 +68,76 @@ echo "1 KiB rewrite: $client_writes client writes, $plugin_writes plugin writes"
 [ "$plugin_writes" -ge 1 ] && [ "$plugin_writes" -le 256 ] ||
 	fail "$plugin_writes writes reached the plugin (at most 256 wanted)"
 echo "ok: rewrite with 1 KiB writes: in the file after the FLUSH, clustered"
+
+# ------------------------------------------------------------ trim, zero
+# qemu-io (writeback: no FUA) writes 4 MiB, zeroes [1000, 1000+1M) and
+# trims [2M, 3M) while all of it is dirty in the cache: the plugin zeroes
+# and trims the blocks wholly inside, the dirty ones there are never
+# written, the partial ones get zeros through the cache; the reads and the
+# file agree.
+if command -v qemu-io >/dev/null 2>&1; then
+	cp "$tmp/img" "$tmp/disk"
+	nbd_start --filter="$filter" --filter=log file "$tmp/disk" logfile="$tmp/log" \
+		bsize=64k flusher=0 dirty_age=3600 write_behind=0
+	nbdinfo --json "$uri" | python3 -c '
+import json, sys
+e = json.load(sys.stdin)["exports"][0]
+assert e["can_trim"] is True and e["can_zero"] is True, e
+assert e["can_fast_zero"] is False, e' || fail "file plugin: nbdinfo: no trim or zero"
+	qemu-io -f raw -t writeback "$uri" -c 'write -P 0x5a 0 4M' -c 'write -z 1000 1M' \
+		-c 'discard 2M 1M' -c 'read -P 0x5a 0 1000' -c 'read -P 0 1000 1M' \
+		-c 'read -P 0x5a 1049576 1047576' -c 'read -P 0 2M 1M' \
+		-c 'read -P 0x5a 3M 1M' -c flush >"$tmp/qemu.out" 2>&1 &&
+		! grep -q -i 'fail\|error\|mismatch' "$tmp/qemu.out" ||
+		{ cat "$tmp/qemu.out"; fail "qemu-io: zero and trim read back wrong"; }
+	nbd_stop
+	python3 - "$tmp/disk" "$tmp/img" "$tmp/log" <<'PY' || fail "trim and zero at the plugin"
+import re, sys
+d, img, log = (open(sys.argv[i], "rb").read() for i in (1, 2, 3))
+M = 1 << 20
+want = (b"\x5a" * 1000 + bytes(M) + b"\x5a" * (M - 1000) + bytes(M) +
+        b"\x5a" * M + img[4 * M:])
+assert d == want, "the file differs from what was written, zeroed and trimmed"
+ops = [(m[1].decode(), int(m[2], 16), int(m[3], 16)) for m in re.finditer(
+    rb" (Write|Zero|Trim) id=\d+ offset=0x([0-9a-f]+) count=0x([0-9a-f]+)", log)]
+assert ("Zero", 0x10000, 0xf0000) in ops, ops
+assert ("Trim", 2 * M, M) in ops, ops
+for op, off, n in ops:
+    if op == "Write":
+        assert off + n <= 0x10000 or off >= M, ("a write of dropped blocks", off, n)
+        assert off + n <= 2 * M or off >= 3 * M, ("a write of trimmed blocks", off, n)
+print("ok: zero and trim: the plugin zeroed [64K, 1M) and trimmed [2M, 3M), "
+      "never wrote the dirty blocks there; the file agrees")
+PY
+else
+	echo "skip: qemu-io not found (apt-get install qemu-utils): no trim and zero checks"
+fi
+
+# a plugin without trim (eval, no trim method): not advertised; one whose
+# zeroes nbdkit would emulate (nozero zeromode=emulate): zeros through the
+# cache, read back
+nbd_start --filter="$filter" eval get_size='echo 1048576' \
+	pread='dd if=/dev/zero bs=$3 count=1 status=none' pwrite='cat >/dev/null'
+nbdinfo --json "$uri" | python3 -c '
+import json, sys
+e = json.load(sys.stdin)["exports"][0]
+assert e["can_trim"] is False and e["can_zero"] is True, e' ||
+	fail "eval plugin without trim: nbdinfo shows trim, or no zero"
+echo "ok: a plugin without trim: the filter advertises no trim, but zero"
+if command -v qemu-io >/dev/null 2>&1; then
+	cp "$tmp/img" "$tmp/disk"
+	nbd_start --filter="$filter" --filter=nozero --filter=log file "$tmp/disk" \
+		zeromode=emulate logfile="$tmp/log" bsize=64k
+	qemu-io -f raw "$uri" -c 'write -z 4096 2M' -c 'read -P 0 4096 2M' \
+		-c flush >"$tmp/qemu.out" 2>&1 && ! grep -q -i 'fail\|error\|mismatch' "$tmp/qemu.out" ||
+		{ cat "$tmp/qemu.out"; fail "qemu-io: emulated zero reads back wrong"; }
+	nbd_stop
+	! grep -q ' Zero ' "$tmp/log" || fail "nozero: the plugin got a zero"
+	head -c 4096 "$tmp/img" | cmp - "$tmp/disk" -n 4096 &&
+		cmp -n 2097152 -i 4096:0 "$tmp/disk" /dev/zero ||
+		fail "emulated zero: the file does not hold the zeros"
+	echo "ok: zero emulated through the cache for a plugin without it: in the file"
+fi
 
 # ------------------------------------------------------------ EIO below
 cp "$tmp/img" "$tmp/disk"

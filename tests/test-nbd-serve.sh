@@ -76,6 +76,45 @@ else
 	echo "qemu-img not installed: its rows skipped"
 fi
 
+# ------------------------------------------------------------ trim, zero
+# a file device: qemu-io writes 4 MiB into the cache, zeroes [1000,
+# 1000+1M) and trims [2M, 3M); the plugin gives the whole blocks to the
+# device (holes punched in the file), zeros through the cache at the
+# edges; the reads and the file agree.  A sim device cannot trim.
+if command -v qemu-io >/dev/null 2>&1; then
+	cp "$tmp/img" "$tmp/disk"
+	serve "$tmp/disk" -o bsize=64k,flusher=0,write_behind=0,dirty_age=3600
+	nbdinfo --json "$uri" | python3 -c '
+import json, sys
+e = json.load(sys.stdin)["exports"][0]
+assert e["can_trim"] is True and e["can_zero"] is True, e' || fail "a file: nbdinfo: no trim"
+	qemu-io -f raw -t writeback "$uri" -c 'write -P 0x5a 0 4M' -c 'write -z 1000 1M' \
+		-c 'discard 2M 1M' -c 'read -P 0x5a 0 1000' -c 'read -P 0 1000 1M' \
+		-c 'read -P 0x5a 1049576 1047576' -c 'read -P 0 2M 1M' \
+		-c 'read -P 0x5a 3M 1M' -c flush >"$tmp/qemu.out" 2>&1 &&
+		! grep -q -i 'fail\|error\|mismatch' "$tmp/qemu.out" ||
+		{ cat "$tmp/qemu.out"; fail "qemu-io: zero and trim through clio serve read back wrong"; }
+	nbd_stop
+	python3 - "$tmp/disk" "$tmp/img" <<'PY' || fail "trim and zero through clio serve"
+import os, sys
+d, img = (open(sys.argv[i], "rb").read() for i in (1, 2))
+M = 1 << 20
+want = (b"\x5a" * 1000 + bytes(M) + b"\x5a" * (M - 1000) + bytes(M) +
+        b"\x5a" * M + img[4 * M:])
+assert d == want, "the file differs from what was written, zeroed and trimmed"
+used = os.stat(sys.argv[1]).st_blocks * 512
+assert used <= 16 * M - M - 900 * 1024, ("no holes punched", used)
+print("ok: zero and trim through clio serve: holes punched for the whole blocks, "
+      "the file agrees (%d KiB allocated of 16384)" % (used // 1024))
+PY
+	serve sim:preset=ssd,size=16M
+	nbdinfo --json "$uri" | python3 -c '
+import json, sys
+e = json.load(sys.stdin)["exports"][0]
+assert e["can_trim"] is False and e["can_zero"] is True, e' || fail "sim: nbdinfo offers trim"
+	echo "ok: a sim device: zero, no trim"
+fi
+
 # ------------------------------------------------------------ -r
 serve -r mem:size=1M
 nbdinfo --json "$uri" | grep -q '"is_read_only": true' || fail "-r: not read-only"

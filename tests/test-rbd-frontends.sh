@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # test-rbd-frontends.sh - an RBD image of a one-node Ceph cluster
 # (tests/ceph-common.sh) through clio's front ends: clio serve exports it
-# over NBD on a Unix socket (nbdcopy writes and reads it back, and `rbd
-# export` has the bytes), clio mount shows it as one file (cmp of what
+# over NBD on a Unix socket (nbdcopy writes and reads it back, qemu-io
+# trims and zeroes through it, and `rbd export` has the bytes), clio mount shows it as one file (cmp of what
 # was served, a write through the file lands in the image).  Each part is
 # skipped, with a message, where its tools are missing (nbdkit and
 # libnbd-bin; FUSE); the server and the mount are stopped by pid on exit.
@@ -13,6 +13,7 @@
 ceph_start 16M
 u=$(ceph_uri)
 head -c 4194304 /dev/urandom >"$tmp/pat"
+cp "$tmp/pat" "$tmp/want" # what the image holds after the served part
 serve_pid=""
 mnt="$tmp/mnt"
 mount_pid=""
@@ -37,11 +38,31 @@ if command -v nbdkit >/dev/null 2>&1 && command -v nbdcopy >/dev/null 2>&1; then
 	nbdcopy "$tmp/pat" "nbd+unix:///?socket=$sock" || fail "nbdcopy into clio serve"
 	nbdcopy "nbd+unix:///?socket=$sock" "$tmp/served" || fail "nbdcopy out of clio serve"
 	head -c 4194304 "$tmp/served" | cmp - "$tmp/pat" || fail "clio serve: the bytes read back differ"
+	# trim and zero go down to librbd (rbd_discard, rbd_write_zeroes)
+	if command -v qemu-io >/dev/null 2>&1; then
+		nbdinfo --json "nbd+unix:///?socket=$sock" | python3 -c '
+import json, sys
+e = json.load(sys.stdin)["exports"][0]
+assert e["can_trim"] is True and e["can_zero"] is True, e' || fail "clio serve of rbd: no trim"
+		qemu-io -f raw "nbd+unix:///?socket=$sock" -c 'discard 1M 1M' -c 'write -z 3M 512K' \
+			-c 'read -P 0 3M 512K' -c flush >"$tmp/qemu.out" 2>&1 &&
+			! grep -q -i 'fail\|error\|mismatch' "$tmp/qemu.out" ||
+			{ cat "$tmp/qemu.out"; fail "qemu-io: trim and zero of rbd"; }
+		python3 - "$tmp/want" <<'PY'
+import sys
+M = 1 << 20
+b = bytearray(open(sys.argv[1], "rb").read())
+b[M:2 * M] = bytes(M)
+b[3 * M:3 * M + M // 2] = bytes(M // 2)
+open(sys.argv[1], "wb").write(b)
+PY
+	fi
 	ceph_kill "$serve_pid"
 	serve_pid=""
 	rbd export rbd/img "$tmp/export" >/dev/null 2>"$tmp/err" || { cat "$tmp/err"; fail "rbd export"; }
-	head -c 4194304 "$tmp/export" | cmp - "$tmp/pat" || fail "clio serve: the image lacks what nbdcopy wrote"
-	echo "ok: clio serve of $u: 4 MiB through NBD, in the image after the server stopped"
+	head -c 4194304 "$tmp/export" | cmp - "$tmp/want" ||
+		fail "clio serve: the image lacks what nbdcopy wrote, trimmed and zeroed"
+	echo "ok: clio serve of $u: 4 MiB through NBD, 1 MiB trimmed and 512 KiB zeroed, in the image after the server stopped"
 else
 	echo "skip: clio serve (nbdkit or nbdcopy missing: apt-get install nbdkit libnbd-bin)"
 	"$CLIO" dd if="$tmp/pat" of="$u" bs=1M conv=notrunc,fsync status=none || fail "clio dd"
@@ -53,7 +74,7 @@ if [ "${CLIO_FLAVOUR:-plain}" != tsan ] && [ -c /dev/fuse ] && command -v fuserm
 	"$CLIO" mount -f "$u" "$mnt" 2>"$tmp/mount.err" &
 	mount_pid=$!
 	ceph_wait 20 "clio mount of $u" mountpoint -q "$mnt"
-	head -c 4194304 "$mnt/disk" | cmp - "$tmp/pat" || fail "clio mount: the file differs from the image"
+	head -c 4194304 "$mnt/disk" | cmp - "$tmp/want" || fail "clio mount: the file differs from the image"
 	head -c 100000 /dev/urandom >"$tmp/q"
 	dd if="$tmp/q" of="$mnt/disk" bs=1000 seek=3 conv=notrunc,fsync status=none ||
 		fail "dd into the mounted file"

@@ -322,6 +322,22 @@ file_version(clio_dev *d, struct clio_validator *v)
 	return 0;
 }
 
+/* Rule 9: a hole punched in a regular file reads as zeros, so it is
+ * both the trim and the zeroing. */
+static int
+file_discard(clio_dev *d, uint64_t off, uint64_t len, bool zero)
+{
+	struct file_dev *fd = d->priv;
+
+	(void)zero;
+	if (!fd->regular)
+		return -ENOTSUP;
+	if (fallocate(fd->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off,
+		      (off_t)len) < 0)
+		return errno == EOPNOTSUPP ? -ENOTSUP : -errno;
+	return 0;
+}
+
 #define FILE_OPS(name_, submit_, resize_)                                    \
 	static const struct dev_ops name_ = {                                \
 		.scheme = "file",                                            \
@@ -331,6 +347,7 @@ file_version(clio_dev *d, struct clio_validator *v)
 		.close = file_close,                                         \
 		.params = file_params,                                       \
 		.version = file_version,                                     \
+		.discard = file_discard,                                     \
 	}
 FILE_OPS(file_threads_ops, NULL, file_resize);
 FILE_OPS(file_uring_ops, file_submit, file_resize);

@@ -119,6 +119,34 @@ mem_resize(clio_dev *d, uint64_t size)
 	return r;
 }
 
+/* Rule 9: trimmed and zeroed alike; whole chunks are given back. */
+static int
+mem_discard(clio_dev *d, uint64_t off, uint64_t len, bool zero)
+{
+	struct mem_dev *m = d->priv;
+	uint64_t end = off + len;
+
+	(void)zero;
+	pthread_mutex_lock(&m->lock);
+	while (off < end) {
+		size_t ci = (size_t)(off >> CHUNK_SHIFT);
+		size_t co = (size_t)(off & (CHUNK_SIZE - 1));
+		size_t n = (size_t)MIN((uint64_t)(CHUNK_SIZE - co), end - off);
+
+		if (ci < m->nchunks && m->chunks[ci] != NULL) {
+			if (n == CHUNK_SIZE) {
+				free(m->chunks[ci]);
+				m->chunks[ci] = NULL;
+			} else {
+				memset(m->chunks[ci] + co, 0, n);
+			}
+		}
+		off += n;
+	}
+	pthread_mutex_unlock(&m->lock);
+	return 0;
+}
+
 static void
 mem_close(clio_dev *d)
 {
@@ -154,6 +182,7 @@ static const struct dev_ops mem_ops = {
 	.resize = mem_resize,
 	.close = mem_close,
 	.params = mem_params,
+	.discard = mem_discard,
 };
 
 struct mem_args {

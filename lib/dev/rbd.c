@@ -239,6 +239,20 @@ rbd_dev_resize(clio_dev *d, uint64_t size)
 	return r;
 }
 
+/* Rule 9: librbd's own trim and zeroing, synchronous. */
+static int
+rbd_dev_discard(clio_dev *d, uint64_t off, uint64_t len, bool zero)
+{
+	struct rbd_dev *rd = d->priv;
+	ssize_t r;
+
+	if (zero)
+		r = rbd_write_zeroes(rd->img, off, len, 0, 0);
+	else
+		r = rbd_discard(rd->img, off, len);
+	return r < 0 ? (int)r : 0;
+}
+
 static void
 rbd_submit(clio_dev *d, struct dev_io *p)
 {
@@ -390,6 +404,7 @@ static const struct dev_ops rbd_ops = {
 	.resize = rbd_dev_resize,
 	.close = rbd_dev_close,
 	.params = rbd_params,
+	.discard = rbd_dev_discard,
 };
 
 /* Read-only (a snapshot, or CLIO_DEV_RDONLY): a fixed size. */

@@ -9,7 +9,11 @@
  *     one entry between calls, and the device layer's queue depth (at most
  *     `entries` pieces in flight) keeps the CQ from overflowing.
  *  2. Only the completion thread reaps the CQ.  A CQE of -EAGAIN or
- *     -EINTR is started again; every other CQE goes to done() once.
+ *     -EINTR is started again; so is one of -ECANCELED, which nothing
+ *     here asks for: the kernel cancels what a task left in flight when
+ *     it exits, and the submitter may be a thread that ended since, while
+ *     the completion thread lives as long as the ring.  Every other CQE
+ *     goes to done() once.
  *  3. An SQE that io_uring_submit() failed to take becomes a NOP tagged
  *     `ignored`, so that a later submit cannot start its piece twice.
  *  4. The ring stops on a NOP whose user data is NULL, queued by
@@ -110,7 +114,8 @@ reaper_main(void *arg)
 			break;
 		if ((void *)p == (void *)&ignored)
 			continue;
-		if ((res == -EAGAIN || res == -EINTR) && uring_ring_start(u, p))
+		if ((res == -EAGAIN || res == -EINTR || res == -ECANCELED) &&
+		    uring_ring_start(u, p))
 			continue;
 		u->done(u->arg, p, res);
 	}

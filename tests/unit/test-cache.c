@@ -2,7 +2,7 @@
 /*
  * test-cache.c - the buffer cache and its clustering, seen from the
  * device: tunables, read and write clustering, cluster=off and lite, the
- * direct path, read-before-write, write and read faults, writer
+ * direct path, discard, read-before-write, write and read faults, writer
  * throttling, the flusher, and many threads on one device.
  *
  * Each test counts what reached the device (clio_dev_stats' back side)
@@ -686,6 +686,83 @@ test_direct(void **state)
 	assert_int_equal(clio_pread(f, rd, 4096, 1000000), 0);
 	assert_int_equal(clio_pread(f, rd, 100, 1000100), 0);
 	assert_int_equal(clio_pread(f, rd, 4096, 999000), -EINVAL);
+	assert_int_equal(clio_close(f), 0);
+	assert_int_equal(clio_cache_free(c), 0);
+	clio_dev_close(d);
+	free(buf);
+	free(rd);
+}
+
+/* ------------------------------------------------------------ discard */
+
+/* clio_discard: the blocks wholly inside the range are dropped, clean and
+ * dirty (the dirty never written), so that reads see what the device
+ * holds; partial blocks stay; a range longer than the cache walks what is
+ * cached. */
+static void
+test_discard(void **state)
+{
+	struct clio_conf conf = seq_conf(CLIO_CLUSTER_ON, 64 * KiB);
+	unsigned char *buf = malloc(4 * MiB), *rd = malloc(4 * MiB);
+	struct clio_dev_stats st;
+	clio_cache *c;
+	clio_dev *d = tu_dev_open("mem:size=4M", 0);
+	clio_file *f, *ro;
+	uint64_t bs;
+
+	(void)state;
+	conf.write_behind = 0;
+	conf.dirty_age = 3600;
+	conf.cache_size = 2 * MiB; /* 256 buffers of the 512 the device has */
+	bs = conf.bsize;
+	c = cache_new(&conf);
+	prefill(d, 4 * MiB, 91);
+	f = file_open(c, d, CLIO_RDWR);
+	ro = file_open(c, d, CLIO_RDONLY);
+
+	/* [0, 512K) cached clean, [512K, 1M) dirty */
+	assert_int_equal(clio_pread(f, rd, 512 * KiB, 0), 512 * KiB);
+	tu_fill(buf, 512 * KiB, 512 * KiB, 92);
+	assert_int_equal(clio_pwrite(f, buf, 512 * KiB, 512 * KiB), 512 * KiB);
+	/* the device changes below the cache, as a trim or zero there does */
+	tu_fill(buf, MiB, 0, 93);
+	assert_int_equal(clio_dev_pwrite(d, buf, MiB, 0), MiB);
+	clio_dev_stats_reset(d);
+
+	assert_int_equal(clio_discard(ro, 0, MiB), -EBADF);
+	assert_int_equal(clio_discard(f, 1, UINT64_MAX), -EINVAL);
+	assert_int_equal(clio_discard(f, 0, 0), 0);
+	/* block 0 only partly inside, and the block past the range, stay */
+	assert_int_equal(clio_discard(f, 100, MiB - bs - 100 + 10), 0);
+	assert_int_equal(clio_pread(f, rd, MiB, 0), MiB);
+	assert_int_equal(tu_check(rd, bs, 0, 91), -1);
+	assert_int_equal(tu_check(rd + bs, MiB - 2 * bs, bs, 93), -1);
+	assert_int_equal(tu_check(rd + MiB - bs, bs, MiB - bs, 92), -1);
+	/* the dirty blocks dropped were never written: only the last one is */
+	assert_int_equal(clio_fsync(f), 0);
+	clio_dev_stats(d, &st);
+	print_back("discard, read, fsync", &st);
+	assert_true(st.back.write_bytes == bs);
+	assert_true(st.back.read_bytes >= MiB - 2 * bs); /* and read-ahead */
+	dev_has(d, bs, MiB - 2 * bs, 93);
+
+	/* longer than the cache (and past the end): what is cached, dirty
+	 * included, is dropped */
+	tu_fill(buf, 4 * MiB, 0, 94);
+	assert_int_equal(clio_pwrite(f, buf, MiB, 2 * MiB), MiB); /* dirty */
+	assert_int_equal(clio_pread(f, rd, MiB, 0), MiB);	  /* clean */
+	tu_fill(buf, 4 * MiB, 0, 95);
+	assert_int_equal(clio_dev_pwrite(d, buf, 4 * MiB, 0), 4 * MiB);
+	assert_int_equal(clio_discard(f, 0, UINT64_MAX), 0);
+	clio_dev_stats_reset(d);
+	assert_int_equal(clio_fsync(f), 0);
+	clio_dev_stats(d, &st);
+	assert_true(st.back.write_bytes == 0);
+	memset(rd, 0, 4 * MiB);
+	assert_int_equal(clio_pread(f, rd, 4 * MiB, 0), 4 * MiB);
+	assert_int_equal(tu_check(rd, 4 * MiB, 0, 95), -1);
+
+	assert_int_equal(clio_close(ro), 0);
 	assert_int_equal(clio_close(f), 0);
 	assert_int_equal(clio_cache_free(c), 0);
 	clio_dev_close(d);
@@ -1467,6 +1544,7 @@ main(void)
 		cmocka_unit_test(test_read_runs),
 		cmocka_unit_test(test_pread_view),
 		cmocka_unit_test(test_direct),
+		cmocka_unit_test(test_discard),
 		cmocka_unit_test(test_rbw),
 		cmocka_unit_test(test_write_fault),
 		cmocka_unit_test(test_write_fault_retry),

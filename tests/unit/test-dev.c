@@ -485,6 +485,69 @@ test_mem_backend(void **state)
 	free(rd);
 }
 
+/* ------------------------------------------------------------ trim */
+
+/* A pattern of 1 MiB on d, then [off, off+len) trimmed or zeroed by
+ * fn: zeros there, the pattern around it. */
+static void
+range_op_check(clio_dev *d, int (*fn)(clio_dev *, uint64_t, uint64_t),
+	       uint64_t off, uint64_t len, uint64_t seed)
+{
+	unsigned char *buf = malloc(MiB), *rd = malloc(MiB);
+
+	tu_fill(buf, MiB, 0, seed);
+	assert_int_equal(clio_dev_pwrite(d, buf, MiB, 0), (ssize_t)MiB);
+	assert_int_equal(fn(d, off, len), 0);
+	assert_int_equal(clio_dev_pread(d, rd, MiB, 0), (ssize_t)MiB);
+	assert_int_equal(tu_check(rd, off, 0, seed), -1);
+	assert_int_equal(tu_check_zero(rd + off, len), -1);
+	assert_int_equal(tu_check(rd + off + len, MiB - off - len, off + len, seed), -1);
+	free(buf);
+	free(rd);
+}
+
+static void
+test_discard_zeroes(void **state)
+{
+	char path[256], spec[320];
+	struct stat st;
+	clio_dev *d;
+	int fd;
+
+	(void)state;
+	/* mem: whole chunks and pieces of them */
+	d = tu_dev_open("mem:size=1M", 0);
+	range_op_check(d, clio_dev_discard, 4096, 600 * KiB, 1);
+	range_op_check(d, clio_dev_write_zeroes, 1000, 3000, 2);
+	assert_int_equal(clio_dev_discard(d, MiB - 10, 11), -EINVAL);
+	assert_int_equal(clio_dev_write_zeroes(d, MiB + 1, 0), -EINVAL);
+	assert_int_equal(clio_dev_discard(d, 0, 0), 0);
+	clio_dev_close(d);
+	/* a file: a hole punched (fewer blocks), zeros read back */
+	fd = tu_tmpfile(path, sizeof(path));
+	close(fd);
+	snprintf(spec, sizeof(spec), "file:%s", path);
+	d = tu_dev_open(spec, 0);
+	range_op_check(d, clio_dev_discard, 64 * KiB, 512 * KiB, 3);
+	assert_int_equal(clio_dev_flush(d), 0);
+	assert_int_equal(stat(path, &st), 0);
+	assert_true(st.st_size == (off_t)MiB);
+	assert_true((uint64_t)st.st_blocks * 512 <= MiB - 512 * KiB + 64 * KiB);
+	range_op_check(d, clio_dev_write_zeroes, 5, 70000, 4);
+	clio_dev_close(d);
+	d = tu_dev_open(spec, CLIO_DEV_RDONLY);
+	assert_int_equal(clio_dev_discard(d, 0, 4096), -EROFS);
+	assert_int_equal(clio_dev_write_zeroes(d, 0, 4096), -EROFS);
+	clio_dev_close(d);
+	unlink(path);
+	/* a device that cannot trim: the zeroing is written */
+	d = tu_dev_open("fault:read=EIO,offset=2M,length=1@mem:size=1M", 0);
+	assert_int_equal(clio_dev_discard(d, 0, 0), -ENOTSUP);
+	assert_int_equal(clio_dev_discard(d, 0, 4096), -ENOTSUP);
+	range_op_check(d, clio_dev_write_zeroes, 12345, 300000, 5);
+	clio_dev_close(d);
+}
+
 /* ------------------------------------------------------------ file */
 
 /* What read(2) finds in the file. */
@@ -1244,6 +1307,81 @@ test_engines_inflight(void **state)
 	free(rd);
 }
 
+/* A thread that submits writes to the ring and ends before they
+ * complete: the kernel cancels what a task leaves in flight when it
+ * exits; the engine must start those pieces again, not fail them. */
+#define EXIT_NREQ 32
+#define EXIT_LEN (256 * 1024)
+
+struct exit_submit {
+	clio_dev *d;
+	struct async_req ar[EXIT_NREQ];
+	struct iovec iov[EXIT_NREQ];
+	unsigned char *buf;
+};
+
+static void *
+exit_submitter(void *arg)
+{
+	struct exit_submit *es = arg;
+	int i;
+
+	for (i = 0; i < EXIT_NREQ; i++)
+		assert_int_equal(clio_dev_submit(es->d, &es->ar[i].req), 0);
+	return NULL; /* at once, with the writes in flight */
+}
+
+static void
+test_uring_submitter_exits(void **state)
+{
+	char path[256], spec[320];
+	struct exit_submit es;
+	struct async_ctx x;
+	pthread_t t;
+	int fd, i, round;
+
+	(void)state;
+	if (getenv("CLIO_NO_URING") != NULL)
+		skip();
+	fd = tu_tmpfile(path, sizeof(path));
+	close(fd);
+	snprintf(spec, sizeof(spec), "file:%s?engine=uring&qd=%d", path, EXIT_NREQ);
+	es.d = tu_dev_open(spec, 0);
+	assert_int_equal(posix_memalign((void **)&es.buf, 4096, EXIT_NREQ * EXIT_LEN), 0);
+	for (round = 0; round < 4; round++) {
+		memset(&x, 0, sizeof(x));
+		pthread_mutex_init(&x.m, NULL);
+		pthread_cond_init(&x.cv, NULL);
+		tu_fill(es.buf, EXIT_NREQ * EXIT_LEN, 0, 50 + round);
+		for (i = 0; i < EXIT_NREQ; i++) {
+			es.iov[i].iov_base = es.buf + (size_t)i * EXIT_LEN;
+			es.iov[i].iov_len = EXIT_LEN;
+			memset(&es.ar[i], 0, sizeof(es.ar[i]));
+			es.ar[i].ctx = &x;
+			es.ar[i].req.op = CLIO_OP_WRITE;
+			es.ar[i].req.offset = (uint64_t)i * EXIT_LEN;
+			es.ar[i].req.iov = &es.iov[i];
+			es.ar[i].req.iovcnt = 1;
+			es.ar[i].req.done = async_done;
+			es.ar[i].req.priv = &es.ar[i];
+		}
+		assert_int_equal(pthread_create(&t, NULL, exit_submitter, &es), 0);
+		pthread_join(t, NULL);
+		async_wait(&x, EXIT_NREQ);
+		for (i = 0; i < EXIT_NREQ; i++) {
+			if (es.ar[i].req.result != EXIT_LEN)
+				fail_msg("round %d: write %d of a thread that ended: %zd",
+					 round, i, es.ar[i].req.result);
+		}
+		file_has(path, 0, EXIT_NREQ * EXIT_LEN, 50 + round);
+		pthread_mutex_destroy(&x.m);
+		pthread_cond_destroy(&x.cv);
+	}
+	clio_dev_close(es.d);
+	free(es.buf);
+	unlink(path);
+}
+
 static void
 test_uring_direct(void **state)
 {
@@ -1793,6 +1931,7 @@ main(void)
 		cmocka_unit_test(test_dev_strings),
 		cmocka_unit_test(test_dev_limits),
 		cmocka_unit_test(test_mem_backend),
+		cmocka_unit_test(test_discard_zeroes),
 		cmocka_unit_test(test_file_backend),
 		cmocka_unit_test(test_fault_ranges),
 		cmocka_unit_test(test_fault_prob),
@@ -1803,6 +1942,7 @@ main(void)
 		cmocka_unit_test(test_latency_sums),
 		cmocka_unit_test(test_engines_inflight),
 		cmocka_unit_test(test_uring_direct),
+		cmocka_unit_test(test_uring_submitter_exits),
 		cmocka_unit_test(test_uring_fallback),
 		cmocka_unit_test(test_one_piece),
 		cmocka_unit_test(test_front_threads),
