@@ -408,6 +408,9 @@ usage_mount(FILE *fp)
 		"directory only, no clio cache), kernel_cache=on|off (keep_cache +\n"
 		"writeback cache; default on), idle_devices=N (devices kept for the\n"
 		"next open of a closed file; default 4096).\n"
+		"SOURCE nfs://HOST/EXPORT[?port=N&mountport=N&uid=N&gid=N]: an NFSv3 export;\n"
+		"OPTS there also: actimeo=S, acregmin=S, acregmax=S, acdirmin=S, acdirmax=S,\n"
+		"noac, nocto, cto, lease (this mount is the export's only writer).\n"
 		"See clio(1).\n");
 }
 
@@ -473,6 +476,34 @@ parse_one_opt(char *o)
 			return -1;
 		}
 		opts.idle_devices = (unsigned)n;
+		opts.idle_set = 1;
+	} else if (v == NULL && (strcmp(o, "lease") == 0 || strcmp(o, "nocto") == 0 ||
+				 strcmp(o, "cto") == 0 || strcmp(o, "noac") == 0)) {
+		if (o[0] == 'l')
+			opts.nfs.lease = 1;
+		else if (o[1] == 'o' && o[2] == 'c')
+			opts.nfs.cto = 0;
+		else if (o[0] == 'c')
+			opts.nfs.cto = 1;
+		else
+			opts.nfs.acregmin = opts.nfs.acregmax = opts.nfs.acdirmin =
+				opts.nfs.acdirmax = 0;
+	} else if (v != NULL && (strcmp(o, "actimeo") == 0 || strncmp(o, "acreg", 5) == 0 ||
+				 strncmp(o, "acdir", 5) == 0)) {
+		double *t = strcmp(o, "acregmin") == 0 ? &opts.nfs.acregmin
+			: strcmp(o, "acregmax") == 0 ? &opts.nfs.acregmax
+			: strcmp(o, "acdirmin") == 0 ? &opts.nfs.acdirmin
+			: strcmp(o, "acdirmax") == 0 ? &opts.nfs.acdirmax : NULL;
+		if ((t == NULL && strcmp(o, "actimeo") != 0) ||
+		    parse_uint(v, &n) < 0 || n > 86400) {
+			fprintf(stderr, "clio mount: bad %s '%s' (0 to 86400 s)\n", o, v);
+			return -1;
+		}
+		if (t != NULL)
+			*t = (double)n;
+		else
+			opts.nfs.acregmin = opts.nfs.acregmax = opts.nfs.acdirmin =
+				opts.nfs.acdirmax = (double)n;
 	} else if (v == NULL) {
 		fprintf(stderr, "clio mount: unknown option '%s'\n", o);
 		return -1;
@@ -546,6 +577,8 @@ mount_init(void *userdata, struct fuse_conn_info *conn)
 	conn->max_readahead = opts.readahead > 1 ? opts.readahead : opts.max_read;
 	if (opts.readahead > 1)
 		set_bdi_readahead(opts.readahead);
+	if (opts.nfs_source && (conn->capable & FUSE_CAP_AUTO_INVAL_DATA))
+		conn->want |= FUSE_CAP_AUTO_INVAL_DATA; /* mountnfs.c */
 	if (opts.kernel_cache && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
 	else
@@ -561,7 +594,7 @@ cmd_mount(int argc, char **argv)
 	struct fuse_session *se;
 	char err[ERRLEN], fopts[1024], *rootpath = NULL;
 	const char *source, *mnt;
-	bool foreground = false, debug = false, is_dir;
+	bool foreground = false, debug = false, is_dir, is_nfs;
 	struct stat st;
 	struct mounttab_entry mte;
 	clio_cache *cache = NULL;
@@ -574,6 +607,7 @@ cmd_mount(int argc, char **argv)
 	opts.conf.flush_behind = MOUNT_FLUSH_BEHIND;
 	opts.kernel_cache = 1;
 	opts.idle_devices = MOUNT_IDLE_MAX;
+	opts.nfs = (struct mount_nfs_opts)MOUNT_NFS_OPTS_DEFAULTS;
 	if (argc >= 2 && strcmp(argv[1], "--help") == 0) {
 		usage_mount(stdout);
 		return 0;
@@ -620,15 +654,30 @@ cmd_mount(int argc, char **argv)
 		return EX_CANTCREAT;
 	}
 
-	is_dir = stat(source, &st) == 0 && S_ISDIR(st.st_mode);
-	if (is_dir) {
+	is_nfs = strncmp(source, "nfs://", 6) == 0;
+	is_dir = !is_nfs && stat(source, &st) == 0 && S_ISDIR(st.st_mode);
+	if (is_dir || is_nfs) {
 		struct rlimit rl;
 		/* every node holds a descriptor, every open or idle device
-		 * another (mountfs.c): as many as the hard limit allows */
+		 * another (mountfs.c; an nfs:// device a socket): as many as
+		 * the hard limit allows */
 		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
 			rl.rlim_cur = rl.rlim_max;
 			setrlimit(RLIMIT_NOFILE, &rl);
 		}
+	}
+	if (is_nfs && opts.cache_off) {
+		fprintf(stderr, "clio mount: cache=off needs a directory source\n");
+		return EX_USAGE;
+	} else if (is_nfs) {
+		/* the export is mounted after daemonizing (libnfs and the
+		 * devices' threads); the kernel's writeback cache stays off:
+		 * close-to-open needs every write here at its close */
+		opts.kernel_cache = 0;
+		opts.nfs_source = 1;
+		if (!opts.idle_set)
+			opts.idle_devices = NFS_IDLE_MAX;
+	} else if (is_dir) {
 		rootpath = realpath(source, NULL);
 		rootfd = open(source, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (rootfd < 0 || rootpath == NULL) {
@@ -665,7 +714,7 @@ cmd_mount(int argc, char **argv)
 		free(rootpath);
 		return EX_OSERR;
 	}
-	ops = is_dir ? mountfs_ops : disk_ops;
+	ops = is_nfs ? mountnfs_ops : is_dir ? mountfs_ops : disk_ops;
 	ops.init = mount_init;
 	if (!opts.xattr) {
 		/* ENOSYS once, and the kernel stops asking: else every
@@ -709,7 +758,12 @@ cmd_mount(int argc, char **argv)
 	if (r == 0 && is_dir)
 		r = mountfs_init(cache, rootfd, opts.ro, opts.cache_off,
 				 opts.kernel_cache, opts.idle_devices);
-	if (r == 0 && !is_dir) {
+	if (r == 0 && is_nfs)
+		r = mountnfs_init(cache, source, &opts.nfs, opts.ro, opts.idle_devices,
+				  err, sizeof(err));
+	if (r < 0 && is_nfs)
+		status = r == -EINVAL ? EX_USAGE : EX_NOINPUT;
+	if (r == 0 && !is_dir && !is_nfs) {
 		/* the caller's working directory: relative paths as given */
 		r = clio_dev_open_err(source, opts.ro ? CLIO_DEV_RDONLY : 0,
 				      &disk_dev, err, sizeof(err));
@@ -720,7 +774,8 @@ cmd_mount(int argc, char **argv)
 				      &disk_cf);
 	}
 	if (r == 0)
-		mount_stats_init(cache, is_dir ? mountfs_foreach_dev : disk_foreach,
+		mount_stats_init(cache, is_nfs ? mountnfs_foreach_dev :
+				 is_dir ? mountfs_foreach_dev : disk_foreach,
 				 mnt_abs, src_shown);
 	if (r < 0) {
 		fprintf(stderr, "clio mount: %s\n", err[0] ? err : strerror(-r));
@@ -750,7 +805,7 @@ cmd_mount(int argc, char **argv)
 	mount_ahead_stop();
 	if (cache != NULL) {
 		int w = clio_sync(cache);
-		int w2 = is_dir ? mountfs_fini() : 0;
+		int w2 = is_nfs ? mountnfs_fini() : is_dir ? mountfs_fini() : 0;
 		if (disk_cf != NULL && (r = clio_close(disk_cf)) < 0 && w == 0)
 			w = r;
 		if (disk_dev != NULL)

@@ -20,6 +20,20 @@
 /* Attribute and entry timeout, seconds, of both file systems. */
 #define MOUNT_TIMEOUT 1.0
 
+/* The NFS mount's consistency (mountnfs.c): attribute cache timeouts,
+ * seconds; cto: GETATTR at each open; lease: this mount is the export's
+ * only writer. */
+struct mount_nfs_opts {
+	double acregmin, acregmax, acdirmin, acdirmax;
+	int cto, lease;
+};
+#define MOUNT_NFS_OPTS_DEFAULTS { 3, 60, 30, 60, 1, 0 }
+/* Attribute and entry timeouts under lease, seconds. */
+#define NFS_LEASE_TIMEOUT 3600.0
+/* Idle nfs:// devices kept by default (each holds a TCP connection and
+ * a thread). */
+#define NFS_IDLE_MAX 256
+
 struct mount_opts {
 	struct clio_conf conf;
 	int ro;
@@ -30,6 +44,9 @@ struct mount_opts {
 	int kernel_cache;	/* kernel_cache=on (default): keep_cache + writeback cache */
 	unsigned readahead;	/* the kernel's read-ahead, bytes; 0: its default */
 	unsigned idle_devices;	/* idle devices kept at most (mountidle.c) */
+	struct mount_nfs_opts nfs;	/* nfs:// sources */
+	int idle_set;		/* idle_devices= given */
+	int nfs_source;		/* the source is nfs://... */
 };
 
 /* Idle devices of the pass-through file system, oldest first
@@ -60,6 +77,15 @@ int mountfs_init(clio_cache *cache, int rootfd, int ro, int cache_off,
 /* Close every handle and device (after clio_sync) and free every inode;
  * returns the first write-back error. */
 int mountfs_fini(void);
+
+/* The NFS file system over an export (mountnfs.c): source is
+ * nfs://HOST/EXPORT[?QUERY]; 0, or -errno with a message in err. */
+extern const struct fuse_lowlevel_ops mountnfs_ops;
+int mountnfs_init(clio_cache *cache, const char *source,
+		  const struct mount_nfs_opts *o, int ro, unsigned idle_devices,
+		  char *err, size_t errlen);
+/* After clio_sync: close every device; the first write-back error. */
+int mountnfs_fini(void);
 
 /* The caller's identity for the calls that create objects (mountcreds.c):
  * init before the loop; enter (0 or -errno: then leave is not needed and
@@ -108,6 +134,9 @@ void mount_io_end(bool write, size_t bytes, double t0);
 void mount_io_get(struct mount_io_totals *t);
 /* Is name in parent the control file? */
 int mount_stats_name(fuse_ino_t parent, const char *name);
+/* Refuse (EPERM) to make, change or remove the control file's name:
+ * 1 after the reply, else 0. */
+int mount_stats_guard(fuse_req_t req, fuse_ino_t parent, const char *name);
 void mount_stats_attr(struct stat *st);
 void mount_stats_lookup(fuse_req_t req);
 void mount_stats_getattr(fuse_req_t req);
@@ -118,6 +147,8 @@ void mount_stats_read(fuse_req_t req, size_t size, off_t off,
 void mount_stats_release(fuse_req_t req, struct fuse_file_info *fi);
 /* The pass-through file system's devices: those of the files open now. */
 void mountfs_foreach_dev(mount_stats_visit_fn fn, void *arg);
+/* The NFS file system's: those open now and the idle ones. */
+void mountnfs_foreach_dev(mount_stats_visit_fn fn, void *arg);
 
 /* Read-ahead for writers under the writeback cache (mountahead.c). */
 struct mount_ahead {

@@ -784,10 +784,7 @@ handle_of(struct fuse_file_info *fi)
 static int
 stats_guard(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	if (!mount_stats_name(parent, name))
-		return 0;
-	fuse_reply_err(req, EPERM);
-	return 1;
+	return mount_stats_guard(req, parent, name);
 }
 
 static void

@@ -95,6 +95,15 @@ mount_stats_name(fuse_ino_t parent, const char *name)
 	return parent == FUSE_ROOT_ID && strcmp(name, MOUNT_STATS_NAME) == 0;
 }
 
+int
+mount_stats_guard(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	if (!mount_stats_name(parent, name))
+		return 0;
+	fuse_reply_err(req, EPERM);
+	return 1;
+}
+
 void
 mount_stats_init(clio_cache *cache, mount_stats_foreach_fn foreach,
 		 const char *mountpoint, const char *source)

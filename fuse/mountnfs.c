@@ -1,0 +1,1622 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * mountnfs.c - `clio mount nfs://HOST/EXPORT[?QUERY] MNT`: a whole NFSv3
+ * export through FUSE, the names and attributes through libnfs, the data
+ * of every regular file through clio's cache on an nfs:// device.
+ *
+ * Names.  One libnfs context (meta, under meta_lock) carries every
+ * name and attribute call: LOOKUP walks, GETATTR, READDIRPLUS, CREATE,
+ * MKDIR, REMOVE, RMDIR, RENAME, LINK, SYMLINK, READLINK, SETATTR,
+ * FSSTAT, by path from the export's root (libnfs's high-level calls;
+ * its directory cache and read-ahead are off).  A FUSE node id is the
+ * address of a struct nnode, found by the server's fileid in a hash
+ * table; a node holds its last known path (under path_lock): a lookup or
+ * a listing sets it, a rename through the mount rewrites it and those
+ * below it.  Lookup counts as in mountfs.c.
+ *
+ * Data.  The first open of a regular file opens the device
+ * nfs://HOST/EXPORT/PATH?QUERY (its own TCP connection, MOUNT, LOOKUP
+ * walk, FSINFO and GETATTR: about 5 + depth RPCs) and a node handle
+ * (CLIO_KEEP) that lives as long as the device; each FUSE open gets its
+ * own clio_file on it.  The device holds the file's handle, so a rename
+ * does not disturb it.  At the last release the device is idle
+ * (mountidle.c, at most idle_devices, default NFS_IDLE_MAX), its clean
+ * and dirty buffers kept; it is closed (the node handle's close writes
+ * back and COMMITs, then clio_cache_forget) when evicted, when the kernel
+ * forgets the node, when its file is removed through the mount, and at
+ * the end.
+ *
+ * The attribute cache (mount.h's struct mount_nfs_opts).  A node's
+ * attributes are trusted for its timeout: acregmin (3 s) for a file,
+ * acdirmin (30 s) for a directory when they were last seen changed,
+ * doubling at each refresh that finds them unchanged, up to acregmax
+ * (60 s) / acdirmax (60 s); actimeo=N sets all four, noac makes them 0.
+ * A refresh that finds a file's version (fileid, size, mtime, ctime)
+ * changed while no handle of this mount writes it drops its stale clean
+ * buffers (clio_revalidate); the kernel drops its pages on the same
+ * reply (auto_inval_data: the mtime or size it sees changed).  The
+ * kernel's entry timeouts are what is left of the node's; its attribute
+ * timeout of a regular file is 0 (else an open could not refresh the
+ * size the kernel reads up to), so stat(2) asks this daemon, which
+ * answers from the cache.  Negative entries are not cached.
+ *
+ * Close-to-open (the default).  Each open sends GETATTR (unless the
+ * device was opened just now, which did) and revalidates the object
+ * with it; keep_cache only when nothing was dropped.  nocto: the open
+ * uses the cached attributes while they are valid.  Each flush (close)
+ * of a handle that wrote: clio_fsync (write back and COMMIT), then
+ * GETATTR, recorded with clio_validator_set so the next open keeps
+ * what this mount wrote.
+ *
+ * lease: this mount asserts it is the export's only writer (what an
+ * NFSv4 write delegation would promise).  A file is revalidated at its
+ * first open only; close writes nothing back (the cache does: by age,
+ * dirty limits, fsync, eviction of the idle device, unmount); attribute
+ * and entry timeouts are NFS_LEASE_TIMEOUT, the kernel's too, and opens
+ * keep the kernel's pages.  Another writer's changes are then seen late
+ * or never, and a crash of this daemon loses what was not yet written
+ * back (fsync still means durable).
+ *
+ * Locks: tbl_lock, then a node's lock, then meta_lock or the idle list's
+ * (whose walker only tries node locks); the cache's own locks come last.
+ * path_lock (the paths) is taken last, holding no other lock after it.
+ *
+ * The GETATTR of an open and after a close goes through the file's device
+ * (clio_dev_version: one RPC by its handle, not a LOOKUP walk and a
+ * GETATTR); a version found changed there expires the node's other
+ * attributes, which the next getattr fetches by path.
+ *
+ * Credentials: the calls that create objects carry the caller's uid and
+ * gid (AUTH_SYS) unless the URL names uid= or gid=; others the mount's.
+ * Permissions are checked by the kernel (default_permissions) and the
+ * server.  Paths with '?' or '&' cannot be named in a device string and
+ * are refused (EINVAL) at open.
+ */
+#include <sys/time.h>
+#include <nfsc/libnfs.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util.h"
+#include "mount.h"
+
+#define NBUCKETS 4096
+#define NFS_TIMEO_MS 30000
+
+struct nnode {
+	struct nnode *hnext;	/* under tbl_lock */
+	uint64_t fileid;
+	char *path;		/* under path_lock: "" is the root */
+	uint64_t nlookup;	/* under tbl_lock */
+	bool unhashed;		/* under tbl_lock */
+	pthread_mutex_t lock;	/* the fields below */
+	struct stat st;		/* the attribute cache */
+	bool have_st;
+	double expires, timeo;
+	int nopen, nwriters;
+	bool validated;		/* lease: revalidated once */
+	clio_dev *cdev;
+	clio_file *cf;		/* node handle, as long as cdev */
+	char *spec;		/* cdev's device string */
+	struct mount_idle idle;	/* listed while cdev is open and nopen 0 */
+	struct nhandle *handles;
+};
+
+struct nhandle {
+	struct nhandle *next;	/* the node's, under its lock */
+	struct nnode *n;
+	clio_file *cf;
+	atomic_bool wrote;
+};
+
+static struct nfs_context *meta;
+static pthread_mutex_t meta_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t tbl_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t path_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct nnode *tbl[NBUCKETS];
+static struct nnode root;
+static clio_cache *fs_cache;
+static struct mount_nfs_opts nopts;
+static int fs_ro;
+static unsigned fs_idle_max;
+static char *dev_base;		/* "nfs://HOST/EXPORT" */
+static char *dev_query;		/* "?..." or "" */
+static int def_uid, def_gid;
+static bool creds_fixed;	/* uid= or gid= in the URL */
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static struct nnode *
+node_of(fuse_ino_t ino)
+{
+	return ino == FUSE_ROOT_ID ? &root : (struct nnode *)(uintptr_t)ino;
+}
+
+static fuse_ino_t
+ino_of(struct nnode *n)
+{
+	return n == &root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)n;
+}
+
+/* ----------------------------------------------------- attribute cache */
+
+static void
+stat_of(struct stat *st, const struct nfs_stat_64 *s)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = s->nfs_ino;
+	st->st_mode = (mode_t)s->nfs_mode;
+	st->st_nlink = (nlink_t)s->nfs_nlink;
+	st->st_uid = (uid_t)s->nfs_uid;
+	st->st_gid = (gid_t)s->nfs_gid;
+	st->st_rdev = (dev_t)s->nfs_rdev;
+	st->st_size = (off_t)s->nfs_size;
+	st->st_blksize = (blksize_t)s->nfs_blksize;
+	st->st_blocks = (blkcnt_t)s->nfs_blocks;
+	st->st_atim.tv_sec = (time_t)s->nfs_atime;
+	st->st_atim.tv_nsec = (long)s->nfs_atime_nsec;
+	st->st_mtim.tv_sec = (time_t)s->nfs_mtime;
+	st->st_mtim.tv_nsec = (long)s->nfs_mtime_nsec;
+	st->st_ctim.tv_sec = (time_t)s->nfs_ctime;
+	st->st_ctim.tv_nsec = (long)s->nfs_ctime_nsec;
+}
+
+static int64_t
+ts_ns(const struct timespec *t)
+{
+	return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
+}
+
+static void
+validator_of(struct clio_validator *v, const struct stat *st)
+{
+	memset(v, 0, sizeof(*v));
+	v->size = (uint64_t)st->st_size;
+	v->mtime_ns = ts_ns(&st->st_mtim);
+	v->ctime_ns = ts_ns(&st->st_ctim);
+	v->id = (uint64_t)st->st_ino;
+}
+
+static bool
+same_version(const struct stat *a, const struct stat *b)
+{
+	return a->st_ino == b->st_ino && a->st_size == b->st_size &&
+	       ts_ns(&a->st_mtim) == ts_ns(&b->st_mtim) &&
+	       ts_ns(&a->st_ctim) == ts_ns(&b->st_ctim);
+}
+
+/* Store fresh attributes (n->lock held): the timeout restarts at its
+ * minimum when they changed and doubles while they do not.  Changed? */
+static bool
+attr_store(struct nnode *n, const struct stat *st)
+{
+	bool dir = S_ISDIR(st->st_mode);
+	double lo = dir ? nopts.acdirmin : nopts.acregmin;
+	double hi = dir ? nopts.acdirmax : nopts.acregmax;
+	bool changed = !n->have_st || !same_version(&n->st, st);
+
+	if (nopts.lease)
+		n->timeo = NFS_LEASE_TIMEOUT;
+	else if (changed || n->timeo < lo)
+		n->timeo = lo;
+	else
+		n->timeo = n->timeo * 2 > hi ? hi : n->timeo * 2;
+	n->st = *st;
+	n->have_st = true;
+	n->expires = now_s() + n->timeo;
+	return changed;
+}
+
+/* attr_store, and a changed file nobody here writes loses its stale
+ * buffers (n->lock held). */
+static void
+attr_refresh(struct nnode *n, const struct stat *st)
+{
+	struct clio_validator v;
+
+	if (attr_store(n, st) && n->cf != NULL && n->nwriters == 0 &&
+	    !nopts.lease && S_ISREG(st->st_mode)) {
+		validator_of(&v, st);
+		(void)clio_revalidate(n->cf, &v);
+	}
+}
+
+/* What the kernel may cache (n->lock held). */
+static double
+entry_timeout(const struct nnode *n)
+{
+	double left = n->expires - now_s();
+
+	return left > 0 ? left : 0;
+}
+
+static double
+attr_timeout(const struct nnode *n)
+{
+	if (nopts.lease)
+		return NFS_LEASE_TIMEOUT;
+	return S_ISREG(n->st.st_mode) ? 0 : entry_timeout(n);
+}
+
+/* The attributes as the mount shows them (n->lock held). */
+static void
+attr_shown(const struct nnode *n, struct stat *st)
+{
+	*st = n->st;
+	st->st_ino = ino_of((struct nnode *)n);
+	if (n->cf != NULL && S_ISREG(st->st_mode))
+		st->st_size = (off_t)clio_fsize(n->cf);
+}
+
+/* ------------------------------------------------------------ nodes */
+
+static unsigned
+bucket(uint64_t fileid)
+{
+	return (unsigned)((fileid * 0x9e3779b97f4a7c15ull) >> 52) % NBUCKETS;
+}
+
+/* The path libnfs takes for n (path_lock held), malloc'd; child may be NULL. */
+static char *
+path_join(const struct nnode *n, const char *child)
+{
+	size_t pl = strlen(n->path), cl = child ? strlen(child) : 0;
+	char *p = malloc(pl + cl + 3);
+
+	if (p == NULL)
+		return NULL;
+	memcpy(p, n->path, pl);
+	p[pl] = '\0';
+	if (child != NULL) {
+		p[pl] = '/';
+		memcpy(p + pl + 1, child, cl + 1);
+	} else if (pl == 0) {
+		strcpy(p, "/");
+	}
+	return p;
+}
+
+static char *
+path_of(struct nnode *n, const char *child)
+{
+	char *p;
+
+	pthread_mutex_lock(&path_lock);
+	p = path_join(n, child);
+	pthread_mutex_unlock(&path_lock);
+	return p;
+}
+
+/* Find or make the node of fileid, now at path (taken over); one lookup
+ * more.  NULL without memory. */
+static struct nnode *
+node_get(uint64_t fileid, char *path)
+{
+	unsigned b = bucket(fileid);
+	struct nnode *n;
+
+	pthread_mutex_lock(&tbl_lock);
+	if (fileid == root.fileid) {
+		free(path);
+		pthread_mutex_unlock(&tbl_lock);
+		return &root;
+	}
+	for (n = tbl[b]; n != NULL; n = n->hnext)
+		if (n->fileid == fileid)
+			break;
+	if (n == NULL) {
+		n = calloc(1, sizeof(*n));
+		if (n == NULL) {
+			pthread_mutex_unlock(&tbl_lock);
+			free(path);
+			return NULL;
+		}
+		n->fileid = fileid;
+		pthread_mutex_init(&n->lock, NULL);
+		n->hnext = tbl[b];
+		tbl[b] = n;
+	}
+	pthread_mutex_lock(&path_lock);
+	free(n->path);
+	n->path = path;
+	pthread_mutex_unlock(&path_lock);
+	n->nlookup++;
+	pthread_mutex_unlock(&tbl_lock);
+	return n;
+}
+
+/* Close n's device (n->lock held, n not open): written back and
+ * committed; the first error. */
+static int
+node_close_dev(struct nnode *n)
+{
+	int r = 0, e;
+
+	if (n->cdev == NULL)
+		return 0;
+	mount_idle_del(&n->idle);
+	r = clio_close(n->cf);
+	e = clio_cache_forget(fs_cache, n->cdev);
+	if (r == 0)
+		r = e;
+	mount_stats_retire(n->cdev);
+	clio_dev_close(n->cdev);
+	if (r < 0)
+		fprintf(stderr, "clio mount: %s: write-back: %s\n", n->spec, strerror(-r));
+	n->cdev = NULL;
+	n->cf = NULL;
+	free(n->spec);
+	n->spec = NULL;
+	n->validated = false;
+	return r;
+}
+
+static bool
+idle_claim(struct mount_idle *e)
+{
+	struct nnode *n = (struct nnode *)((char *)e - offsetof(struct nnode, idle));
+
+	if (pthread_mutex_trylock(&n->lock) != 0)
+		return false;
+	if (n->nopen > 0) {
+		pthread_mutex_unlock(&n->lock);
+		return false;
+	}
+	return true;	/* returned locked */
+}
+
+static void
+idle_trim(void)
+{
+	struct mount_idle *e;
+
+	while ((e = mount_idle_take_oldest(fs_idle_max, idle_claim)) != NULL) {
+		struct nnode *n = (struct nnode *)((char *)e - offsetof(struct nnode, idle));
+		node_close_dev(n);
+		pthread_mutex_unlock(&n->lock);
+	}
+}
+
+static void
+node_free(struct nnode *n)
+{
+	pthread_mutex_destroy(&n->lock);
+	free(n->path);
+	free(n);
+}
+
+/* Take off nlookup; at zero the node leaves the table, its idle device
+ * is closed and it is freed unless open (the last release frees it). */
+static void
+node_forget(struct nnode *n, uint64_t nlookup)
+{
+	struct nnode **pp;
+	bool free_it;
+
+	if (n == &root)
+		return;
+	pthread_mutex_lock(&tbl_lock);
+	n->nlookup = n->nlookup > nlookup ? n->nlookup - nlookup : 0;
+	if (n->nlookup > 0) {
+		pthread_mutex_unlock(&tbl_lock);
+		return;
+	}
+	for (pp = &tbl[bucket(n->fileid)]; *pp != NULL; pp = &(*pp)->hnext)
+		if (*pp == n) {
+			*pp = n->hnext;
+			break;
+		}
+	n->unhashed = true;
+	pthread_mutex_lock(&n->lock);
+	free_it = n->nopen == 0;
+	if (free_it)
+		node_close_dev(n);
+	pthread_mutex_unlock(&n->lock);
+	pthread_mutex_unlock(&tbl_lock);
+	if (free_it)
+		node_free(n);
+}
+
+/* ------------------------------------------------------------ libnfs */
+
+/* Run a libnfs call under meta_lock: r is its result (0 or -errno). */
+#define META(r, call)                                    \
+	do {                                             \
+		pthread_mutex_lock(&meta_lock);          \
+		(r) = (call);                            \
+		pthread_mutex_unlock(&meta_lock);        \
+	} while (0)
+
+static int
+nerr(int r)
+{
+	return r == 0 ? 0 : r < 0 ? -r : EIO;
+}
+
+/* GETATTR of path (LOOKUPs first); 0 or an errno. */
+static int
+meta_stat(const char *path, struct stat *st)
+{
+	struct nfs_stat_64 s;
+	int r;
+
+	META(r, nfs_lstat64(meta, path, &s));
+	if (r == 0)
+		stat_of(st, &s);
+	return nerr(r);
+}
+
+/* GETATTR of n by its path. */
+static int
+node_stat(struct nnode *n, struct stat *st)
+{
+	char *path;
+	int r;
+
+	path = path_of(n, NULL);
+	r = path ? meta_stat(path, st) : ENOMEM;
+	free(path);
+	return r;
+}
+
+/* The caller's credentials on the meta context for a creating call
+ * (meta_lock held), and back. */
+static void
+creds_enter(fuse_req_t req)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+
+	if (creds_fixed)
+		return;
+	nfs_set_uid(meta, (int)ctx->uid);
+	nfs_set_gid(meta, (int)ctx->gid);
+}
+
+static void
+creds_leave(void)
+{
+	if (creds_fixed)
+		return;
+	nfs_set_uid(meta, def_uid);
+	nfs_set_gid(meta, def_gid);
+}
+
+/* ----------------------------------------------------------- replies */
+
+/* Look up path (taken over), add a lookup and reply with the entry;
+ * err (an errno of the call that made it) fails first. */
+static void
+reply_entry_path(fuse_req_t req, char *path, int err)
+{
+	struct fuse_entry_param e;
+	struct stat st;
+	struct nnode *n;
+
+	if (err == 0 && path == NULL)
+		err = ENOMEM;
+	if (err == 0)
+		err = meta_stat(path, &st);
+	if (err != 0) {
+		free(path);
+		if (err == ENOENT && !nopts.lease) {
+			memset(&e, 0, sizeof(e)); /* a negative entry, not kept */
+			fuse_reply_entry(req, &e);
+		} else {
+			fuse_reply_err(req, err);
+		}
+		return;
+	}
+	n = node_get((uint64_t)st.st_ino, path);
+	if (n == NULL) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	memset(&e, 0, sizeof(e));
+	pthread_mutex_lock(&n->lock);
+	attr_refresh(n, &st);
+	attr_shown(n, &e.attr);
+	e.ino = ino_of(n);
+	e.entry_timeout = entry_timeout(n);
+	e.attr_timeout = attr_timeout(n);
+	pthread_mutex_unlock(&n->lock);
+	if (fuse_reply_entry(req, &e) != 0)
+		node_forget(n, 1);
+}
+
+/* Reply with n's attributes, refreshed when they expired (or force);
+ * reval: a change found drops stale buffers. */
+static void
+reply_attr(fuse_req_t req, struct nnode *n, bool force, bool reval)
+{
+	struct stat st;
+	double to;
+	int err = 0;
+
+	pthread_mutex_lock(&n->lock);
+	if (force || !n->have_st || now_s() >= n->expires) {
+		err = node_stat(n, &st);
+		if (err == 0 && reval)
+			attr_refresh(n, &st);
+		else if (err == 0)
+			attr_store(n, &st);
+	}
+	if (err != 0) {
+		pthread_mutex_unlock(&n->lock);
+		fuse_reply_err(req, err);
+		return;
+	}
+	attr_shown(n, &st);
+	to = attr_timeout(n);
+	pthread_mutex_unlock(&n->lock);
+	fuse_reply_attr(req, &st, to);
+}
+
+/* The path of name in parent for a call that makes, changes or removes
+ * it; NULL after an error reply (the control file's name is refused). */
+static char *
+name_path(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	char *path;
+
+	if (mount_stats_guard(req, parent, name))
+		return NULL;
+	if ((path = path_of(node_of(parent), name)) == NULL)
+		fuse_reply_err(req, ENOMEM);
+	return path;
+}
+
+/* ----------------------------------------------------------------- ops */
+
+static void
+nfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	if (mount_stats_name(parent, name))
+		mount_stats_lookup(req);
+	else
+		reply_entry_path(req, path_of(node_of(parent), name), 0);
+}
+
+static void
+nfs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	if (ino != mount_stats_ino())
+		node_forget(node_of(ino), nlookup);
+	fuse_reply_none(req);
+}
+
+static void
+nfs_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *f)
+{
+	size_t i;
+
+	for (i = 0; i < count; i++)
+		if (f[i].ino != mount_stats_ino())
+			node_forget(node_of(f[i].ino), f[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static void
+nfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)fi;
+	if (ino == mount_stats_ino())
+		mount_stats_getattr(req);
+	else
+		reply_attr(req, node_of(ino), false, true);
+}
+
+static void
+nfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
+	    struct fuse_file_info *fi)
+{
+	struct nnode *n = node_of(ino);
+	char *path;
+	int r = 0;
+
+	(void)fi;
+	if (ino == mount_stats_ino()) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	if ((path = path_of(n, NULL)) == NULL) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	if (valid & FUSE_SET_ATTR_MODE)
+		META(r, nfs_chmod(meta, path, (int)(attr->st_mode & 07777)));
+	if (r == 0 && (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))) {
+		pthread_mutex_lock(&n->lock);
+		int uid = (valid & FUSE_SET_ATTR_UID) ? (int)attr->st_uid : (int)n->st.st_uid;
+		int gid = (valid & FUSE_SET_ATTR_GID) ? (int)attr->st_gid : (int)n->st.st_gid;
+		pthread_mutex_unlock(&n->lock);
+		META(r, nfs_lchown(meta, path, uid, gid));
+	}
+	if (r == 0 && (valid & FUSE_SET_ATTR_SIZE)) {
+		pthread_mutex_lock(&n->lock);
+		if (n->cf != NULL)
+			r = clio_ftruncate(n->cf, (uint64_t)attr->st_size);
+		else
+			META(r, nfs_truncate(meta, path, (uint64_t)attr->st_size));
+		pthread_mutex_unlock(&n->lock);
+	}
+	if (r == 0 && (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME))) {
+		struct timeval tv[2];
+		struct timespec now;
+		struct stat cur;
+
+		clock_gettime(CLOCK_REALTIME, &now);
+		pthread_mutex_lock(&n->lock);
+		cur = n->st;
+		pthread_mutex_unlock(&n->lock);
+		tv[0].tv_sec = cur.st_atim.tv_sec;
+		tv[0].tv_usec = cur.st_atim.tv_nsec / 1000;
+		tv[1].tv_sec = cur.st_mtim.tv_sec;
+		tv[1].tv_usec = cur.st_mtim.tv_nsec / 1000;
+		if (valid & FUSE_SET_ATTR_ATIME) {
+			struct timespec t = (valid & FUSE_SET_ATTR_ATIME_NOW) ? now : attr->st_atim;
+			tv[0].tv_sec = t.tv_sec;
+			tv[0].tv_usec = t.tv_nsec / 1000;
+		}
+		if (valid & FUSE_SET_ATTR_MTIME) {
+			struct timespec t = (valid & FUSE_SET_ATTR_MTIME_NOW) ? now : attr->st_mtim;
+			tv[1].tv_sec = t.tv_sec;
+			tv[1].tv_usec = t.tv_nsec / 1000;
+		}
+		META(r, nfs_lutimes(meta, path, tv));
+	}
+	free(path);
+	if (r != 0) {
+		fuse_reply_err(req, nerr(r));
+		return;
+	}
+	pthread_mutex_lock(&n->lock);
+	if (n->cf != NULL && (valid & FUSE_SET_ATTR_SIZE)) {
+		/* the version after our own change: the next open keeps it */
+		pthread_mutex_unlock(&n->lock);
+		reply_attr(req, n, true, false);
+		pthread_mutex_lock(&n->lock);
+		if (n->cf != NULL && n->have_st) {
+			struct clio_validator v;
+			validator_of(&v, &n->st);
+			clio_validator_set(n->cf, &v);
+		}
+		pthread_mutex_unlock(&n->lock);
+		return;
+	}
+	pthread_mutex_unlock(&n->lock);
+	reply_attr(req, n, true, true);
+}
+
+static void
+nfs_readlink_op(fuse_req_t req, fuse_ino_t ino)
+{
+	char buf[4096], *path = path_of(node_of(ino), NULL);
+	int r;
+
+	if (path == NULL) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	memset(buf, 0, sizeof(buf));
+	META(r, nfs_readlink(meta, path, buf, sizeof(buf) - 1));
+	free(path);
+	if (r != 0)
+		fuse_reply_err(req, nerr(r));
+	else
+		fuse_reply_readlink(req, buf);
+}
+
+static void
+nfs_mkdir_op(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	char *path;
+	int r;
+
+	if ((path = name_path(req, parent, name)) == NULL)
+		return;
+	pthread_mutex_lock(&meta_lock);
+	creds_enter(req);
+	r = nfs_mkdir2(meta, path, (int)(mode & 07777));
+	creds_leave();
+	pthread_mutex_unlock(&meta_lock);
+	reply_entry_path(req, path, nerr(r));
+}
+
+static void
+nfs_symlink_op(fuse_req_t req, const char *link, fuse_ino_t parent,
+	       const char *name)
+{
+	char *path;
+	int r;
+
+	if ((path = name_path(req, parent, name)) == NULL)
+		return;
+	pthread_mutex_lock(&meta_lock);
+	creds_enter(req);
+	r = nfs_symlink(meta, link, path);
+	creds_leave();
+	pthread_mutex_unlock(&meta_lock);
+	reply_entry_path(req, path, nerr(r));
+}
+
+static void
+nfs_link_op(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const char *name)
+{
+	char *from, *to;
+	int r;
+
+	if (mount_stats_guard(req, parent, name))
+		return;
+	from = path_of(node_of(ino), NULL);
+	to = path_of(node_of(parent), name);
+	if (from == NULL || to == NULL) {
+		free(from);
+		free(to);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	META(r, nfs_link(meta, from, to));
+	free(from);
+	reply_entry_path(req, to, nerr(r));
+}
+
+/* The node last seen at path (tbl_lock and path_lock held), or NULL. */
+static struct nnode *
+node_at(const char *path)
+{
+	unsigned b;
+	struct nnode *n;
+
+	for (b = 0; b < NBUCKETS; b++)
+		for (n = tbl[b]; n != NULL; n = n->hnext)
+			if (n->path != NULL && strcmp(n->path, path) == 0)
+				return n;
+	return NULL;
+}
+
+/* path lost its name through the mount: its node's idle device goes
+ * (its buffers are of a file that may be gone). */
+static void
+name_gone(const char *path)
+{
+	struct nnode *n;
+
+	pthread_mutex_lock(&tbl_lock);
+	pthread_mutex_lock(&path_lock);
+	n = node_at(path);
+	if (n != NULL) {
+		free(n->path);
+		n->path = strdup("/.clio-removed");
+	}
+	pthread_mutex_unlock(&path_lock);
+	if (n != NULL) {
+		pthread_mutex_lock(&n->lock);
+		n->have_st = false;
+		if (n->nopen == 0 && n->st.st_nlink <= 1)
+			node_close_dev(n);
+		pthread_mutex_unlock(&n->lock);
+	}
+	pthread_mutex_unlock(&tbl_lock);
+}
+
+static void
+nfs_remove(fuse_req_t req, fuse_ino_t parent, const char *name, bool dir)
+{
+	char *path;
+	int r;
+
+	if ((path = name_path(req, parent, name)) == NULL)
+		return;
+	META(r, dir ? nfs_rmdir(meta, path) : nfs_unlink(meta, path));
+	if (r == 0)
+		name_gone(path);
+	free(path);
+	fuse_reply_err(req, nerr(r));
+}
+
+static void
+nfs_unlink_op(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	nfs_remove(req, parent, name, false);
+}
+
+static void
+nfs_rmdir_op(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	nfs_remove(req, parent, name, true);
+}
+
+/* Rewrite the paths at and under from to to (tbl_lock, path_lock held). */
+static void
+paths_moved(const char *from, const char *to)
+{
+	size_t fl = strlen(from), tl = strlen(to);
+	unsigned b;
+	struct nnode *n;
+
+	for (b = 0; b < NBUCKETS; b++)
+		for (n = tbl[b]; n != NULL; n = n->hnext) {
+			char *p;
+			if (n->path == NULL || strncmp(n->path, from, fl) != 0 ||
+			    (n->path[fl] != '\0' && n->path[fl] != '/'))
+				continue;
+			p = malloc(tl + strlen(n->path + fl) + 1);
+			if (p == NULL)
+				continue;
+			memcpy(p, to, tl);
+			strcpy(p + tl, n->path + fl);
+			free(n->path);
+			n->path = p;
+		}
+}
+
+static void
+nfs_rename_op(fuse_req_t req, fuse_ino_t parent, const char *name,
+	      fuse_ino_t newparent, const char *newname, unsigned int flags)
+{
+	char *from, *to;
+	struct stat st;
+	int r;
+
+	if (mount_stats_guard(req, parent, name) || mount_stats_guard(req, newparent, newname))
+		return;
+	if (flags & ~(unsigned)RENAME_NOREPLACE) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	from = path_of(node_of(parent), name);
+	to = path_of(node_of(newparent), newname);
+	if (from == NULL || to == NULL) {
+		r = ENOMEM;
+	} else if ((flags & RENAME_NOREPLACE) && meta_stat(to, &st) == 0) {
+		r = EEXIST;
+	} else {
+		META(r, nfs_rename(meta, from, to));
+		r = nerr(r);
+	}
+	if (r == 0) {
+		name_gone(to);
+		pthread_mutex_lock(&tbl_lock);
+		pthread_mutex_lock(&path_lock);
+		paths_moved(from, to);
+		pthread_mutex_unlock(&path_lock);
+		pthread_mutex_unlock(&tbl_lock);
+	}
+	free(from);
+	free(to);
+	fuse_reply_err(req, r);
+}
+
+static void
+nfs_statfs_op(fuse_req_t req, fuse_ino_t ino)
+{
+	struct nfs_statvfs_64 s;
+	struct statvfs sv;
+	int r;
+
+	(void)ino;
+	META(r, nfs_statvfs64(meta, "/", &s));
+	if (r != 0) {
+		fuse_reply_err(req, nerr(r));
+		return;
+	}
+	memset(&sv, 0, sizeof(sv));
+	sv.f_bsize = s.f_bsize;
+	sv.f_frsize = s.f_frsize;
+	sv.f_blocks = s.f_blocks;
+	sv.f_bfree = s.f_bfree;
+	sv.f_bavail = s.f_bavail;
+	sv.f_files = s.f_files;
+	sv.f_ffree = s.f_ffree;
+	sv.f_favail = s.f_favail;
+	sv.f_namemax = s.f_namemax;
+	fuse_reply_statfs(req, &sv);
+}
+
+/* ------------------------------------------------------------ directories */
+
+struct ndirent {
+	char *name;
+	struct stat st;
+};
+
+struct ndir {
+	struct ndirent *e;
+	size_t n;
+};
+
+static void
+ndir_free(struct ndir *d)
+{
+	size_t i;
+
+	for (i = 0; i < d->n; i++)
+		free(d->e[i].name);
+	free(d->e);
+	free(d);
+}
+
+/* The whole listing at opendir: READDIRPLUS, with the attributes. */
+static void
+nfs_opendir_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct nfsdir *nd;
+	struct nfsdirent *de;
+	struct ndir *d = calloc(1, sizeof(*d));
+	char *path = path_of(node_of(ino), NULL);
+	size_t cap = 0;
+	int r;
+
+	if (d == NULL || path == NULL) {
+		free(d);
+		free(path);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	pthread_mutex_lock(&meta_lock);
+	r = nfs_opendir(meta, path, &nd);
+	while (r == 0 && (de = nfs_readdir(meta, nd)) != NULL) {
+		struct ndirent *x;
+		if (ino == FUSE_ROOT_ID && strcmp(de->name, MOUNT_STATS_NAME) == 0)
+			continue;
+		if (d->n == cap) {
+			cap = cap ? cap * 2 : 64;
+			x = realloc(d->e, cap * sizeof(*x));
+			if (x == NULL) {
+				r = -ENOMEM;
+				break;
+			}
+			d->e = x;
+		}
+		x = &d->e[d->n];
+		memset(x, 0, sizeof(*x));
+		x->name = strdup(de->name);
+		if (x->name == NULL) {
+			r = -ENOMEM;
+			break;
+		}
+		d->n++;
+		x->st.st_ino = de->inode;
+		x->st.st_mode = (mode_t)de->mode;
+		x->st.st_nlink = de->nlink;
+		x->st.st_uid = de->uid;
+		x->st.st_gid = de->gid;
+		x->st.st_size = (off_t)de->size;
+		x->st.st_rdev = (dev_t)de->rdev;
+		x->st.st_blksize = (blksize_t)de->blksize;
+		x->st.st_blocks = (blkcnt_t)de->blocks;
+		x->st.st_atim.tv_sec = de->atime.tv_sec;
+		x->st.st_atim.tv_nsec = de->atime_nsec;
+		x->st.st_mtim.tv_sec = de->mtime.tv_sec;
+		x->st.st_mtim.tv_nsec = de->mtime_nsec;
+		x->st.st_ctim.tv_sec = de->ctime.tv_sec;
+		x->st.st_ctim.tv_nsec = de->ctime_nsec;
+	}
+	if (nd != NULL && (r == 0 || r == -ENOMEM))
+		nfs_closedir(meta, nd);
+	pthread_mutex_unlock(&meta_lock);
+	free(path);
+	if (r != 0) {
+		ndir_free(d);
+		fuse_reply_err(req, nerr(r));
+		return;
+	}
+	fi->fh = (uintptr_t)d;
+	fuse_reply_open(req, fi);
+}
+
+static void
+nfs_readdir_any(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		struct fuse_file_info *fi, bool plus)
+{
+	struct ndir *d = (struct ndir *)(uintptr_t)fi->fh;
+	struct nnode *dn = node_of(ino);
+	char *buf = malloc(size), *dpath = path_of(dn, NULL);
+	size_t used = 0, i;
+
+	if (buf == NULL || dpath == NULL) {
+		free(buf);
+		free(dpath);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	for (i = (size_t)off; i < d->n; i++) {
+		struct ndirent *x = &d->e[i];
+		bool dot = strcmp(x->name, ".") == 0 || strcmp(x->name, "..") == 0;
+		size_t len;
+
+		if (!plus || dot) {
+			struct stat st = { .st_ino = x->st.st_ino, .st_mode = x->st.st_mode };
+			len = plus ? fuse_add_direntry_plus(req, buf + used, size - used,
+							    x->name, &(struct fuse_entry_param){
+								    .attr = st }, (off_t)i + 1)
+				   : fuse_add_direntry(req, buf + used, size - used, x->name,
+						       &st, (off_t)i + 1);
+			if (len > size - used)
+				break;
+		} else {
+			struct fuse_entry_param e;
+			char *p = malloc(strlen(dpath) + strlen(x->name) + 2);
+			struct nnode *n;
+
+			if (p == NULL)
+				break;
+			sprintf(p, "%s/%s", strcmp(dpath, "/") == 0 ? "" : dpath, x->name);
+			memset(&e, 0, sizeof(e));
+			len = fuse_add_direntry_plus(req, NULL, 0, x->name, NULL, 0);
+			if (len > size - used) {
+				free(p);
+				break;
+			}
+			n = node_get((uint64_t)x->st.st_ino, p);
+			if (n == NULL)
+				break;
+			pthread_mutex_lock(&n->lock);
+			attr_refresh(n, &x->st);
+			attr_shown(n, &e.attr);
+			e.ino = ino_of(n);
+			e.entry_timeout = entry_timeout(n);
+			e.attr_timeout = attr_timeout(n);
+			pthread_mutex_unlock(&n->lock);
+			len = fuse_add_direntry_plus(req, buf + used, size - used, x->name,
+						     &e, (off_t)i + 1);
+		}
+		used += len;
+	}
+	fuse_reply_buf(req, buf, used);
+	free(buf);
+	free(dpath);
+}
+
+static void
+nfs_readdir_op(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+	       struct fuse_file_info *fi)
+{
+	nfs_readdir_any(req, ino, size, off, fi, false);
+}
+
+static void
+nfs_readdirplus_op(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		   struct fuse_file_info *fi)
+{
+	nfs_readdir_any(req, ino, size, off, fi, true);
+}
+
+static void
+nfs_releasedir_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	ndir_free((struct ndir *)(uintptr_t)fi->fh);
+	fuse_reply_err(req, 0);
+}
+
+/* ----------------------------------------------------------------- data */
+
+/* The file's version from its device (n->lock held, n->cdev open) into
+ * the attribute cache: size and times; when they changed, the other
+ * attributes expire.  0 or -errno. */
+static int
+dev_version(struct nnode *n)
+{
+	struct clio_validator v;
+	struct stat st;
+	int r = clio_dev_version(n->cdev, &v);
+
+	if (r < 0 || !n->have_st || v.id != (uint64_t)n->st.st_ino)
+		return r < 0 ? r : -ESTALE;
+	st = n->st;
+	st.st_size = (off_t)v.size;
+	st.st_mtim.tv_sec = (time_t)(v.mtime_ns / 1000000000);
+	st.st_mtim.tv_nsec = (long)(v.mtime_ns % 1000000000);
+	st.st_ctim.tv_sec = (time_t)(v.ctime_ns / 1000000000);
+	st.st_ctim.tv_nsec = (long)(v.ctime_ns % 1000000000);
+	if (attr_store(n, &st))
+		n->expires = 0;
+	return 0;
+}
+
+/* Open n's device if need be, revalidate and add a handle (n->lock
+ * held); keep: may the kernel keep its pages?  0 or an errno. */
+static int
+node_open(struct nnode *n, int flags, struct nhandle **hp, bool *keep)
+{
+	bool wr = (flags & O_ACCMODE) != O_RDONLY, fresh = false;
+	struct nhandle *h;
+	char err[256];
+	int r;
+
+	if (n->cdev == NULL) {
+		char *path = path_of(n, NULL);
+		size_t len;
+		if (path == NULL)
+			return ENOMEM;
+		if (strpbrk(path, "?&") != NULL) {
+			free(path);
+			return EINVAL;
+		}
+		len = strlen(dev_base) + strlen(path) + strlen(dev_query) + 1;
+		n->spec = malloc(len);
+		if (n->spec == NULL) {
+			free(path);
+			return ENOMEM;
+		}
+		snprintf(n->spec, len, "%s%s%s", dev_base, path, dev_query);
+		free(path);
+		err[0] = '\0';
+		r = clio_dev_open_err(n->spec, fs_ro ? CLIO_DEV_RDONLY : 0, &n->cdev,
+				      err, sizeof(err));
+		if (r == 0) {
+			r = clio_open(fs_cache, n->cdev, (fs_ro ? CLIO_RDONLY : CLIO_RDWR) |
+				      CLIO_KEEP, &n->cf);
+			if (r < 0) {
+				clio_dev_close(n->cdev);
+				n->cdev = NULL;
+			}
+		}
+		if (r < 0) {
+			fprintf(stderr, "clio mount: %s\n", err[0] ? err : strerror(-r));
+			free(n->spec);
+			n->spec = NULL;
+			return -r;
+		}
+		fresh = true;
+	} else {
+		mount_idle_del(&n->idle);
+	}
+	*keep = true;
+	if (!(nopts.lease && n->validated)) {
+		struct clio_validator v;
+		struct stat st;
+		bool use_cached = n->have_st && (fresh || (!nopts.cto && now_s() < n->expires));
+
+		if (!use_cached && dev_version(n) < 0 && node_stat(n, &st) == 0)
+			attr_store(n, &st);
+		if (n->have_st && n->nwriters == 0) {
+			validator_of(&v, &n->st);
+			r = clio_revalidate(n->cf, &v);
+			*keep = r == 0;
+		}
+		n->validated = true;
+	}
+	if ((flags & O_TRUNC) && wr && (r = clio_ftruncate(n->cf, 0)) < 0)
+		return -r; /* atomic_o_trunc */
+	h = calloc(1, sizeof(*h));
+	if (h == NULL)
+		return ENOMEM;
+	r = clio_open(fs_cache, n->cdev, wr ? CLIO_RDWR : CLIO_RDONLY, &h->cf);
+	if (r < 0) {
+		free(h);
+		return -r;
+	}
+	h->n = n;
+	h->next = n->handles;
+	n->handles = h;
+	n->nopen++;
+	if (wr)
+		n->nwriters++;
+	*hp = h;
+	return 0;
+}
+
+static void
+nfs_open_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct nnode *n = node_of(ino);
+	struct nhandle *h = NULL;
+	bool keep;
+	int r;
+
+	if (ino == mount_stats_ino()) {
+		mount_stats_open(req, fi);
+		return;
+	}
+	if (fs_ro && (fi->flags & O_ACCMODE) != O_RDONLY) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	pthread_mutex_lock(&n->lock);
+	if (n->have_st && !S_ISREG(n->st.st_mode)) {
+		pthread_mutex_unlock(&n->lock);
+		fuse_reply_err(req, S_ISDIR(n->st.st_mode) ? EISDIR : EINVAL);
+		return;
+	}
+	r = node_open(n, fi->flags, &h, &keep);
+	pthread_mutex_unlock(&n->lock);
+	if (r != 0) {
+		fuse_reply_err(req, r);
+		return;
+	}
+	fi->fh = (uintptr_t)h;
+	fi->direct_io = 0;
+	fi->keep_cache = keep;
+	fuse_reply_open(req, fi);
+}
+
+static void
+nfs_create_op(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+	      struct fuse_file_info *fi)
+{
+	struct fuse_entry_param e;
+	struct nfsfh *fh = NULL;
+	struct nhandle *h = NULL;
+	struct nnode *n;
+	struct stat st;
+	char *path;
+	bool keep;
+	int r;
+
+	if ((path = name_path(req, parent, name)) == NULL)
+		return;
+	pthread_mutex_lock(&meta_lock);
+	creds_enter(req);
+	r = nfs_create(meta, path, O_CREAT | (fi->flags & (O_EXCL | O_TRUNC)) | O_RDWR,
+		       (int)(mode & 07777), &fh);
+	creds_leave();
+	if (r == 0)
+		nfs_close(meta, fh);
+	pthread_mutex_unlock(&meta_lock);
+	r = nerr(r);
+	if (r == 0)
+		r = meta_stat(path, &st);
+	if (r != 0) {
+		free(path);
+		fuse_reply_err(req, r);
+		return;
+	}
+	if ((n = node_get((uint64_t)st.st_ino, path)) == NULL) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	memset(&e, 0, sizeof(e));
+	pthread_mutex_lock(&n->lock);
+	attr_store(n, &st);
+	r = node_open(n, fi->flags, &h, &keep);
+	attr_shown(n, &e.attr);
+	e.ino = ino_of(n);
+	e.entry_timeout = entry_timeout(n);
+	e.attr_timeout = attr_timeout(n);
+	pthread_mutex_unlock(&n->lock);
+	if (r != 0) {
+		node_forget(n, 1);
+		fuse_reply_err(req, r);
+		return;
+	}
+	fi->fh = (uintptr_t)h;
+	fi->direct_io = 0;
+	fi->keep_cache = keep;
+	fuse_reply_create(req, &e, fi);
+}
+
+static void
+nfs_read_op(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+	    struct fuse_file_info *fi)
+{
+	double t0;
+
+	if (ino == mount_stats_ino()) {
+		mount_stats_read(req, size, off, fi);
+		return;
+	}
+	t0 = mount_io_begin();
+	mount_io_end(false, mount_reply_read(req, ((struct nhandle *)(uintptr_t)fi->fh)->cf,
+					     -1, size, off), t0);
+}
+
+static void
+nfs_write_op(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+	     off_t off, struct fuse_file_info *fi)
+{
+	struct nhandle *h = (struct nhandle *)(uintptr_t)fi->fh;
+	double t0 = mount_io_begin();
+	ssize_t r;
+
+	(void)ino;
+	r = clio_pwrite(h->cf, buf, size, (uint64_t)off);
+	if (r < 0) {
+		fuse_reply_err(req, (int)-r);
+		mount_io_end(true, 0, t0);
+		return;
+	}
+	atomic_store(&h->wrote, true);
+	fuse_reply_write(req, (size_t)r);
+	mount_io_end(true, (size_t)r, t0);
+}
+
+/* After this mount's own writes reached the server: record its version. */
+static void
+record_version(struct nnode *n)
+{
+	struct clio_validator v;
+
+	pthread_mutex_lock(&n->lock);
+	if (n->cf != NULL && dev_version(n) == 0) {
+		validator_of(&v, &n->st);
+		clio_validator_set(n->cf, &v);
+	}
+	pthread_mutex_unlock(&n->lock);
+}
+
+/* close(2): under close-to-open, written back and committed. */
+static void
+nfs_flush_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct nhandle *h = (struct nhandle *)(uintptr_t)fi->fh;
+	int r = 0;
+
+	if (ino == mount_stats_ino() || nopts.lease) {
+		fuse_reply_err(req, 0);
+		return;
+	}
+	if (atomic_exchange(&h->wrote, false)) {
+		r = clio_fsync(h->cf);
+		if (r == 0)
+			record_version(h->n);
+	}
+	fuse_reply_err(req, -r);
+}
+
+static void
+nfs_fsync_op(fuse_req_t req, fuse_ino_t ino, int datasync,
+	     struct fuse_file_info *fi)
+{
+	(void)datasync;
+	if (ino == mount_stats_ino()) {
+		fuse_reply_err(req, 0);
+		return;
+	}
+	fuse_reply_err(req, -clio_fsync(((struct nhandle *)(uintptr_t)fi->fh)->cf));
+}
+
+static void
+nfs_release_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct nhandle *h = (struct nhandle *)(uintptr_t)fi->fh;
+	struct nnode *n;
+	bool free_it = false, idle = false;
+
+	if (ino == mount_stats_ino()) {
+		mount_stats_release(req, fi);
+		return;
+	}
+	n = h->n;
+	pthread_mutex_lock(&tbl_lock);
+	pthread_mutex_lock(&n->lock);
+	(void)clio_close(h->cf); /* not the object's last: the node's is open */
+	for (struct nhandle **pp = &n->handles; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == h) {
+			*pp = h->next;
+			break;
+		}
+	if ((fi->flags & O_ACCMODE) != O_RDONLY)
+		n->nwriters--;
+	if (--n->nopen == 0) {
+		if (n->unhashed) {
+			node_close_dev(n);
+			free_it = true;
+		} else {
+			mount_idle_add(&n->idle);
+			idle = true;
+		}
+	}
+	pthread_mutex_unlock(&n->lock);
+	pthread_mutex_unlock(&tbl_lock);
+	free(h);
+	if (free_it)
+		node_free(n);
+	if (idle)
+		idle_trim();
+	fuse_reply_err(req, 0);
+}
+
+const struct fuse_lowlevel_ops mountnfs_ops = {
+	.lookup = nfs_lookup,
+	.forget = nfs_forget,
+	.forget_multi = nfs_forget_multi,
+	.getattr = nfs_getattr,
+	.setattr = nfs_setattr,
+	.readlink = nfs_readlink_op,
+	.mkdir = nfs_mkdir_op,
+	.unlink = nfs_unlink_op,
+	.rmdir = nfs_rmdir_op,
+	.symlink = nfs_symlink_op,
+	.rename = nfs_rename_op,
+	.link = nfs_link_op,
+	.open = nfs_open_op,
+	.read = nfs_read_op,
+	.write = nfs_write_op,
+	.flush = nfs_flush_op,
+	.release = nfs_release_op,
+	.fsync = nfs_fsync_op,
+	.opendir = nfs_opendir_op,
+	.readdir = nfs_readdir_op,
+	.readdirplus = nfs_readdirplus_op,
+	.releasedir = nfs_releasedir_op,
+	.statfs = nfs_statfs_op,
+	.create = nfs_create_op,
+};
+
+/* -------------------------------------------------------- start and end */
+
+/* libnfs's query keys from the device's (port= is its nfsport=);
+ * uid= and gid= noted. */
+static char *
+libnfs_url(const char *src, const char *q)
+{
+	char *out = malloc(strlen(src) + 16), *copy, *kv, *save = NULL;
+	size_t base = q ? (size_t)(q - src) : strlen(src);
+
+	if (out == NULL)
+		return NULL;
+	memcpy(out, src, base);
+	out[base] = '\0';
+	copy = strdup(q ? q + 1 : "");
+	if (copy == NULL) {
+		free(out);
+		return NULL;
+	}
+	for (kv = strtok_r(copy, "&", &save); kv != NULL; kv = strtok_r(NULL, "&", &save)) {
+		if (strncmp(kv, "qd=", 3) == 0 || strncmp(kv, "keep=", 5) == 0 ||
+		    strncmp(kv, "timeo=", 6) == 0)
+			continue; /* the devices' own */
+		strcat(out, strchr(out, '?') ? "&" : "?");
+		if (strncmp(kv, "port=", 5) == 0)
+			strcat(out, "nfs");
+		if (strncmp(kv, "uid=", 4) == 0) {
+			def_uid = atoi(kv + 4);
+			creds_fixed = true;
+		}
+		if (strncmp(kv, "gid=", 4) == 0) {
+			def_gid = atoi(kv + 4);
+			creds_fixed = true;
+		}
+		strcat(out, kv);
+	}
+	free(copy);
+	return out;
+}
+
+int
+mountnfs_init(clio_cache *cache, const char *source, const struct mount_nfs_opts *o,
+	      int ro, unsigned idle_devices, char *err, size_t errlen)
+{
+	const char *q = strchr(source, '?');
+	struct nfs_url *u = NULL;
+	struct stat st;
+	char *url;
+	int r;
+
+	fs_cache = cache;
+	nopts = *o;
+	fs_ro = ro;
+	fs_idle_max = idle_devices;
+	def_uid = (int)geteuid();
+	def_gid = (int)getegid();
+	dev_query = strdup(q ? q : "");
+	url = libnfs_url(source, q);
+	meta = nfs_init_context();
+	if (dev_query == NULL || url == NULL || meta == NULL) {
+		free(url);
+		snprintf(err, errlen, "%s: out of memory", source);
+		return -ENOMEM;
+	}
+	nfs_set_readahead(meta, 0);
+	nfs_set_dircache(meta, 0);
+	nfs_set_timeout(meta, NFS_TIMEO_MS);
+	u = nfs_parse_url_dir(meta, url);
+	free(url);
+	if (u == NULL) {
+		snprintf(err, errlen, "%s: bad URL (nfs://HOST/EXPORT): %s", source,
+			 nfs_get_error(meta));
+		return -EINVAL;
+	}
+	r = nfs_mount(meta, u->server, u->path);
+	if (r != 0) {
+		snprintf(err, errlen, "%s: cannot mount %s:%s: %s", source, u->server,
+			 u->path, nfs_get_error(meta));
+		nfs_destroy_url(u);
+		return r < 0 ? r : -EIO;
+	}
+	dev_base = malloc(strlen(u->server) + strlen(u->path) + 8);
+	if (dev_base != NULL)
+		sprintf(dev_base, "nfs://%s%s", u->server, u->path);
+	nfs_destroy_url(u);
+	if (dev_base == NULL)
+		return -ENOMEM;
+	root.path = strdup("");
+	pthread_mutex_init(&root.lock, NULL);
+	r = meta_stat("/", &st);
+	if (r != 0) {
+		snprintf(err, errlen, "%s: GETATTR of the export: %s", source, strerror(r));
+		return -r;
+	}
+	root.fileid = (uint64_t)st.st_ino;
+	attr_store(&root, &st);
+	root.nlookup = 1;
+	return 0;
+}
+
+void
+mountnfs_foreach_dev(mount_stats_visit_fn fn, void *arg)
+{
+	unsigned b;
+
+	pthread_mutex_lock(&tbl_lock);
+	for (b = 0; b < NBUCKETS; b++) {
+		struct nnode *n;
+		for (n = tbl[b]; n != NULL; n = n->hnext) {
+			pthread_mutex_lock(&n->lock);
+			if (n->cdev != NULL) {
+				if (n->nopen == 0)
+					fn(arg, NULL, NULL, n->cdev);
+				else {
+					pthread_mutex_lock(&path_lock);
+					fn(arg, n->path, n->spec, n->cdev);
+					pthread_mutex_unlock(&path_lock);
+				}
+			}
+			pthread_mutex_unlock(&n->lock);
+		}
+	}
+	pthread_mutex_unlock(&tbl_lock);
+}
+
+int
+mountnfs_fini(void)
+{
+	unsigned b;
+	int w = 0, r;
+
+	pthread_mutex_lock(&tbl_lock);
+	for (b = 0; b < NBUCKETS; b++) {
+		struct nnode *n, *next;
+		for (n = tbl[b]; n != NULL; n = next) {
+			next = n->hnext;
+			pthread_mutex_lock(&n->lock);
+			while (n->handles != NULL) { /* the kernel released none */
+				struct nhandle *h = n->handles;
+				n->handles = h->next;
+				r = clio_close(h->cf);
+				if (w == 0)
+					w = r;
+				free(h);
+			}
+			n->nopen = 0;
+			r = node_close_dev(n);
+			if (w == 0)
+				w = r;
+			pthread_mutex_unlock(&n->lock);
+			node_free(n);
+		}
+		tbl[b] = NULL;
+	}
+	pthread_mutex_unlock(&tbl_lock);
+	if (meta != NULL) {
+		nfs_destroy_context(meta);
+		meta = NULL;
+	}
+	free(root.path);
+	root.path = NULL;
+	free(dev_base);
+	free(dev_query);
+	dev_base = dev_query = NULL;
+	return w;
+}

@@ -1,0 +1,56 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+# test-bench-nfs.sh - `clio bench nfs --quick --json` (it starts its own
+# NFS-Ganesha, rpcbind and proxies in a private namespace): the table has
+# a row for each case (test5 write, test5 read, open-heavy's first pass and
+# its later ones) at each round
+# trip (0, 1, 5 ms) for each system (plain libnfs, close-to-open, lease),
+# each with its seconds and RPC counts; test5 rows have MB/s, and the
+# ratio is the system's MB/s over plain libnfs's at the same round trip;
+# the 1 ms rows with a target say whether it was met.  Plain libnfs sends
+# one WRITE or READ per 8 KiB.  The figures themselves are not asserted:
+# the machine is shared and noisy.
+. "$(dirname "$0")/functions.sh"
+command -v python3 >/dev/null 2>&1 || { echo "python3 not found"; exit 77; }
+command -v ganesha.nfsd >/dev/null 2>&1 || { echo "ganesha.nfsd not found (apt-get install nfs-ganesha nfs-ganesha-vfs rpcbind)"; exit 77; }
+[ "$(id -u)" -eq 0 ] || { echo "clio bench nfs needs root (unshare -m -n)"; exit 77; }
+[ -c /dev/fuse ] || { echo "skip: /dev/fuse is absent"; exit 77; }
+if [ "${CLIO_FLAVOUR:-plain}" = tsan ]; then
+	echo "skip: clio mount is not tested under tsan"; exit 77
+fi
+
+"$CLIO" bench nfs --quick --json >"$tmp/nfs.json" 2>"$tmp/err" ||
+	{ cat "$tmp/err"; fail "clio bench nfs exited $?"; }
+python3 - "$tmp/nfs.json" <<'PY' || fail "the table's shape (above)"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+ex = doc["experiments"]
+assert len(ex) == 1 and ex[0]["experiment"] == "nfs", ex
+rows = ex[0]["rows"]
+want = {(c, t, s) for c in ("test5 write", "test5 read", "open-heavy pass 1",
+                             "open-heavy later")
+        for t in (0, 1, 5) for s in ("plain libnfs", "close-to-open", "lease")}
+got = {(r["case"], r["rtt_ms"], r["system"]) for r in rows}
+assert got == want and len(rows) == len(want), sorted(got ^ want)
+by = {(r["case"], r["rtt_ms"], r["system"]): r for r in rows}
+for r in rows:
+    assert isinstance(r["seconds"], (int, float)) and r["seconds"] > 0, r
+    for k in ("write_rpcs", "read_rpcs", "commit_rpcs", "getattr_rpcs",
+              "lookup_rpcs", "access_rpcs", "other_rpcs"):
+        assert isinstance(r[k], (int, float)) and r[k] >= 0, (k, r)
+    if not r["case"].startswith("open-heavy"):
+        assert r["mbs"] > 0, r
+        if r["system"] != "plain libnfs":
+            p = by[(r["case"], r["rtt_ms"], "plain libnfs")]
+            q = r["mbs"] / p["mbs"]
+            assert abs(r["ratio"] - q) <= 0.01 * q, ("ratio", r, p)
+    if r["rtt_ms"] == 1 and r["target"] != "-":
+        assert r["met"] in ("yes", "NO"), r
+    print("ok: %s at %g ms, %s: %.3f s" % (r["case"], r["rtt_ms"], r["system"], r["seconds"]))
+assert by[("test5 write", 1, "plain libnfs")]["write_rpcs"] == 128, "plain: a WRITE per 8 KiB"
+assert by[("test5 read", 1, "plain libnfs")]["read_rpcs"] == 128, "plain: a READ per 8 KiB"
+lease = by[("open-heavy later", 1, "lease")]
+assert lease["getattr_rpcs"] == 0, ("lease: GETATTR on later opens", lease)
+print("ok: %d rows; lease: no GETATTR on later opens" % len(rows))
+PY
+exit 0

@@ -1,0 +1,131 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+# test-nfs-mount.sh - `clio mount nfs://127.0.0.1/EXPORT` against
+# NFS-Ganesha in the test's own namespace: files written through the
+# mount (seeded sizes, 0 bytes to 1.5 MB, and a seeded overwrite inside
+# one) equal their copies on the export's disk after close, files made on
+# the export read back equal through the mount; mkdir, rename (of a file
+# and of a directory with a file in it), link, symlink and readlink,
+# chmod, truncate, utimens, unlink and rmdir through the mount are seen in
+# the export's directory, and the listing through the mount equals the
+# export's; clio stat lists an open file's device; a bad option and a
+# missing export are one-line errors (exit 64, 66); after the unmount
+# everything is on the server; under lease, an idle device evicted
+# (idle_devices=1) writes its file back, the newest stays dirty until the
+# unmount.
+. "$(dirname "$0")/functions.sh"
+. "$(dirname "$0")/ganesha-common.sh"
+. "$(dirname "$0")/nfs-mount-common.sh"
+
+seed=${SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
+fail() { echo "FAIL: $* (SEED=$seed)" >&2; exit 1; }
+echo "seed $seed"
+
+ganesha_start
+url="nfs://127.0.0.1$export?port=$nfs_port&mountport=$mnt_port"
+m=$tmp/mnt
+nfs_mount "$m" "$url" -o bsize=16k,cache_size=8M
+
+# ----------------------------------------------------------- round trips
+sizes=$(awk -v s="$seed" 'BEGIN { srand(s); printf "0 1 4097 1500007";
+	for (i = 0; i < 4; i++) printf " %d", int(rand() * 300000) }')
+k=0
+for n in $sizes; do
+	k=$((k + 1))
+	head -c "$n" /dev/urandom >"$tmp/w$k"
+	cp "$tmp/w$k" "$m/w$k" || fail "cp of $n bytes into the mount"
+	cmp "$tmp/w$k" "$export/w$k" || fail "w$k ($n bytes): the export's file differs after close"
+	cmp "$tmp/w$k" "$m/w$k" || fail "w$k ($n bytes) reads back different through the mount"
+done
+echo "ok: $k files written through the mount equal the export's ($sizes bytes)"
+
+# an overwrite inside a file, at a seeded offset, without truncation
+off=$(awk -v s="$seed" 'BEGIN { srand(s + 1); print int(rand() * 1400000) }')
+head -c 70001 /dev/urandom >"$tmp/piece"
+dd if="$tmp/piece" of="$m/w4" bs=4096 oflag=seek_bytes seek="$off" conv=notrunc status=none ||
+	fail "overwrite at $off"
+dd if="$tmp/piece" of="$tmp/w4" bs=4096 oflag=seek_bytes seek="$off" conv=notrunc status=none
+cmp "$tmp/w4" "$export/w4" || fail "after an overwrite at $off the export's file differs"
+echo "ok: 70001 bytes overwritten at $off, on the server after close"
+
+head -c 777777 /dev/urandom >"$export/fromserver"
+cmp "$export/fromserver" "$m/fromserver" || fail "a file made on the export reads back different"
+echo "ok: a file made on the export reads back equal through the mount"
+
+# ---------------------------------------------------------- directories
+mkdir "$m/d" || fail "mkdir"
+[ -d "$export/d" ] || fail "mkdir: no directory on the export"
+echo hello >"$m/d/a" || fail "create in d"
+mv "$m/d/a" "$m/d/b" || fail "rename"
+[ ! -e "$export/d/a" ] && [ "$(cat "$export/d/b")" = hello ] || fail "rename: not seen on the export"
+mv "$m/d" "$m/e" || fail "rename of a directory"
+[ "$(cat "$export/e/b")" = hello ] && [ "$(cat "$m/e/b")" = hello ] ||
+	fail "after the directory's rename its file is not at e/b"
+echo more >>"$m/e/b" || fail "append after the directory's rename"
+[ "$(cat "$export/e/b")" = "$(printf 'hello\nmore')" ] || fail "append after rename: the export has '$(cat "$export/e/b")'"
+ln "$m/e/b" "$m/e/c" || fail "link"
+[ "$(stat -c %i "$export/e/b")" = "$(stat -c %i "$export/e/c")" ] || fail "link: not one inode on the export"
+[ "$(stat -c %h "$m/e/b")" -eq 2 ] || fail "link: the mount shows $(stat -c %h "$m/e/b") links"
+ln -s ../w1 "$m/e/s" || fail "symlink"
+[ "$(readlink "$export/e/s")" = ../w1 ] || fail "symlink: the export's link says '$(readlink "$export/e/s")'"
+[ "$(readlink "$m/e/s")" = ../w1 ] || fail "readlink through the mount"
+chmod 640 "$m/e/b" || fail "chmod"
+[ "$(stat -c %a "$export/e/b")" = 640 ] || fail "chmod: the export shows $(stat -c %a "$export/e/b")"
+truncate -s 3 "$m/e/b" || fail "truncate"
+[ "$(stat -c %s "$export/e/b")" -eq 3 ] && [ "$(cat "$m/e/b")" = hel ] || fail "truncate: not 3 bytes"
+touch -d "2001-02-03 04:05:06" "$m/e/b" || fail "utimens"
+[ "$(stat -c %Y "$export/e/b")" = "$(date -d "2001-02-03 04:05:06" +%s)" ] || fail "utimens: mtime $(stat -c %Y "$export/e/b")"
+[ "$(ls -a "$m/e" | tr '\n' ' ')" = "$(ls -a "$export/e" | tr '\n' ' ')" ] ||
+	fail "the listing differs: '$(ls -a "$m/e" | tr '\n' ' ')'"
+[ "$(ls "$m" | tr '\n' ' ')" = "$(ls "$export" | tr '\n' ' ')" ] || fail "the root's listing differs"
+df "$m" >/dev/null || fail "statfs"
+rm "$m/e/c" "$m/e/s" || fail "unlink"
+[ ! -e "$export/e/c" ] && [ ! -L "$export/e/s" ] && [ -e "$export/e/b" ] || fail "unlink: not seen on the export"
+rm "$m/e/b" && rmdir "$m/e" || fail "rmdir"
+[ ! -e "$export/e" ] || fail "rmdir: the export still has e"
+mkdir "$m/e" && rmdir "$m/e" || fail "a directory made again where one was removed"
+echo "ok: mkdir, rename, link, symlink, readlink, chmod, truncate, utimens, unlink, rmdir on the export"
+
+# clio stat: the open file's device is listed by its path
+exec 3<"$m/w4"
+"$CLIO" stat "$m" >"$tmp/stat" || fail "clio stat"
+grep -q "nfs://127.0.0.1$export/w4" "$tmp/stat" || { cat "$tmp/stat"; fail "clio stat: no device of w4"; }
+exec 3<&-
+echo "ok: clio stat lists the open file's nfs:// device"
+
+# bad options and exports: one line naming the value, before or at the mount
+"$CLIO" mount -f -o actimeo=x "$url" "$tmp/m2" 2>"$tmp/err"; rc=$?
+[ "$rc" -eq 64 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "actimeo 'x'" "$tmp/err" ||
+	{ cat "$tmp/err"; fail "-o actimeo=x: exit $rc"; }
+mkdir -p "$tmp/m2"
+"$CLIO" mount -f "nfs://127.0.0.1$export-none?port=$nfs_port&mountport=$mnt_port" "$tmp/m2" \
+	2>"$tmp/err"; rc=$?
+[ "$rc" -eq 66 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "export-none" "$tmp/err" ||
+	{ cat "$tmp/err"; fail "a missing export: exit $rc"; }
+echo "ok: a bad actimeo (exit 64) and a missing export (exit 66) are one line each"
+
+# written, then the unmount: everything on the server
+head -c 200000 /dev/urandom >"$tmp/last"
+cp "$tmp/last" "$m/last"
+nfs_umount "$m"
+cmp "$tmp/last" "$export/last" || fail "after the unmount the export's file differs"
+echo "ok: unmounted cleanly"
+
+# lease with one idle device: closing a third file evicts the oldest idle
+# device, whose dirty data is then written back; the last stays dirty
+# until the unmount
+nfs_mount "$m" "$url" -o lease,idle_devices=1
+for f in la lb lc; do
+	head -c 150000 /dev/urandom >"$tmp/$f"
+	cp "$tmp/$f" "$m/$f" || fail "lease: cp $f"
+done
+for f in la lb; do
+	cmp "$tmp/$f" "$export/$f" || fail "lease, idle_devices=1: $f not written back at its eviction"
+done
+[ ! -s "$export/lc" ] || fail "lease: lc on the server before its write-back"
+nfs_umount "$m"
+for f in la lb lc; do
+	cmp "$tmp/$f" "$export/$f" || fail "lease: $f differs after the unmount"
+done
+echo "ok: lease, idle_devices=1: written back at eviction and at the unmount"
+exit 0
