@@ -1133,68 +1133,87 @@ dev_nfs_validator(clio_dev *d, struct clio_validator *v)
 
 /* ------------------------------------------------------------ opening */
 
+struct nfs_split {
+	struct nfs_dev *nd;
+	const char *spec;
+	char *err;
+	size_t errlen;
+	char port[32];		/* port=N, given to libnfs as nfsport=N */
+};
+
+/* One pair of the URL's query: 1 if it is clio's (or port=, renamed). */
+static int
+nfs_take_key(void *arg, const char *kv)
+{
+	struct nfs_split *sp = arg;
+	struct nfs_dev *nd = sp->nd;
+	uint64_t n;
+
+	if (strncmp(kv, "qd=", 3) == 0) {
+		if (parse_uint(kv + 3, &n) < 0 || n < 1 || n > NFS_MAX_QD) {
+			set_err(sp->err, sp->errlen, "nfs: bad qd '%s' in '%s' (1 to %d)",
+				kv + 3, sp->spec, NFS_MAX_QD);
+			return -EINVAL;
+		}
+		nd->qd = (uint32_t)n;
+	} else if (strncmp(kv, "keep=", 5) == 0) {
+		if (parse_size(kv + 5, &n) < 0 || n < 1 || n > (1ull << 40)) {
+			set_err(sp->err, sp->errlen, "nfs: bad keep '%s' in '%s'", kv + 5,
+				sp->spec);
+			return -EINVAL;
+		}
+		nd->keep_max = n;
+	} else if (strncmp(kv, "timeo=", 6) == 0) {
+		if (parse_uint(kv + 6, &n) < 0 || n < 1 || n > 3600) {
+			set_err(sp->err, sp->errlen, "nfs: bad timeo '%s' in '%s' (1 to 3600 s)",
+				kv + 6, sp->spec);
+			return -EINVAL;
+		}
+		nd->timeo = (int)n;
+	} else if (strncmp(kv, "readahead=", 10) == 0 || strncmp(kv, "version=", 8) == 0) {
+		set_err(sp->err, sp->errlen, "nfs: '%s' in '%s' is not for this device "
+			"(NFSv3, no readahead)", kv, sp->spec);
+		return -EINVAL;
+	} else if (strncmp(kv, "port=", 5) == 0) {
+		if (parse_uint(kv + 5, &n) < 0 || n < 1 || n > 65535) {
+			set_err(sp->err, sp->errlen, "nfs: bad port '%s' in '%s'", kv + 5,
+				sp->spec);
+			return -EINVAL;
+		}
+		snprintf(sp->port, sizeof(sp->port), "%llu", (unsigned long long)n);
+	} else {
+		return 0;
+	}
+	return 1;
+}
+
 /* Take clio's keys out of the query and name libnfs's NFS port its way. */
 static int
 split_url(struct nfs_dev *nd, const char *spec, char *err, size_t errlen)
 {
-	const char *q = strchr(spec, '?');
-	size_t base = q ? (size_t)(q - spec) : strlen(spec);
-	char *query, *kv, *save = NULL, *out;
-	uint64_t n;
+	struct nfs_split sp = { nd, spec, err, errlen, "" };
+	char *url, *out;
+	int r;
 
 	nd->qd = NFS_DEFAULT_QD;
 	nd->keep_max = NFS_DEFAULT_KEEP;
 	nd->timeo = NFS_DEFAULT_TIMEO;
-	out = malloc(strlen(spec) + 16);
-	query = strdup(q ? q + 1 : "");
-	if (out == NULL || query == NULL) {
-		free(out);
-		free(query);
-		return -ENOMEM;
-	}
-	memcpy(out, spec, base);
-	out[base] = '\0';
-	for (kv = strtok_r(query, "&", &save); kv != NULL;
-	     kv = strtok_r(NULL, "&", &save)) {
-		if (strncmp(kv, "qd=", 3) == 0) {
-			if (parse_uint(kv + 3, &n) < 0 || n < 1 || n > NFS_MAX_QD) {
-				set_err(err, errlen, "nfs: bad qd '%s' in '%s' (1 to %d)",
-					kv + 3, spec, NFS_MAX_QD);
-				goto bad;
-			}
-			nd->qd = (uint32_t)n;
-		} else if (strncmp(kv, "keep=", 5) == 0) {
-			if (parse_size(kv + 5, &n) < 0 || n < 1 || n > (1ull << 40)) {
-				set_err(err, errlen, "nfs: bad keep '%s' in '%s'", kv + 5, spec);
-				goto bad;
-			}
-			nd->keep_max = n;
-		} else if (strncmp(kv, "timeo=", 6) == 0) {
-			if (parse_uint(kv + 6, &n) < 0 || n < 1 || n > 3600) {
-				set_err(err, errlen, "nfs: bad timeo '%s' in '%s' (1 to 3600 s)",
-					kv + 6, spec);
-				goto bad;
-			}
-			nd->timeo = (int)n;
-		} else if (strncmp(kv, "readahead=", 10) == 0 ||
-			   strncmp(kv, "version=", 8) == 0) {
-			set_err(err, errlen, "nfs: '%s' in '%s' is not for this device "
-				"(NFSv3, no readahead)", kv, spec);
-			goto bad;
-		} else {
-			strcat(out, strchr(out, '?') ? "&" : "?");
-			if (strncmp(kv, "port=", 5) == 0)
-				strcat(out, "nfs");
-			strcat(out, kv);
+	if ((r = uri_take_query(spec, nfs_take_key, &sp, &url)) < 0)
+		return r;
+	if (sp.port[0] != '\0') {
+		size_t len = strlen(url) + strlen(sp.port) + 16;
+
+		if ((out = malloc(len)) == NULL) {
+			free(url);
+			return -ENOMEM;
 		}
+		snprintf(out, len, "%s%cnfsport=%s", url, strchr(url, '?') ? '&' : '?',
+			 sp.port);
+		free(url);
+		url = out;
 	}
-	free(query);
-	nd->url = out;
+	nd->url = url;
 	return 0;
-bad:
-	free(query);
-	free(out);
-	return -EINVAL;
 }
 
 /* sim_opts NULL: a real server through libnfs (spec is the URL); else the
