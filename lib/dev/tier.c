@@ -1196,36 +1196,70 @@ serve_read(struct tier *t, struct top *op)
 	struct iovec *sl = op->sl;
 
 	if (aligned && len > 0) {
+		/* the blocks DIR holds, pinned under one lock; then read in
+		 * runs of consecutive slots, each block's crc checked; then
+		 * counted and unpinned under one lock */
+		struct { uint32_t i, crc, want; bool good; } *ent = malloc(sizeof(*ent) * nblk);
+		if (ent == NULL) {
+			memset(hit, 0, nblk);
+			goto runs;
+		}
+		pthread_mutex_lock(&t->lock);
 		for (uint32_t b = 0; b < nblk; b++) {
 			uint64_t lbn = first + b;
 			uint32_t want = (uint32_t)MIN((uint64_t)t->bs, off + len - lbn * t->bs);
-			uint32_t i, crc;
-			int n, r;
-
-			pthread_mutex_lock(&t->lock);
-			i = slot_lookup(t, lbn);
+			uint32_t i = slot_lookup(t, lbn);
+			ent[b].i = NIL;
 			if (i == NIL || t->slots[i].len != want ||
 			    (t->slots[i].state != S_DIRTY &&
 			     want != blen_of(t, lbn, size))) {
 				t->st.misses++;
-				pthread_mutex_unlock(&t->lock);
 				continue;
 			}
 			t->slots[i].pins++;
-			crc = t->slots[i].crc;
+			ent[b].i = i;
+			ent[b].crc = t->slots[i].crc;
+			ent[b].want = want;
 			if (t->slots[i].state == S_CLEAN) { /* most recently used */
 				list_remove(t, &t->lru_head, &t->lru_tail, i);
 				list_append(t, &t->lru_head, &t->lru_tail, i);
 			}
-			pthread_mutex_unlock(&t->lock);
-			n = iov_slice(req->iov, req->iovcnt, (size_t)b * t->bs, want,
-				      sl, req->iovcnt);
-			r = iov_io(t->dfd, false, sl, n, (off_t)i * t->bs);
-			bool good = r == 0 && iov_crc(sl, n) == crc;
-			pthread_mutex_lock(&t->lock);
-			if (good) {
+		}
+		pthread_mutex_unlock(&t->lock);
+		for (uint32_t b = 0; b < nblk;) {
+			uint32_t r = b;
+			size_t rl;
+			int n, k;
+			if (ent[b].i == NIL) {
+				b++;
+				continue;
+			}
+			while (r + 1 < nblk && ent[r + 1].i != NIL && ent[r + 1].i == ent[r].i + 1 &&
+			       ent[r].want == t->bs && r + 1 - b < 64)
+				r++;
+			rl = (size_t)(r - b) * t->bs + ent[r].want;
+			n = iov_slice(req->iov, req->iovcnt, (size_t)b * t->bs, rl, sl,
+				      req->iovcnt);
+			k = iov_io(t->dfd, false, sl, n, (off_t)ent[b].i * t->bs);
+			for (uint32_t c = b; c <= r; c++) {
+				ent[c].good = false;
+				if (k < 0)
+					continue;
+				n = iov_slice(req->iov, req->iovcnt, (size_t)c * t->bs,
+					      ent[c].want, sl, req->iovcnt);
+				ent[c].good = iov_crc(sl, n) == ent[c].crc;
+			}
+			b = r + 1;
+		}
+		pthread_mutex_lock(&t->lock);
+		for (uint32_t b = 0; b < nblk; b++) {
+			uint64_t lbn = first + b;
+			uint32_t i = ent[b].i, crc = ent[b].crc;
+			if (i == NIL)
+				continue;
+			if (ent[b].good) {
 				t->st.hits++;
-				t->st.bytes_dir += want;
+				t->st.bytes_dir += ent[b].want;
 				hit[b] = 1;
 			} else {
 				/* corrupt: drop it (if it is still the entry
@@ -1245,8 +1279,10 @@ serve_read(struct tier *t, struct top *op)
 				}
 			}
 			slot_unpin(t, i);
-			pthread_mutex_unlock(&t->lock);
 		}
+		pthread_mutex_unlock(&t->lock);
+		free(ent);
+runs:
 		for (uint32_t b = 0; b < nblk;) {
 			uint32_t e = b;
 			if (hit[b]) {
