@@ -5,7 +5,8 @@
 # and NBD (nbdkit): the three cases run on each, each figure positive,
 # each ratio the quotient of the figures beside it, "met" following its
 # target, and the warm runs (a restart of the client) read 0 bytes from
-# either device.  The figures
+# either device unless the cold runs dropped insertions (then no more
+# than those blocks: the bench checks).  The figures
 # themselves are not asserted: the machine is shared and noisy.  The
 # temporary directory is gone afterwards.
 set -e
@@ -40,9 +41,13 @@ for r in rows:
     assert r["miss_cost_met"] == ("yes" if r["miss_cost"] <= 1.10 else "no"), r
     print("ok: %s %s: cold %.4f s, warm %.4f s (%.1fx), local %.4f s, no tier %.4f s (miss cost %.2f)"
           % (r["device"], r["case"], r["cold_s"], r["warm_s"], r["speedup"], r["local_s"], r["none_s"], r["miss_cost"]))
-m = re.search(r"nfs cold runs (\d+), warm runs (\d+); nbd cold runs (\d+), warm runs (\d+)",
+m = re.search(r"nfs cold runs (\d+), warm runs (\d+); nbd cold runs (\d+), warm runs (\d+) .*nfs (\d+), nbd (\d+)\)",
               ex["diskcache"]["note"])
-assert m and m.group(2) == "0" and m.group(4) == "0", ex["diskcache"]["note"]
+assert m, ex["diskcache"]["note"]
+# a restart reads nothing from the device but what the cold run dropped
+# from the tier's insertion queue (the bench fails if it reads more)
+assert m.group(2) == "0" or m.group(5) != "0", ex["diskcache"]["note"]
+assert m.group(4) == "0" or m.group(6) != "0", ex["diskcache"]["note"]
 assert int(m.group(1)) > 0 and int(m.group(3)) > 0, ex["diskcache"]["note"]
 PY
 [ -z "$(ls -A "$tmp/dir")" ] || fail "clio bench diskcache left $(ls "$tmp/dir")"
