@@ -181,12 +181,13 @@ struct fill {
 
 /* The objects of one DIR open in this process share its budget: the
  * bytes of the objects not open here (base) and of their data files
- * (grown) stay within it.  Under attach_lock, grown atomic. */
+ * (grown) stay within it.  Under attach_lock; base and grown atomic (an inserter reads them). */
 struct dirpool {
 	struct dirpool *next;
 	char *dir;
 	int refs;
-	uint64_t budget, base;
+	uint64_t budget;
+	_Atomic uint64_t base;	/* read by the other objects' inserters */
 	_Atomic uint64_t grown;
 };
 
@@ -640,7 +641,7 @@ pool_take(struct tier *t)
 		return true;
 	g = atomic_load(&p->grown);
 	do {
-		if (p->base + g + t->bs > p->budget)
+		if (atomic_load(&p->base) + g + t->bs > p->budget)
 			return false;
 	} while (!atomic_compare_exchange_weak(&p->grown, &g, g + t->bs));
 	return true;
@@ -2157,7 +2158,7 @@ pool_join(struct tier *t, uint64_t budget, uint64_t others)
 		pools = p;
 	}
 	uint64_t open_here = atomic_load(&p->grown);
-	p->base = others > open_here ? others - open_here : 0;
+	atomic_store(&p->base, others > open_here ? others - open_here : 0);
 	p->refs++;
 	t->pool = p;
 	atomic_fetch_add(&p->grown, (uint64_t)t->nalloc * t->bs);
@@ -2172,7 +2173,7 @@ pool_leave(struct tier *t)
 		return;
 	t->pool = NULL;
 	atomic_fetch_sub(&p->grown, (uint64_t)t->nalloc * t->bs);
-	p->base += (uint64_t)t->nalloc * t->bs; /* still on disk */
+	atomic_fetch_add(&p->base, (uint64_t)t->nalloc * t->bs); /* still on disk */
 	if (--p->refs > 0)
 		return;
 	for (pp = &pools; *pp != p; pp = &(*pp)->next)
