@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * benchtier.c - `clio bench diskcache`: the disk tier (disk_cache=DIR)
- * over an NBD device at 5 ms round trip: nbdkit's file plugin behind its
- * delay filter (rdelay=wdelay=2.5ms) on a Unix socket, serving an image
- * in a temporary directory under ${TMPDIR:-/var/tmp}.
+ * over two devices at 5 ms round trip serving one image in a temporary
+ * directory under ${TMPDIR:-/var/tmp}: first NFS (NFS-Ganesha behind
+ * tests/tools/rpcproxy, 2.5 ms each way, in a child process in a private
+ * namespace: benchsrv.c; the figures come back through a pipe), then NBD
+ * (nbdkit's file plugin behind its delay filter, rdelay=wdelay=2.5ms,
+ * on a Unix socket).
  *
  * Each case runs three ways, taking turns within each run:
  *   cold   a client (cache, device, handle, all new) with an empty DIR;
@@ -21,8 +24,10 @@
  * reads; (c) seeded random 4 KiB reads.  The table gives the medians of
  * --runs runs, warm/cold ("speedup", target 20x) and local/warm (target
  * 0.8: warm at least 0.8 times the speed of the local file), and the
- * NBD reads of the warm runs, which must be 0.  Invariants: nbdkit is
- * stopped by its pid whatever happens; the temporary directory goes.
+ * device reads of the warm runs, which must be 0.  Invariants: nbdkit,
+ * rpcbind, ganesha and rpcproxy are stopped by their pids whatever
+ * happens (the NFS child's servers by the child); the temporary
+ * directory goes.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -38,6 +43,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "benchsrv.h"
 #include "util.h"
 
 enum tcase { T_TEST5, T_SEQ, T_RAND, T_N };
@@ -49,8 +55,12 @@ static const char *const tlabels[T_N] = {
 	"(c) random 4 KiB reads",
 };
 
+enum tdev { D_NFS, D_NBD, D_N };
+static const char *const dlabels[D_N] = { "nfs", "nbd" };
+
 struct tctx {
-	char dir[4096], img[4200], sock[4200], pidf[4200], dc[4200], uri[8600];
+	char dir[4096], exp[4200], img[4300], sock[4200], pidf[4200], dc[4200];
+	char uri[8600], nfsuri[8800], self[4096];
 	uint64_t size;	/* of the image */
 	uint64_t nrand;	/* (c)'s reads */
 	pid_t nbdkit;
@@ -159,11 +169,12 @@ workload(const struct tctx *x, enum tcase c, readfn *rd, void *h, char *buf)
 	}
 }
 
-/* One client (with the disk tier if tier): its seconds, and the bytes it
- * read over NBD in *nbd. */
+/* One client (with the disk tier if tier): its seconds, the bytes it
+ * read from the device in *nbd, and (drops not NULL) the blocks the tier
+ * dropped from its insertion queue in *drops. */
 static double
 client(const struct tctx *x, const char *dev, enum tcase c, char *buf,
-       uint64_t *nbd, bool tier)
+       uint64_t *nbd, bool tier, uint64_t *drops)
 {
 	struct clio_conf conf = CLIO_CONF_DEFAULTS;
 	struct clio_dev_stats st;
@@ -193,6 +204,15 @@ out:
 		clio_close(f);
 	if (cache != NULL)
 		clio_cache_free(cache);
+	if (d != NULL && drops != NULL) {
+		/* the blocks the tier did not keep (its queue was full) */
+		static char pb[16384];
+		const char *q;
+		*drops = 0;
+		if (clio_dev_params(d, pb, sizeof(pb)) > 0 &&
+		    (q = strstr(pb, "\ndisk_cache.insert_drops=")) != NULL)
+			*drops = strtoull(q + strlen("\ndisk_cache.insert_drops="), NULL, 10);
+	}
 	if (d != NULL)
 		clio_dev_close(d);
 	return t;
@@ -215,6 +235,129 @@ local(const struct tctx *x, enum tcase c, char *buf)
 	return t;
 }
 
+/* runs rounds of the cases over the device uri, the systems taking
+ * turns: v[(c * runs + run) * S_N + s]; the device bytes of the cold and
+ * warm runs added to *cold_b, *warm_b; drops[0] += the blocks the cold
+ * runs' tier dropped (a full insertion queue), drops[1] += the warm runs
+ * that read more than those from the device.  0 or -1. */
+static int
+measure(struct tctx *x, const char *uri, const char *what, int runs,
+	double *v, uint64_t *cold_b, uint64_t *warm_b, uint64_t *drops, char *buf)
+{
+	const struct clio_conf dconf = CLIO_CONF_DEFAULTS;
+	const uint64_t bs = dconf.bsize; /* the tier's block: the clients' */
+
+	for (int run = 0; run < runs; run++) {
+		for (int c = 0; c < T_N; c++) {
+			double *r = &v[((size_t)c * runs + run) * S_N];
+			uint64_t b = 0;
+			fprintf(stderr, "\r  diskcache: %s %-44s run %d/%d", what,
+				tlabels[c], run + 1, runs);
+			rm_tree(x->dc);
+			if (mkdir(x->dc, 0755) < 0)
+				return -1;
+			uint64_t dr = 0;
+			r[S_COLD] = client(x, uri, c, buf, &b, true, &dr);
+			*cold_b += b;
+			b = 0;
+			drops[0] += dr;
+			r[S_WARM] = client(x, uri, c, buf, &b, true, NULL);
+			*warm_b += b;
+			/* what a restart reads from the device: no more than the
+			 * blocks the cold run could not keep */
+			if (b > dr * bs)
+				drops[1]++;
+			r[S_LOCAL] = local(x, c, buf);
+			r[S_NONE] = client(x, uri, c, buf, &b, false, NULL);
+			r[S_CLIOFILE] = client(x, x->img, c, buf, &b, false, NULL);
+			for (int s = 0; s < S_N; s++)
+				if (isnan(r[s]))
+					return -1;
+		}
+	}
+	return 0;
+}
+
+static int
+read_full(int fd, void *p, size_t len)
+{
+	char *q = p;
+
+	while (len > 0) {
+		ssize_t n = read(fd, q, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		q += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* The NFS rounds, in a child in a private namespace of its own with
+ * rpcbind, ganesha.nfsd (serving x->exp) and rpcproxy (2.5 ms each
+ * way), all its children, stopped by pid before it ends; the figures
+ * come back through a pipe.  0, or -1 (said why). */
+static int
+measure_nfs(struct tctx *x, int runs, double *v, uint64_t *cold_b,
+	    uint64_t *warm_b, uint64_t *drops, char *buf)
+{
+	size_t nv = (size_t)runs * T_N * S_N;
+	int pfd[2], status;
+	pid_t p;
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "clio bench diskcache: the NFS rows need root "
+			"(a private network namespace for ganesha)\n");
+		return -1;
+	}
+	if (pipe(pfd) < 0)
+		return -1;
+	p = fork();
+	if (p < 0)
+		return -1;
+	if (p == 0) {
+		struct bench_nfs s;
+		uint64_t b[4] = { 0, 0, 0, 0 };
+		int r;
+		close(pfd[0]);
+		memset(&s, 0, sizeof(s));
+		snprintf(s.dir, sizeof(s.dir), "%s", x->dir);
+		snprintf(s.export, sizeof(s.export), "%s", x->exp);
+		if ((r = bench_private_ns()) < 0) {
+			fprintf(stderr, "clio bench diskcache: a private namespace: %s\n",
+				strerror(-r));
+			_exit(1);
+		}
+		if (bench_nfs_start(&s, x->self, 2.5) < 0)
+			_exit(1);
+		snprintf(x->nfsuri, sizeof(x->nfsuri),
+			 "nfs://127.0.0.1%s/img?port=%d&mountport=%d", x->exp,
+			 s.nfs_port, s.mnt_port);
+		r = measure(x, x->nfsuri, "nfs", runs, v, &b[0], &b[1], &b[2], buf);
+		bench_nfs_stop(&s);
+		if (r == 0 && (write(pfd[1], v, nv * sizeof(*v)) != (ssize_t)(nv * sizeof(*v)) ||
+			       write(pfd[1], b, sizeof(b)) != (ssize_t)sizeof(b)))
+			r = -1;
+		_exit(r == 0 ? 0 : 1);
+	}
+	close(pfd[1]);
+	uint64_t b[4];
+	int r = read_full(pfd[0], v, nv * sizeof(*v)) == 0 &&
+		read_full(pfd[0], b, sizeof(b)) == 0 ? 0 : -1;
+	close(pfd[0]);
+	if (waitpid(p, &status, 0) != p || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		r = -1;
+	if (r == 0) {
+		*cold_b += b[0];
+		*warm_b += b[1];
+		drops[0] += b[2];
+		drops[1] += b[3];
+	}
+	return r;
+}
+
 int
 exp_diskcache(const struct bench_opts *bo, struct table *t)
 {
@@ -222,9 +365,12 @@ exp_diskcache(const struct bench_opts *bo, struct table *t)
 	int runs = bo->runs > 0 ? bo->runs : bo->quick ? 1 : 3;
 	struct tctx x;
 	double *v = NULL;
-	uint64_t warm_nbd = 0, cold_nbd = 0;
+	uint64_t cold_b[D_N] = { 0, 0 }, warm_b[D_N] = { 0, 0 };
+	uint64_t drops[D_N][2] = { { 0, 0 }, { 0, 0 } };
+	bool have[D_N] = { false, false };
 	char *buf = NULL;
 	int rc = -1;
+	ssize_t sn;
 
 	memset(&x, 0, sizeof(x));
 	x.size = bo->size ? bo->size : bo->quick ? 32ull << 20 : 256ull << 20;
@@ -240,42 +386,43 @@ exp_diskcache(const struct bench_opts *bo, struct table *t)
 		fprintf(stderr, "clio bench diskcache: %s: %s\n", x.dir, strerror(errno));
 		return -1;
 	}
-	snprintf(x.img, sizeof(x.img), "%s/img", x.dir);
+	sn = readlink("/proc/self/exe", x.self, sizeof(x.self) - 1);
+	x.self[sn > 0 ? sn : 0] = '\0';
+	snprintf(x.exp, sizeof(x.exp), "%s/export", x.dir);
+	snprintf(x.img, sizeof(x.img), "%s/img", x.exp);
 	snprintf(x.sock, sizeof(x.sock), "%s/sock", x.dir);
 	snprintf(x.pidf, sizeof(x.pidf), "%s/nbdkit.pid", x.dir);
 	snprintf(x.dc, sizeof(x.dc), "%s/dc", x.dir);
 	snprintf(x.uri, sizeof(x.uri), "nbd+unix:///?socket=%s", x.sock);
 	buf = malloc(1u << 20);
-	v = calloc((size_t)runs * T_N * S_N, sizeof(double));
-	if (buf == NULL || v == NULL || bench_make_file(x.img, x.size) < 0 ||
-	    nbdkit_start(&x) < 0) {
+	size_t nv = (size_t)runs * T_N * S_N;
+	v = calloc(nv * D_N, sizeof(double));
+	if (buf == NULL || v == NULL || mkdir(x.exp, 0755) < 0 ||
+	    bench_make_file(x.img, x.size) < 0) {
+		fprintf(stderr, "clio bench diskcache: cannot make %s\n", x.img);
+		goto out;
+	}
+	/* NFS first, from a process with no thread yet (the child forks) */
+	have[D_NFS] = measure_nfs(&x, runs, v + D_NFS * nv, &cold_b[D_NFS],
+				  &warm_b[D_NFS], drops[D_NFS], buf) == 0;
+	fprintf(stderr, "\r%*s\r", 80, "");
+	if (!have[D_NFS])
+		fprintf(stderr, "clio bench diskcache: no NFS rows (above: why)\n");
+	if (nbdkit_start(&x) < 0) {
 		fprintf(stderr, "clio bench diskcache: cannot set up nbdkit in %s\n", x.dir);
 		goto out;
 	}
-	for (int run = 0; run < runs; run++) {
-		for (int c = 0; c < T_N; c++) {
-			double *r = &v[((size_t)c * runs + run) * S_N];
-			uint64_t nbd = 0;
-			fprintf(stderr, "\r  diskcache: %-44s run %d/%d", tlabels[c],
-				run + 1, runs);
-			rm_tree(x.dc);
-			if (mkdir(x.dc, 0755) < 0)
-				goto out;
-			r[S_COLD] = client(&x, x.uri, c, buf, &nbd, true);
-			cold_nbd += nbd;
-			r[S_WARM] = client(&x, x.uri, c, buf, &nbd, true);
-			warm_nbd += nbd;
-			r[S_LOCAL] = local(&x, c, buf);
-			r[S_NONE] = client(&x, x.uri, c, buf, &nbd, false);
-			r[S_CLIOFILE] = client(&x, x.img, c, buf, &nbd, false);
-		}
-	}
-	fprintf(stderr, "\r%*s\r", 72, "");
+	have[D_NBD] = measure(&x, x.uri, "nbd", runs, v + D_NBD * nv, &cold_b[D_NBD],
+			      &warm_b[D_NBD], drops[D_NBD], buf) == 0;
+	fprintf(stderr, "\r%*s\r", 80, "");
+	if (!have[D_NBD])
+		goto out;
 
 	table_init(t, "diskcache",
-		   "diskcache: the disk tier over NBD at 5 ms round trip (nbdkit's "
-		   "delay filter), cold, warm after a restart of the client, and "
-		   "the same reads from a local file");
+		   "diskcache: the disk tier over NFS (ganesha behind rpcproxy) and NBD "
+		   "(nbdkit's delay filter), both at 5 ms round trip: cold, warm after "
+		   "a restart of the client, and the same reads from a local file");
+	table_col(t, "device", "device", -1);
 	table_col(t, "case", "case", -1);
 	table_col(t, "cold_s", "cold s", 4);
 	table_col(t, "warm_s", "warm s", 4);
@@ -289,16 +436,18 @@ exp_diskcache(const struct bench_opts *bo, struct table *t)
 	table_col(t, "miss_cost_met", "1.1 met", -1);
 	table_col(t, "clio_file_s", "clio file s", 4);
 	table_col(t, "vs_clio_file", "file/warm", 3);
-	for (int c = 0; c < T_N; c++) {
+	for (int dv = 0; dv < D_N; dv++)
+	for (int c = 0; c < T_N && have[dv]; c++) {
 		double m[S_N];
 		int row = table_row(t);
 		for (int s = 0; s < S_N; s++) {
 			double col[64];
 			int n = MIN(runs, 64);
 			for (int run = 0; run < n; run++)
-				col[run] = v[((size_t)c * runs + run) * S_N + s];
+				col[run] = v[dv * nv + ((size_t)c * runs + run) * S_N + s];
 			m[s] = bench_median(col, n);
 		}
+		table_str(t, row, "device", dlabels[dv]);
 		table_str(t, row, "case", tlabels[c]);
 		table_num(t, row, "cold_s", m[S_COLD]);
 		table_num(t, row, "warm_s", m[S_WARM]);
@@ -315,14 +464,22 @@ exp_diskcache(const struct bench_opts *bo, struct table *t)
 	}
 	snprintf(t->note, sizeof(t->note),
 		 "  %d run(s), medians; image %llu MiB, %llu random reads; bytes read "
-		 "over NBD: cold runs %llu, warm runs %llu (must be 0).\n"
-		 "  DIR is on the local disk of TMPDIR, not on a slow simulated one.",
+		 "from the device: nfs cold runs %llu, warm runs %llu%s; nbd cold runs "
+		 "%llu, warm runs %llu (warm: 0 but for the blocks dropped from the tier's "
+		 "full insertion queue in the cold runs: nfs %llu, nbd %llu).\n"
+		 "  Targets: cold/warm >= 20, local/warm >= 0.8, cold/none <= 1.10.  DIR "
+		 "is on the local disk of TMPDIR, not on a slow simulated one: cold/none "
+		 "is the miss cost with a local DIR.",
 		 runs, (unsigned long long)(x.size >> 20), (unsigned long long)x.nrand,
-		 (unsigned long long)cold_nbd, (unsigned long long)warm_nbd);
-	rc = warm_nbd == 0 ? 0 : -1;
-	if (warm_nbd != 0)
-		fprintf(stderr, "clio bench diskcache: the warm runs read %llu bytes "
-			"over NBD\n", (unsigned long long)warm_nbd);
+		 (unsigned long long)cold_b[D_NFS], (unsigned long long)warm_b[D_NFS],
+		 have[D_NFS] ? "" : " (no NFS rows)",
+		 (unsigned long long)cold_b[D_NBD], (unsigned long long)warm_b[D_NBD],
+		 (unsigned long long)drops[D_NFS][0], (unsigned long long)drops[D_NBD][0]);
+	rc = drops[D_NFS][1] == 0 && drops[D_NBD][1] == 0 ? 0 : -1;
+	if (rc != 0)
+		fprintf(stderr, "clio bench diskcache: warm runs read more than the "
+			"dropped blocks: %llu bytes over NFS, %llu over NBD\n", (unsigned long long)warm_b[D_NFS],
+			(unsigned long long)warm_b[D_NBD]);
 out:
 	nbdkit_stop(&x);
 	rm_tree(x.dir);

@@ -47,4 +47,10 @@ void tier_drop(clio_dev *d);
  * new end cuts goes to the device; after, the blocks past it go. */
 int tier_resize(clio_dev *d, uint64_t size, bool before);
 
+/* For the unit test: the insertion queue's bound in bytes (max > 0),
+ * the filler paused (pause 1) or going (0; -1 leaves it); and wait until
+ * the queue is empty. */
+void tier_fill_ctl(clio_dev *d, size_t max, int pause);
+void tier_fill_wait(clio_dev *d);
+
 #endif

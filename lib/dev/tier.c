@@ -43,6 +43,17 @@
  *     overlaps it was in flight is not inserted (the op is "tainted");
  *     records are written only under the lock, after the taint check, so
  *     no insertion can slip past a write.
+ *     Clean insertions are asynchronous: a read (or a writethrough write)
+ *     of the device completes after copying its blocks into a fill on
+ *     the filler's queue (bounded: a full queue drops the insertion and
+ *     counts it, the reader never waits).  The fill is queued under the
+ *     lock while its op is still in flight and untainted, and stays on
+ *     the queue until the filler has recorded it; a write that starts
+ *     taints the fills it overlaps (op_start) as it taints ops, and a
+ *     drop or a resize taints them all, so a fill is a read whose taint
+ *     outlives its op: the argument above holds unchanged, and a crash
+ *     loses only queued fills (the cache holds less, never wrong data).
+ *     Dirty insertions (writeback) stay synchronous: fsync needs them.
  *  4. The validator in meta is that of the data the entries hold.
  *     Before the first write of a session meta says "writing" (durably);
  *     after a flush that no write overlapped, and at detach, it records
@@ -64,7 +75,7 @@
  *     one: the user's promise), else copied to lost+found.
  *
  * Invariants (under t->lock):
- *  a. A slot is FREE (on the free list), FILL (owned by one filler, in no
+ *  a. A slot is FREE (on the free list), FILL (owned by one inserter, in no
  *     hash chain), CLEAN (hashed, on the LRU list), DIRTY (hashed, on the
  *     dirty list) or DEAD (unhashed, pinned; freed by its last unpin).
  *  b. A pinned slot's data is never rewritten: readers of DIR pin.
@@ -75,6 +86,8 @@
  *     only while pool->base + pool->grown stays within disk_cache_size
  *     (pool_take); at open, other objects are emptied, least recently
  *     closed first, while they hold more than half of it (cull_dir).
+ *  f. fq_bytes (the lengths of the fills queued or reserved) <= fq_max;
+ *     a linked fill is never rewritten but for its taint.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -150,18 +163,31 @@ struct tier_stats {
 	uint64_t hits, misses, bytes_dir, bytes_dev, insertions, evictions;
 	uint64_t crc_failures, stale_drops, recovered, lost_found;
 	uint64_t objects_culled;	/* other objects emptied at open */
+	uint64_t insert_drops;	/* blocks not inserted: the queue was full */
 };
 
 struct top; /* a request in flight through the tier */
 
+/* A clean insertion queued for the filler: a copy of [off, off+len) as
+ * the device returned it.  Under t->lock while linked. */
+struct fill {
+	struct fill *next;
+	uint64_t off;
+	size_t len;
+	bool tainted;	/* a write or a drop overlapped it (crash safety 3) */
+	char data[];
+};
+#define FILL_QUEUE_MAX (32u << 20) /* bytes of queued insertions */
+
 /* The objects of one DIR open in this process share its budget: the
  * bytes of the objects not open here (base) and of their data files
- * (grown) stay within it.  Under attach_lock, grown atomic. */
+ * (grown) stay within it.  Under attach_lock; base and grown atomic (an inserter reads them). */
 struct dirpool {
 	struct dirpool *next;
 	char *dir;
 	int refs;
-	uint64_t budget, base;
+	uint64_t budget;
+	_Atomic uint64_t base;	/* read by the other objects' inserters */
 	_Atomic uint64_t grown;
 };
 
@@ -209,6 +235,13 @@ struct tier {
 	struct top *rq, **rq_tail;
 	bool meta_due;		/* a flush asks the reader to record the version */
 	uint64_t meta_gen;	/* wgen at that flush */
+	/* the filler: clean insertions queued by the read path (t->fq) */
+	pthread_t filler;
+	bool filler_running, fstop, fpaused;
+	pthread_cond_t fcv;
+	struct fill *fq, **fq_tail;	/* fq's head stays linked while the
+					   filler inserts it */
+	size_t fq_bytes, fq_max;
 	double wb_age;		/* conf dirty_age: seconds before write-back */
 	int wb_err;		/* positive errno of a failed write-back */
 	struct tier_stats st;
@@ -608,7 +641,7 @@ pool_take(struct tier *t)
 		return true;
 	g = atomic_load(&p->grown);
 	do {
-		if (p->base + g + t->bs > p->budget)
+		if (atomic_load(&p->base) + g + t->bs > p->budget)
 			return false;
 	} while (!atomic_compare_exchange_weak(&p->grown, &g, g + t->bs));
 	return true;
@@ -774,6 +807,10 @@ op_start(struct tier *t, struct top *op)
 		if (o->op == CLIO_OP_WRITE)
 			op->tainted = true;
 	}
+	if (op->op == CLIO_OP_WRITE)
+		for (struct fill *f = t->fq; f != NULL; f = f->next)
+			if (f->off < end && op->off < f->off + f->len)
+				f->tainted = true;
 	op->next = t->ops;
 	op->pprev = &t->ops;
 	if (t->ops != NULL)
@@ -801,11 +838,11 @@ blen_of(struct tier *t, uint64_t lbn, uint64_t size)
 }
 
 /* Insert the blocks of [off, off+len) from iov (block-aligned) as clean
- * or dirty entries, unless op was tainted.  For a dirty insert the old
+ * or dirty entries, unless *tainted (an op's or a fill's, under the lock).  For a dirty insert the old
  * entry is replaced (copy on write); for a clean one a present entry is
  * kept.  Returns 0, or -ENOSPC if a dirty block found no slot. */
 static int
-insert_blocks(struct tier *t, struct top *op, uint64_t off, size_t len,
+insert_blocks(struct tier *t, const bool *tainted, uint64_t off, size_t len,
 	      const struct iovec *iov, int iovcnt, size_t skip, bool dirty)
 {
 	struct iovec *sl = malloc(sizeof(*sl) * (size_t)(iovcnt > 0 ? iovcnt : 1));
@@ -821,7 +858,7 @@ insert_blocks(struct tier *t, struct top *op, uint64_t off, size_t len,
 		int n, r;
 
 		pthread_mutex_lock(&t->lock);
-		if (!dirty && (op->tainted || slot_lookup(t, lbn) != NIL)) {
+		if (!dirty && (*tainted || slot_lookup(t, lbn) != NIL)) {
 			pthread_mutex_unlock(&t->lock);
 			continue;
 		}
@@ -842,7 +879,7 @@ insert_blocks(struct tier *t, struct top *op, uint64_t off, size_t len,
 		s->crc = crc;
 		s->seq = ++t->seq;
 		s->pins = 0;
-		if (r < 0 || (op->tainted && !dirty)) {
+		if (r < 0 || (*tainted && !dirty)) {
 			(void)rec_put(t, i, false); /* what it held is gone */
 			slot_free(t, i);
 			pthread_mutex_unlock(&t->lock);
@@ -957,6 +994,96 @@ top_put(struct top *op)
 	free(op);
 }
 
+/* A clean insertion of what op's kid moved, [off, off+len) of iov: a
+ * copy queued for the filler, so the request completes without waiting
+ * for DIR.  A full queue drops it (counted) rather than wait.  Called
+ * before op ends, so a write overlapping it taints op or the fill. */
+static void
+fill_queue(struct tier *t, struct top *op, uint64_t off, size_t len,
+	   const struct iovec *iov, int iovcnt)
+{
+	uint64_t nblk = DIV_ROUND_UP(len, t->bs);
+	struct fill *f = NULL;
+	bool ok;
+
+	pthread_mutex_lock(&t->lock);
+	if (!t->filler_running) { /* no thread: inline, as before */
+		pthread_mutex_unlock(&t->lock);
+		(void)insert_blocks(t, &op->tainted, off, len, iov, iovcnt, 0, false);
+		return;
+	}
+	ok = !op->tainted && len <= t->fq_max - MIN(t->fq_bytes, t->fq_max);
+	if (ok)
+		t->fq_bytes += len; /* reserved */
+	else if (!op->tainted)
+		t->st.insert_drops += nblk;
+	pthread_mutex_unlock(&t->lock);
+	if (!ok)
+		return;
+	f = malloc(sizeof(*f) + len);
+	if (f != NULL) {
+		iov_to_buf(iov, iovcnt, 0, f->data, len);
+		f->next = NULL;
+		f->off = off;
+		f->len = len;
+		f->tainted = false;
+	}
+	pthread_mutex_lock(&t->lock);
+	if (f == NULL || op->tainted) {
+		t->fq_bytes -= len;
+		if (f == NULL)
+			t->st.insert_drops += nblk;
+		pthread_mutex_unlock(&t->lock);
+		free(f);
+		return;
+	}
+	*t->fq_tail = f;
+	t->fq_tail = &f->next;
+	pthread_cond_broadcast(&t->fcv);
+	pthread_mutex_unlock(&t->lock);
+}
+
+/* The filler: writes the queued insertions into DIR, oldest first; at
+ * stop, the queue is drained first. */
+static void *
+filler_main(void *arg)
+{
+	struct tier *t = arg;
+
+	pthread_mutex_lock(&t->lock);
+	for (;;) {
+		struct fill *f = t->fq;
+		if (f == NULL || (t->fpaused && !t->fstop)) {
+			if (f == NULL && t->fstop)
+				break;
+			pthread_cond_wait(&t->fcv, &t->lock);
+			continue;
+		}
+		pthread_mutex_unlock(&t->lock);
+		struct iovec v = { f->data, f->len };
+		(void)insert_blocks(t, &f->tainted, f->off, f->len, &v, 1, 0, false);
+		pthread_mutex_lock(&t->lock);
+		t->fq = f->next;
+		if (t->fq == NULL)
+			t->fq_tail = &t->fq;
+		t->fq_bytes -= f->len;
+		if (t->fq == NULL)
+			pthread_cond_broadcast(&t->fcv); /* tier_fill_wait */
+		free(f);
+	}
+	pthread_mutex_unlock(&t->lock);
+	return NULL;
+}
+
+/* Every queued insertion tainted: what they hold may be old (a drop, a
+ * resize).  Under the lock. */
+static void
+fills_taint(struct tier *t)
+{
+	for (struct fill *f = t->fq; f != NULL; f = f->next)
+		f->tainted = true;
+}
+
 static void
 kid_done(struct clio_req *kr)
 {
@@ -973,11 +1100,9 @@ kid_done(struct clio_req *kr)
 		t->st.bytes_dev += k->len;
 		pthread_mutex_unlock(&t->lock);
 		if (op->aligned)
-			(void)insert_blocks(t, op, k->off, k->len, k->iov,
-					    k->iovcnt, 0, false);
+			fill_queue(t, op, k->off, k->len, k->iov, k->iovcnt);
 	} else if (op->op == CLIO_OP_WRITE && op->aligned && !t->writeback) {
-		(void)insert_blocks(t, op, k->off, k->len, k->iov, k->iovcnt,
-				    0, false);
+		fill_queue(t, op, k->off, k->len, k->iov, k->iovcnt);
 	}
 	pthread_mutex_lock(&op->tlock);
 	if (kr->t_done > op->t_done)
@@ -1072,36 +1197,70 @@ serve_read(struct tier *t, struct top *op)
 	struct iovec *sl = op->sl;
 
 	if (aligned && len > 0) {
+		/* the blocks DIR holds, pinned under one lock; then read in
+		 * runs of consecutive slots, each block's crc checked; then
+		 * counted and unpinned under one lock */
+		struct { uint32_t i, crc, want; bool good; } *ent = malloc(sizeof(*ent) * nblk);
+		if (ent == NULL) {
+			memset(hit, 0, nblk);
+			goto runs;
+		}
+		pthread_mutex_lock(&t->lock);
 		for (uint32_t b = 0; b < nblk; b++) {
 			uint64_t lbn = first + b;
 			uint32_t want = (uint32_t)MIN((uint64_t)t->bs, off + len - lbn * t->bs);
-			uint32_t i, crc;
-			int n, r;
-
-			pthread_mutex_lock(&t->lock);
-			i = slot_lookup(t, lbn);
+			uint32_t i = slot_lookup(t, lbn);
+			ent[b].i = NIL;
 			if (i == NIL || t->slots[i].len != want ||
 			    (t->slots[i].state != S_DIRTY &&
 			     want != blen_of(t, lbn, size))) {
 				t->st.misses++;
-				pthread_mutex_unlock(&t->lock);
 				continue;
 			}
 			t->slots[i].pins++;
-			crc = t->slots[i].crc;
+			ent[b].i = i;
+			ent[b].crc = t->slots[i].crc;
+			ent[b].want = want;
 			if (t->slots[i].state == S_CLEAN) { /* most recently used */
 				list_remove(t, &t->lru_head, &t->lru_tail, i);
 				list_append(t, &t->lru_head, &t->lru_tail, i);
 			}
-			pthread_mutex_unlock(&t->lock);
-			n = iov_slice(req->iov, req->iovcnt, (size_t)b * t->bs, want,
-				      sl, req->iovcnt);
-			r = iov_io(t->dfd, false, sl, n, (off_t)i * t->bs);
-			bool good = r == 0 && iov_crc(sl, n) == crc;
-			pthread_mutex_lock(&t->lock);
-			if (good) {
+		}
+		pthread_mutex_unlock(&t->lock);
+		for (uint32_t b = 0; b < nblk;) {
+			uint32_t r = b;
+			size_t rl;
+			int n, k;
+			if (ent[b].i == NIL) {
+				b++;
+				continue;
+			}
+			while (r + 1 < nblk && ent[r + 1].i != NIL && ent[r + 1].i == ent[r].i + 1 &&
+			       ent[r].want == t->bs && r + 1 - b < 64)
+				r++;
+			rl = (size_t)(r - b) * t->bs + ent[r].want;
+			n = iov_slice(req->iov, req->iovcnt, (size_t)b * t->bs, rl, sl,
+				      req->iovcnt);
+			k = iov_io(t->dfd, false, sl, n, (off_t)ent[b].i * t->bs);
+			for (uint32_t c = b; c <= r; c++) {
+				ent[c].good = false;
+				if (k < 0)
+					continue;
+				n = iov_slice(req->iov, req->iovcnt, (size_t)c * t->bs,
+					      ent[c].want, sl, req->iovcnt);
+				ent[c].good = iov_crc(sl, n) == ent[c].crc;
+			}
+			b = r + 1;
+		}
+		pthread_mutex_lock(&t->lock);
+		for (uint32_t b = 0; b < nblk; b++) {
+			uint64_t lbn = first + b;
+			uint32_t i = ent[b].i, crc = ent[b].crc;
+			if (i == NIL)
+				continue;
+			if (ent[b].good) {
 				t->st.hits++;
-				t->st.bytes_dir += want;
+				t->st.bytes_dir += ent[b].want;
 				hit[b] = 1;
 			} else {
 				/* corrupt: drop it (if it is still the entry
@@ -1121,8 +1280,10 @@ serve_read(struct tier *t, struct top *op)
 				}
 			}
 			slot_unpin(t, i);
-			pthread_mutex_unlock(&t->lock);
 		}
+		pthread_mutex_unlock(&t->lock);
+		free(ent);
+runs:
 		for (uint32_t b = 0; b < nblk;) {
 			uint32_t e = b;
 			if (hit[b]) {
@@ -1335,8 +1496,8 @@ tier_write(struct tier *t, struct clio_req *req, size_t len, bool aligned)
 		t->wgen++;
 		op_start(t, op);
 		pthread_mutex_unlock(&t->lock);
-		r = insert_blocks(t, op, req->offset, len, req->iov, req->iovcnt,
-				  0, true);
+		r = insert_blocks(t, &op->tainted, req->offset, len, req->iov,
+				  req->iovcnt, 0, true);
 		if (r != -ENOSPC) {
 			atomic_store(&op->err, r);
 			pthread_mutex_lock(&t->lock);
@@ -1997,7 +2158,7 @@ pool_join(struct tier *t, uint64_t budget, uint64_t others)
 		pools = p;
 	}
 	uint64_t open_here = atomic_load(&p->grown);
-	p->base = others > open_here ? others - open_here : 0;
+	atomic_store(&p->base, others > open_here ? others - open_here : 0);
 	p->refs++;
 	t->pool = p;
 	atomic_fetch_add(&p->grown, (uint64_t)t->nalloc * t->bs);
@@ -2012,7 +2173,7 @@ pool_leave(struct tier *t)
 		return;
 	t->pool = NULL;
 	atomic_fetch_sub(&p->grown, (uint64_t)t->nalloc * t->bs);
-	p->base += (uint64_t)t->nalloc * t->bs; /* still on disk */
+	atomic_fetch_add(&p->base, (uint64_t)t->nalloc * t->bs); /* still on disk */
 	if (--p->refs > 0)
 		return;
 	for (pp = &pools; *pp != p; pp = &(*pp)->next)
@@ -2036,6 +2197,12 @@ tier_free(struct tier *t)
 	pthread_mutex_destroy(&t->wb_lock);
 	pthread_cond_destroy(&t->rcv);
 	pthread_cond_destroy(&t->cv);
+	pthread_cond_destroy(&t->fcv);
+	while (t->fq != NULL) {
+		struct fill *f = t->fq;
+		t->fq = f->next;
+		free(f);
+	}
 	free(t->slots);
 	free(t->hash);
 	free(t->dir);
@@ -2063,7 +2230,10 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 	pthread_mutex_init(&t->meta_lock, NULL);
 	pthread_mutex_init(&t->wb_lock, NULL);
 	pthread_cond_init(&t->rcv, NULL);
+	pthread_cond_init(&t->fcv, NULL);
 	t->rq_tail = &t->rq;
+	t->fq_tail = &t->fq;
+	t->fq_max = FILL_QUEUE_MAX;
 	pthread_cond_init(&t->cv, NULL);
 	t->lru_head = t->lru_tail = t->free_head = NIL;
 	t->dirty_head = t->dirty_tail = NIL;
@@ -2202,6 +2372,8 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 	}
 	if (pthread_create(&t->reader, NULL, reader_main, t) == 0)
 		t->reader_running = true; /* else reads are served inline */
+	if (pthread_create(&t->filler, NULL, filler_main, t) == 0)
+		t->filler_running = true; /* else insertions are made inline */
 	pool_join(t, budget, others); /* the caller holds attach_lock */
 	free(ident);
 	*tp = t;
@@ -2246,6 +2418,13 @@ tier_detach(clio_dev *d)
 	pthread_mutex_lock(&t->lock);
 	while (t->nops > 0)
 		pthread_cond_wait(&t->cv, &t->lock);
+	t->fstop = true; /* drains the queued insertions, then ends */
+	pthread_cond_broadcast(&t->fcv);
+	pthread_mutex_unlock(&t->lock);
+	if (t->filler_running)
+		pthread_join(t->filler, NULL);
+	pthread_mutex_lock(&t->lock);
+	t->filler_running = false;
 	t->stopping = true;
 	t->rstop = true;
 	pthread_cond_broadcast(&t->cv);
@@ -2278,6 +2457,7 @@ tier_drop(clio_dev *d)
 	t->st.stale_drops += drop_all(t, false);
 	for (struct top *o = t->ops; o != NULL; o = o->next)
 		o->tainted = true; /* reads in flight may bring the old data */
+	fills_taint(t);
 	pthread_mutex_unlock(&t->lock);
 	meta_clean(t);
 }
@@ -2299,6 +2479,7 @@ tier_resize(clio_dev *d, uint64_t size, bool before)
 	pthread_mutex_lock(&t->lock);
 	/* the block holding the new end and all after it */
 	drop_range(t, size / t->bs, UINT64_MAX - 1);
+	fills_taint(t);
 	pthread_mutex_unlock(&t->lock);
 	return 0;
 }
@@ -2313,6 +2494,7 @@ tier_params(struct tier *t, struct dev_params *o)
 	s = t->st;
 	used = t->nused;
 	dirty = t->ndirty;
+	size_t queued = t->fq_bytes;
 	pthread_mutex_unlock(&t->lock);
 	dev_param(o, "disk_cache.dir", "%s", t->dir);
 	dev_param(o, "disk_cache.object", "%s", t->objname);
@@ -2330,10 +2512,43 @@ tier_params(struct tier *t, struct dev_params *o)
 	dev_param(o, "disk_cache.bytes_from_cache", "%llu", (unsigned long long)s.bytes_dir);
 	dev_param(o, "disk_cache.bytes_from_device", "%llu", (unsigned long long)s.bytes_dev);
 	dev_param(o, "disk_cache.insertions", "%llu", (unsigned long long)s.insertions);
+	dev_param(o, "disk_cache.insert_queued", "%zu", queued);
+	dev_param(o, "disk_cache.insert_drops", "%llu", (unsigned long long)s.insert_drops);
 	dev_param(o, "disk_cache.evictions", "%llu", (unsigned long long)s.evictions);
 	dev_param(o, "disk_cache.checksum_failures", "%llu", (unsigned long long)s.crc_failures);
 	dev_param(o, "disk_cache.stale_drops", "%llu", (unsigned long long)s.stale_drops);
 	dev_param(o, "disk_cache.recovered", "%llu", (unsigned long long)s.recovered);
 	dev_param(o, "disk_cache.lost_found", "%llu", (unsigned long long)s.lost_found);
 	dev_param(o, "disk_cache.objects_culled", "%llu", (unsigned long long)s.objects_culled);
+}
+
+/* ------------------------------------------------------------ tests */
+
+void
+tier_fill_ctl(clio_dev *d, size_t max, int pause)
+{
+	struct tier *t = __atomic_load_n(&d->tier, __ATOMIC_ACQUIRE);
+
+	if (t == NULL)
+		return;
+	pthread_mutex_lock(&t->lock);
+	if (max > 0)
+		t->fq_max = max;
+	if (pause >= 0)
+		t->fpaused = pause;
+	pthread_cond_broadcast(&t->fcv);
+	pthread_mutex_unlock(&t->lock);
+}
+
+void
+tier_fill_wait(clio_dev *d)
+{
+	struct tier *t = __atomic_load_n(&d->tier, __ATOMIC_ACQUIRE);
+
+	if (t == NULL)
+		return;
+	pthread_mutex_lock(&t->lock);
+	while (t->fq != NULL && t->filler_running)
+		pthread_cond_wait(&t->fcv, &t->lock);
+	pthread_mutex_unlock(&t->lock);
 }

@@ -9,6 +9,7 @@
  * the cache serves only the file's bytes; writeback: data made durable by
  * fsync reaches the device after kill -9 and a restart, and goes to
  * lost+found, the file untouched, when the file changed meanwhile;
+ * a full insertion queue drops and counts, never waits or corrupts;
  * threads reading and writing through one tier.
  * TIER_SEED=N repeats a run, TIER_ITERS=N sets the kill -9 rounds (100;
  * 20 with CLIO_FLAVOUR=tsan).
@@ -219,7 +220,9 @@ test_reuse_stale(void **state)
 	assert_int_equal(stack_open(&s, "writethrough", "64M", 8 * TU_MiB), 0);
 	read_all_check(&s, truth);
 	assert_int_equal(dev_reads(s.d), FSIZE);
+	tier_fill_wait(s.d); /* insertions are asynchronous */
 	assert_int_equal(param(s.d, "insertions"), FSIZE / BS);
+	assert_int_equal(param(s.d, "insert_drops"), 0);
 	assert_int_equal(stack_close(&s), 0);
 
 	/* a restart reads nothing from the device */
@@ -328,6 +331,7 @@ test_cull(void **state)
 	for (int round = 0; round < 2; round++) {
 		assert_int_equal(stack_open(&s, "writethrough", "256K", 256 * TU_KiB), 0);
 		read_all_check(&s, truth);
+		tier_fill_wait(s.d);
 		assert_true(param(s.d, "entries") <= 256 * TU_KiB / BS);
 		assert_true(param(s.d, "evictions") > 0);
 		assert_int_equal(param(s.d, "size_max"), 256 * TU_KiB);
@@ -337,6 +341,64 @@ test_cull(void **state)
 		assert_true(st.st_size <= (off_t)(256 * TU_KiB));
 		assert_true(st.st_blocks * 512 <= (blkcnt_t)(256 * TU_KiB) + 4096);
 	}
+	free(truth);
+}
+
+/* A full insertion queue: the filler paused, a queue of 4 blocks; a
+ * read of the whole object completes (it never waits for the queue),
+ * right; the blocks that did not fit are counted as drops, the rest
+ * inserted once the filler goes on; a restart reads from the device
+ * exactly the dropped blocks.  Then with a queue of 2 blocks and the
+ * filler going: every block is inserted or dropped, and what DIR
+ * serves is right. */
+static void
+test_queue_full(void **state)
+{
+	struct stack s;
+	char *truth;
+	uint64_t drops, ins;
+
+	(void)state;
+	nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	mkdir(dcdir, 0755);
+	make_file(6);
+	truth = file_read();
+	assert_int_equal(stack_open(&s, "writethrough", "64M", 8 * TU_MiB), 0);
+	tier_fill_ctl(s.d, 4 * BS, 1);
+	read_all_check(&s, truth);
+	assert_int_equal(dev_reads(s.d), FSIZE);
+	drops = param(s.d, "insert_drops");
+	assert_true(drops > 0);
+	assert_true(param(s.d, "insert_queued") <= 4 * BS);
+	assert_int_equal(param(s.d, "insertions"), 0);
+	tier_fill_ctl(s.d, 0, 0);
+	tier_fill_wait(s.d);
+	ins = param(s.d, "insertions");
+	assert_int_equal(ins + drops, FSIZE / BS);
+	assert_int_equal(param(s.d, "insert_queued"), 0);
+	assert_int_equal(stack_close(&s), 0);
+
+	assert_int_equal(stack_open(&s, "writethrough", "64M", 8 * TU_MiB), 0);
+	read_all_check(&s, truth);
+	assert_int_equal(dev_reads(s.d), drops * BS);
+	assert_int_equal(param(s.d, "hits"), ins);
+	assert_int_equal(stack_close(&s), 0);
+
+	/* threads, a queue of 2 blocks, the filler going */
+	nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	mkdir(dcdir, 0755);
+	assert_int_equal(stack_open(&s, "writethrough", "64M", 8 * TU_MiB), 0);
+	tier_fill_ctl(s.d, 2 * BS, 0);
+	read_all_check(&s, truth);
+	tier_fill_wait(s.d);
+	drops = param(s.d, "insert_drops");
+	ins = param(s.d, "insertions");
+	assert_int_equal(ins + drops, FSIZE / BS);
+	assert_int_equal(stack_close(&s), 0);
+	assert_int_equal(stack_open(&s, "writethrough", "64M", 8 * TU_MiB), 0);
+	read_all_check(&s, truth);
+	assert_int_equal(dev_reads(s.d), drops * BS);
+	assert_int_equal(stack_close(&s), 0);
 	free(truth);
 }
 
@@ -713,6 +775,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_reuse_stale),
 		cmocka_unit_test(test_flip),
 		cmocka_unit_test(test_cull),
+		cmocka_unit_test(test_queue_full),
 		cmocka_unit_test(test_kill9),
 		cmocka_unit_test(test_writeback_recover),
 		cmocka_unit_test(test_writeback_conflict),

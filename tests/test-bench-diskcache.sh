@@ -1,0 +1,54 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+# test-bench-diskcache.sh - `clio bench diskcache --quick --json` over
+# NFS (ganesha and rpcproxy, started by the bench in a private namespace)
+# and NBD (nbdkit): the three cases run on each, each figure positive,
+# each ratio the quotient of the figures beside it, "met" following its
+# target, and the warm runs (a restart of the client) read 0 bytes from
+# either device unless the cold runs dropped insertions (then no more
+# than those blocks: the bench checks).  The figures
+# themselves are not asserted: the machine is shared and noisy.  The
+# temporary directory is gone afterwards.
+set -e
+. "$(dirname "$0")/functions.sh"
+command -v python3 >/dev/null 2>&1 || { echo "python3 not found"; exit 77; }
+command -v nbdkit >/dev/null 2>&1 || { echo "nbdkit not found (apt-get install nbdkit)"; exit 77; }
+command -v ganesha.nfsd >/dev/null 2>&1 || { echo "ganesha.nfsd not found (apt-get install nfs-ganesha nfs-ganesha-vfs)"; exit 77; }
+[ "$(id -u)" -eq 0 ] || { echo "the NFS rows need root (a private namespace)"; exit 77; }
+[ -x "$(dirname "$CLIO")/tests/tools/rpcproxy" ] || fail "rpcproxy not built (make tests)"
+mkdir "$tmp/dir"
+
+TMPDIR="$tmp/dir" "$CLIO" bench diskcache --quick --json >"$tmp/dc.json" 2>"$tmp/err" ||
+	{ cat "$tmp/err"; fail "clio bench diskcache exited $?"; }
+python3 - "$tmp/dc.json" <<'PY' || fail "clio bench diskcache --json: $(cat "$tmp/dc.json")"
+import json, re, sys
+doc = json.load(open(sys.argv[1]))
+ex = {e["experiment"]: e for e in doc["experiments"]}
+assert set(ex) == {"diskcache"}, ex.keys()
+rows = ex["diskcache"]["rows"]
+assert [(r["device"], r["case"][:3]) for r in rows] == [
+    (d, c) for d in ("nfs", "nbd") for c in ("(a)", "(b)", "(c)")], rows
+def near(a, b):
+    return abs(a - b) <= 0.02 * abs(b) + 1e-3
+for r in rows:
+    for k in ("cold_s", "warm_s", "local_s", "none_s", "clio_file_s"):
+        assert isinstance(r[k], (int, float)) and r[k] > 0, (k, r)
+    assert near(r["speedup"], r["cold_s"] / r["warm_s"]), ("speedup", r)
+    assert near(r["vs_local"], r["local_s"] / r["warm_s"]), ("vs_local", r)
+    assert near(r["miss_cost"], r["cold_s"] / r["none_s"]), ("miss_cost", r)
+    assert r["speedup_met"] == ("yes" if r["speedup"] >= 20 else "no"), r
+    assert r["vs_local_met"] == ("yes" if r["vs_local"] >= 0.8 else "no"), r
+    assert r["miss_cost_met"] == ("yes" if r["miss_cost"] <= 1.10 else "no"), r
+    print("ok: %s %s: cold %.4f s, warm %.4f s (%.1fx), local %.4f s, no tier %.4f s (miss cost %.2f)"
+          % (r["device"], r["case"], r["cold_s"], r["warm_s"], r["speedup"], r["local_s"], r["none_s"], r["miss_cost"]))
+m = re.search(r"nfs cold runs (\d+), warm runs (\d+); nbd cold runs (\d+), warm runs (\d+) .*nfs (\d+), nbd (\d+)\)",
+              ex["diskcache"]["note"])
+assert m, ex["diskcache"]["note"]
+# a restart reads nothing from the device but what the cold run dropped
+# from the tier's insertion queue (the bench fails if it reads more)
+assert m.group(2) == "0" or m.group(5) != "0", ex["diskcache"]["note"]
+assert m.group(4) == "0" or m.group(6) != "0", ex["diskcache"]["note"]
+assert int(m.group(1)) > 0 and int(m.group(3)) > 0, ex["diskcache"]["note"]
+PY
+[ -z "$(ls -A "$tmp/dir")" ] || fail "clio bench diskcache left $(ls "$tmp/dir")"
+echo "ok: clio bench diskcache --quick --json"
