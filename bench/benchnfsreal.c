@@ -45,11 +45,10 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "benchsrv.h"
 #include "util.h"
 
 #define NS_ENV "CLIO_BENCH_NFS_NS"
-#define NFS_PORT 2049
-#define MNT_PORT 20048
 #define IOSZ 8192
 #define SMALL 4096
 
@@ -78,111 +77,28 @@ struct nctx {
 
 /* -------------------------------------------------------- processes */
 
-static pid_t
-spawn(char *const argv[], const char *out)
-{
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		int fd = open(out ? out : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		setpgid(0, 0);
-		if (fd >= 0) {
-			dup2(fd, 1);
-			dup2(fd, 2);
-		}
-		execvp(argv[0], argv);
-		_exit(127);
-	}
-	return pid;
-}
-
-static void
-reap(pid_t *pid)
-{
-	int i, status;
-
-	if (*pid <= 0)
-		return;
-	kill(*pid, SIGTERM);
-	for (i = 0; i < 100 && waitpid(*pid, &status, WNOHANG) != *pid; i++)
-		usleep(50000);
-	if (i == 100) {
-		kill(*pid, SIGKILL);
-		waitpid(*pid, &status, 0);
-	}
-	*pid = 0;
-}
-
-/* Wait up to ms for path to exist (or, with text, to contain it). */
-static bool
-wait_for(const char *path, const char *text, pid_t alive, int ms)
-{
-	char buf[65536];
-	int i;
-
-	for (i = 0; i < ms / 20 && !bench_mount_stop; i++) {
-		FILE *fp = fopen(path, "r");
-		if (fp != NULL) {
-			size_t n = fread(buf, 1, sizeof(buf) - 1, fp);
-			fclose(fp);
-			buf[n] = '\0';
-			if (text == NULL || strstr(buf, text) != NULL)
-				return true;
-		}
-		if (alive > 0 && waitpid(alive, NULL, WNOHANG) == alive)
-			return false;
-		usleep(20000);
-	}
-	return false;
-}
-
 static int
 server_start(struct nctx *x)
 {
-	char conf[128], log[128], pidf[128], ready[128];
-	FILE *fp;
+	struct bench_nfs s;
 	int k;
 
-	snprintf(conf, sizeof(conf), "%s/ganesha.conf", x->dir);
-	snprintf(log, sizeof(log), "%s/ganesha.log", x->dir);
-	snprintf(pidf, sizeof(pidf), "%s/ganesha.pid", x->dir);
-	fp = fopen(conf, "w");
-	if (fp == NULL)
+	memset(&s, 0, sizeof(s));
+	snprintf(s.dir, sizeof(s.dir), "%s", x->dir);
+	snprintf(s.export, sizeof(s.export), "%s", x->export);
+	if (bench_ganesha_start(&s) < 0)
 		return -1;
-	fprintf(fp,
-		"NFS_CORE_PARAM { Protocols = 3, 4; NFS_Port = %d; MNT_Port = %d;\n"
-		"  Enable_NLM = false; Enable_RQUOTA = false; }\n"
-		"NFSv4 { Graceless = true; RecoveryBackend = fs; RecoveryRoot = %s/recov; }\n"
-		"EXPORT { Export_Id = 1; Path = %s; Pseudo = /export; Access_Type = RW;\n"
-		"  Squash = No_Root_Squash; SecType = sys; Protocols = 3, 4;\n"
-		"  Transports = TCP; Attr_Expiration_Time = 0; FSAL { Name = VFS; } }\n",
-		NFS_PORT, MNT_PORT, x->dir, x->export);
-	fclose(fp);
-	{
-		char *rb[] = { "rpcbind", "-f", "-w", NULL };
-		x->rpcbind = spawn(rb, NULL);
-		wait_for("/run/rpcbind.sock", NULL, x->rpcbind, 2000);
-	}
-	{
-		char *g[] = { "ganesha.nfsd", "-F", "-L", log, "-f", conf, "-p", pidf,
-			      "-N", "NIV_EVENT", NULL };
-		x->ganesha = spawn(g, NULL);
-		if (!wait_for(log, "NFS SERVER INITIALIZED", x->ganesha, 15000)) {
-			fprintf(stderr, "clio bench: nfs: ganesha.nfsd did not start (%s)\n", log);
-			return -1;
-		}
-	}
+	x->rpcbind = s.rpcbind;
+	x->ganesha = s.ganesha;
 	for (k = 0; k < NRTT; k++) {
-		char d[32], counts[128], l1[32], l2[32];
-		snprintf(d, sizeof(d), "%g", rtts[k] / 2);
+		char counts[128], ready[128];
+
 		snprintf(counts, sizeof(counts), "%s/counts.%d", x->dir, k);
 		snprintf(ready, sizeof(ready), "%s/ready.%d", x->dir, k);
-		snprintf(l1, sizeof(l1), "%d:%d", 3049 + 100 * k, NFS_PORT);
-		snprintf(l2, sizeof(l2), "%d:%d", 30048 + 100 * k, MNT_PORT);
-		char *p[] = { x->rpcproxy, "-d", d, "-o", counts, "-r", ready, l1, l2, NULL };
-		x->proxy[k] = spawn(p, NULL);
-		if (!wait_for(ready, NULL, x->proxy[k], 5000)) {
-			fprintf(stderr, "clio bench: nfs: %s did not start\n", x->rpcproxy);
+		x->proxy[k] = bench_proxy_start(x->rpcproxy, rtts[k] / 2, 3049 + 100 * k,
+						30048 + 100 * k, counts, ready);
+		if (x->proxy[k] < 0) {
+			x->proxy[k] = 0;
 			return -1;
 		}
 	}
@@ -195,9 +111,9 @@ server_stop(struct nctx *x)
 	int k;
 
 	for (k = 0; k < NRTT; k++)
-		reap(&x->proxy[k]);
-	reap(&x->ganesha);
-	reap(&x->rpcbind);
+		bench_reap(&x->proxy[k]);
+	bench_reap(&x->ganesha);
+	bench_reap(&x->rpcbind);
 }
 
 /* The proxy's counts so far. */
@@ -212,7 +128,7 @@ counts_get(struct nctx *x, int k, struct counts *c)
 	snprintf(path, sizeof(path), "%s/counts.%d", x->dir, k);
 	unlink(path);
 	kill(x->proxy[k], SIGUSR1);
-	if (!wait_for(path, NULL, x->proxy[k], 4000))
+	if (!bench_wait_for(path, NULL, x->proxy[k], 4000))
 		return -1;
 	memset(c, 0, sizeof(*c));
 	fp = fopen(path, "r");
@@ -634,7 +550,7 @@ bench_nfs_real(const struct bench_opts *bo, struct table *t)
 	free(r);
 	{
 		char *rm[] = { "rm", "-rf", x.dir, NULL };
-		pid_t p = spawn(rm, NULL);
+		pid_t p = bench_spawn(rm, NULL);
 		if (p > 0)
 			waitpid(p, NULL, 0);
 	}

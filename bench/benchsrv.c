@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "benchsrv.h"
 
 pid_t
@@ -59,7 +60,7 @@ bench_wait_for(const char *path, const char *text, pid_t alive, int ms)
 {
 	static char buf[65536];
 
-	for (int i = 0; i < ms / 20; i++) {
+	for (int i = 0; i < ms / 20 && !bench_mount_stop; i++) {
 		FILE *fp = fopen(path, "r");
 		if (fp != NULL) {
 			size_t n = fread(buf, 1, sizeof(buf) - 1, fp);
@@ -97,25 +98,15 @@ bench_private_ns(void)
 }
 
 int
-bench_nfs_start(struct bench_nfs *s, const char *self, double delay_ms)
+bench_ganesha_start(struct bench_nfs *s)
 {
-	char conf[4300], log[4300], pidf[4300], recov[4300], ready[4300];
-	char proxy[4200], d[32], l1[32], l2[32];
-	const char *slash = strrchr(self, '/');
+	char conf[4300], log[4300], pidf[4300], recov[4300];
 	FILE *fp;
 
-	s->rpcbind = s->ganesha = s->proxy = 0;
-	snprintf(proxy, sizeof(proxy), "%.*s/tests/tools/rpcproxy",
-		 slash ? (int)(slash - self) : 1, slash ? self : ".");
-	if (access(proxy, X_OK) != 0) {
-		fprintf(stderr, "clio bench: %s not built (make tests)\n", proxy);
-		return -1;
-	}
 	snprintf(conf, sizeof(conf), "%s/ganesha.conf", s->dir);
 	snprintf(log, sizeof(log), "%s/ganesha.log", s->dir);
 	snprintf(pidf, sizeof(pidf), "%s/ganesha.pid", s->dir);
 	snprintf(recov, sizeof(recov), "%s/recov", s->dir);
-	snprintf(ready, sizeof(ready), "%s/proxy.ready", s->dir);
 	mkdir(recov, 0755);
 	fp = fopen(conf, "w");
 	if (fp == NULL)
@@ -140,15 +131,52 @@ bench_nfs_start(struct bench_nfs *s, const char *self, double delay_ms)
 		bench_nfs_stop(s);
 		return -1;
 	}
+	return 0;
+}
+
+pid_t
+bench_proxy_start(const char *proxy, double delay_ms, int nfs_port, int mnt_port,
+		  const char *counts, const char *ready)
+{
+	char d[32], l1[32], l2[32];
+	pid_t pid;
+
 	snprintf(d, sizeof(d), "%g", delay_ms);
+	snprintf(l1, sizeof(l1), "%d:%d", nfs_port, BSRV_NFS_PORT);
+	snprintf(l2, sizeof(l2), "%d:%d", mnt_port, BSRV_MNT_PORT);
+	char *with[] = { (char *)proxy, "-d", d, "-o", (char *)counts, "-r", (char *)ready,
+			 l1, l2, NULL };
+	char *without[] = { (char *)proxy, "-d", d, "-r", (char *)ready, l1, l2, NULL };
+	pid = bench_spawn(counts != NULL ? with : without, NULL);
+	if (pid < 0 || !bench_wait_for(ready, NULL, pid, 5000)) {
+		fprintf(stderr, "clio bench: %s did not start\n", proxy);
+		bench_reap(&pid);
+		return -1;
+	}
+	return pid;
+}
+
+int
+bench_nfs_start(struct bench_nfs *s, const char *self, double delay_ms)
+{
+	char ready[4300], proxy[4200];
+	const char *slash = strrchr(self, '/');
+
+	s->rpcbind = s->ganesha = s->proxy = 0;
+	snprintf(proxy, sizeof(proxy), "%.*s/tests/tools/rpcproxy",
+		 slash ? (int)(slash - self) : 1, slash ? self : ".");
+	if (access(proxy, X_OK) != 0) {
+		fprintf(stderr, "clio bench: %s not built (make tests)\n", proxy);
+		return -1;
+	}
+	if (bench_ganesha_start(s) < 0)
+		return -1;
+	snprintf(ready, sizeof(ready), "%s/proxy.ready", s->dir);
 	s->nfs_port = 3049;
 	s->mnt_port = 30048;
-	snprintf(l1, sizeof(l1), "%d:%d", s->nfs_port, BSRV_NFS_PORT);
-	snprintf(l2, sizeof(l2), "%d:%d", s->mnt_port, BSRV_MNT_PORT);
-	char *p[] = { proxy, "-d", d, "-r", ready, l1, l2, NULL };
-	s->proxy = bench_spawn(p, NULL);
-	if (!bench_wait_for(ready, NULL, s->proxy, 5000)) {
-		fprintf(stderr, "clio bench: %s did not start\n", proxy);
+	s->proxy = bench_proxy_start(proxy, delay_ms, s->nfs_port, s->mnt_port, NULL, ready);
+	if (s->proxy < 0) {
+		s->proxy = 0;
 		bench_nfs_stop(s);
 		return -1;
 	}

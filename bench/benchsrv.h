@@ -38,5 +38,14 @@ int bench_private_ns(void);
  * message (what was started is stopped). */
 int bench_nfs_start(struct bench_nfs *s, const char *self, double delay_ms);
 void bench_nfs_stop(struct bench_nfs *s);
+/* The parts of bench_nfs_start: rpcbind and ganesha.nfsd serving
+ * s->export on BSRV_NFS_PORT and BSRV_MNT_PORT (0, or -1 with a message;
+ * nothing left running), and one rpcproxy (its path: proxy) delaying each
+ * direction by delay_ms from nfs_port and mnt_port to them, counting into
+ * counts (NULL: not), ready once the file ready exists (its pid, or -1
+ * with a message). */
+int bench_ganesha_start(struct bench_nfs *s);
+pid_t bench_proxy_start(const char *proxy, double delay_ms, int nfs_port, int mnt_port,
+			const char *counts, const char *ready);
 
 #endif
