@@ -4,9 +4,8 @@
  * `nbd+unix:///EXPORT?socket=PATH` (and the nbds forms with TLS), libnbd's
  * URIs, with two query keys of clio's own that are taken out before the
  * URI goes to nbd_connect_uri: `qd=N` (requests in flight on a
- * connection, default 16) and `conns=N` (connections; by default
- * NBD_AUTO_CONNS when the server offers multi-conn, as nbdcopy opens, and
- * never more than one when it does not).
+ * connection, default 16) and `conns=N` (connections, default 1; more
+ * only when the server offers multi-conn).
  *
  * What the server says is the device: its size (fixed), read-only
  * (nbd_is_read_only), the minimum block size as the sector size (512
@@ -55,7 +54,6 @@
 #define NBD_DEFAULT_QD 16
 #define NBD_MAX_QD 1024
 #define NBD_MAX_CONNS 16
-#define NBD_AUTO_CONNS 4 /* conns= not given, the server offers multi-conn */
 #define NBD_MAXIO_LIMIT (32u << 20)
 
 struct nbd_dev;
@@ -429,7 +427,7 @@ nbd_params(clio_dev *d, struct dev_params *o)
 	dev_param(o, "can_trim", "%d", nd->can_trim);
 	dev_param(o, "can_zero", "%d", nd->can_zero);
 	dev_param(o, "connections", "%d", nd->nconns);
-	if (nd->conns_asked > 0 && nd->conns_asked != nd->nconns)
+	if (nd->conns_asked != nd->nconns)
 		dev_param(o, "connections_asked", "%d", nd->conns_asked);
 	dev_param(o, "qd", "%u", nd->qd);
 }
@@ -485,7 +483,7 @@ split_uri(struct nbd_dev *nd, const char *spec, char *err, size_t errlen)
 	struct nbd_split sp = { nd, spec, err, errlen };
 
 	nd->qd = NBD_DEFAULT_QD;
-	nd->conns_asked = 0; /* NBD_AUTO_CONNS if the server allows */
+	nd->conns_asked = 1;
 	return uri_take_query(spec, nbd_take_key, &sp, &nd->uri);
 }
 
@@ -569,7 +567,7 @@ dev_nbd_open(const char *spec, int flags, clio_dev **dp, char *err,
 	if (r < 0)
 		goto fail;
 	d->priv = nd;
-	for (i = 0; i < (nd->conns_asked > 0 ? nd->conns_asked : NBD_AUTO_CONNS); i++) {
+	for (i = 0; i < nd->conns_asked; i++) {
 		struct nbd_conn *c = &nd->conns[i];
 
 		c->nd = nd;

@@ -138,7 +138,7 @@ test_many_in_flight(void **state)
 
 	(void)state;
 	server_start(args);
-	d = tu_dev_open(uri("qd=64&conns=1"), 0);
+	d = tu_dev_open(uri("qd=64"), 0);
 	assert_int_equal(clio_dev_info(d, &info), 0);
 	assert_true(info.size == 64 * TU_MiB);
 	assert_int_equal(info.queue_depth, 64);
@@ -192,21 +192,6 @@ test_many_in_flight(void **state)
 		char params[2048];
 		assert_true(clio_dev_params(d, params, sizeof(params)) > 0);
 		assert_non_null(strstr(params, "connections=2\n"));
-	}
-	clio_dev_close(d);
-
-	/* no conns=: four connections to a server that offers multi-conn */
-	d = tu_dev_open(uri("qd=8"), 0);
-	assert_int_equal(clio_dev_info(d, &info), 0);
-	assert_int_equal(info.queue_depth, 32);
-	memset(buf, 0, (size_t)NREQ * RLEN);
-	submit_all(d, CLIO_OP_READ, buf, rq, iov);
-	assert_int_equal(tu_check(buf, (size_t)NREQ * RLEN, 0, 7), -1);
-	{
-		char params[2048];
-		assert_true(clio_dev_params(d, params, sizeof(params)) > 0);
-		assert_non_null(strstr(params, "connections=4\n"));
-		assert_null(strstr(params, "connections_asked"));
 	}
 	clio_dev_close(d);
 	server_stop();
