@@ -110,6 +110,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "util.h"
 #include "mount.h"
 
 #define NBUCKETS 4096
@@ -375,17 +376,6 @@ reply_entry(fuse_req_t req, struct mnode *parent, const char *name)
 
 /* ----------------------------------------------------------- data path */
 
-/* The version of a file with attributes st. */
-static void
-stat_version(const struct stat *st, struct clio_validator *v)
-{
-	memset(v, 0, sizeof(*v));
-	v->size = (uint64_t)st->st_size;
-	v->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
-	v->ctime_ns = (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
-	v->id = (uint64_t)st->st_ino;
-}
-
 /* The source's version now (fstat of the node's O_PATH descriptor). */
 static int
 source_version(struct mnode *n, struct clio_validator *v)
@@ -394,15 +384,8 @@ source_version(struct mnode *n, struct clio_validator *v)
 
 	if (fstat(n->fd, &st) < 0)
 		return -errno;
-	stat_version(&st, v);
+	validator_of_stat(&st, v);
 	return 0;
-}
-
-static bool
-same_version(const struct clio_validator *a, const struct clio_validator *b)
-{
-	return a->size == b->size && a->mtime_ns == b->mtime_ns &&
-	       a->ctime_ns == b->ctime_ns && a->id == b->id;
 }
 
 /* At an open, under n->lock: compare the source's version v with the one
@@ -414,7 +397,7 @@ node_revalidate(struct mnode *n, clio_file *cf, const struct clio_validator *v)
 {
 	int r, changed;
 
-	changed = n->have_v && !same_version(&n->v, v);
+	changed = n->have_v && !validator_same(&n->v, v);
 	if (cf != NULL) {
 		if ((r = clio_revalidate(cf, v)) < 0)
 			return r;
@@ -1096,7 +1079,7 @@ fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		return;
 	}
 	n = node_of(e.ino);
-	stat_version(&e.attr, &v);
+	validator_of_stat(&e.attr, &v);
 	r = handle_open(n, fi, false, &v);
 	if (r < 0) {
 		node_forget(n, 1);

@@ -17,21 +17,13 @@
 #include <pthread.h>
 #include <time.h>
 
+#include "util.h"
 #include "mount.h"
 
 static pthread_mutex_t io_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct mount_io_totals io;
 static unsigned inflight;
 static double last_change;
-
-static double
-mono_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* Account for the time since the last change of inflight; under io_lock. */
 static void
@@ -47,7 +39,7 @@ advance(double now)
 double
 mount_io_begin(void)
 {
-	double now = mono_now();
+	double now = now_monotonic();
 
 	pthread_mutex_lock(&io_lock);
 	advance(now);
@@ -59,7 +51,7 @@ mount_io_begin(void)
 void
 mount_io_end(bool write, size_t bytes, double t0)
 {
-	double now = mono_now();
+	double now = now_monotonic();
 
 	pthread_mutex_lock(&io_lock);
 	advance(now);
@@ -80,7 +72,7 @@ void
 mount_io_get(struct mount_io_totals *t)
 {
 	pthread_mutex_lock(&io_lock);
-	advance(mono_now());
+	advance(now_monotonic());
 	*t = io;
 	pthread_mutex_unlock(&io_lock);
 }

@@ -136,15 +136,6 @@ static char *dev_query;		/* "?..." or "" */
 static int def_uid, def_gid;
 static bool creds_fixed;	/* uid= or gid= in the URL */
 
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static struct nnode *
 node_of(fuse_ino_t ino)
 {
@@ -186,16 +177,6 @@ ts_ns(const struct timespec *t)
 	return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
 }
 
-static void
-validator_of(struct clio_validator *v, const struct stat *st)
-{
-	memset(v, 0, sizeof(*v));
-	v->size = (uint64_t)st->st_size;
-	v->mtime_ns = ts_ns(&st->st_mtim);
-	v->ctime_ns = ts_ns(&st->st_ctim);
-	v->id = (uint64_t)st->st_ino;
-}
-
 static bool
 same_version(const struct stat *a, const struct stat *b)
 {
@@ -222,7 +203,7 @@ attr_store(struct nnode *n, const struct stat *st)
 		n->timeo = n->timeo * 2 > hi ? hi : n->timeo * 2;
 	n->st = *st;
 	n->have_st = true;
-	n->expires = now_s() + n->timeo;
+	n->expires = now_monotonic() + n->timeo;
 	return changed;
 }
 
@@ -235,7 +216,7 @@ attr_refresh(struct nnode *n, const struct stat *st)
 
 	if (attr_store(n, st) && n->cf != NULL && n->nwriters == 0 &&
 	    !nopts.lease && S_ISREG(st->st_mode)) {
-		validator_of(&v, st);
+		validator_of_stat(st, &v);
 		(void)clio_revalidate(n->cf, &v);
 	}
 }
@@ -244,7 +225,7 @@ attr_refresh(struct nnode *n, const struct stat *st)
 static double
 entry_timeout(const struct nnode *n)
 {
-	double left = n->expires - now_s();
+	double left = n->expires - now_monotonic();
 
 	return left > 0 ? left : 0;
 }
@@ -552,7 +533,7 @@ reply_attr(fuse_req_t req, struct nnode *n, bool force, bool reval)
 	int err = 0;
 
 	pthread_mutex_lock(&n->lock);
-	if (force || !n->have_st || now_s() >= n->expires) {
+	if (force || !n->have_st || now_monotonic() >= n->expires) {
 		err = node_stat(n, &st);
 		if (err == 0 && reval)
 			attr_refresh(n, &st);
@@ -696,7 +677,7 @@ nfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 		pthread_mutex_lock(&n->lock);
 		if (n->cf != NULL && n->have_st) {
 			struct clio_validator v;
-			validator_of(&v, &n->st);
+			validator_of_stat(&n->st, &v);
 			clio_validator_set(n->cf, &v);
 		}
 		pthread_mutex_unlock(&n->lock);
@@ -1186,12 +1167,12 @@ node_open(struct nnode *n, int flags, struct nhandle **hp, bool *keep)
 	if (!(nopts.lease && n->validated)) {
 		struct clio_validator v;
 		struct stat st;
-		bool use_cached = n->have_st && (fresh || (!nopts.cto && now_s() < n->expires));
+		bool use_cached = n->have_st && (fresh || (!nopts.cto && now_monotonic() < n->expires));
 
 		if (!use_cached && dev_version(n) < 0 && node_stat(n, &st) == 0)
 			attr_store(n, &st);
 		if (n->have_st && n->nwriters == 0) {
-			validator_of(&v, &n->st);
+			validator_of_stat(&n->st, &v);
 			r = clio_revalidate(n->cf, &v);
 			*keep = r == 0;
 		}
@@ -1349,7 +1330,7 @@ record_version(struct nnode *n)
 
 	pthread_mutex_lock(&n->lock);
 	if (n->cf != NULL && dev_version(n) == 0) {
-		validator_of(&v, &n->st);
+		validator_of_stat(&n->st, &v);
 		clio_validator_set(n->cf, &v);
 	}
 	pthread_mutex_unlock(&n->lock);

@@ -43,6 +43,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util.h"
 #include "mount.h"
 
 /* Freed by whoever drops the last reference: the open holds one until
@@ -74,15 +75,6 @@ static pthread_mutex_t retire_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct clio_dev_stats retired;
 static uint64_t retired_devs, retire_seq;
 
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 fuse_ino_t
 mount_stats_ino(void)
 {
@@ -112,7 +104,7 @@ mount_stats_init(clio_cache *cache, mount_stats_foreach_fn foreach,
 	st_foreach = foreach;
 	st_mountpoint = mountpoint;
 	st_source = source;
-	st_start = now_s();
+	st_start = now_monotonic();
 }
 
 static void
@@ -355,7 +347,7 @@ snapshot_build(void)
 	bool stable;
 	int tries;
 
-	v.elapsed = now_s() - st_start;
+	v.elapsed = now_monotonic() - st_start;
 	/* the open devices, then the closed ones, unless one closed between
 	 * (after a few tries, a device may show in both) */
 	for (tries = 0, stable = false; tries < 8 && !stable; tries++) {

@@ -23,12 +23,23 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cache.h"
 #include "tier.h"
 
-static bool
-same_version(const struct clio_validator *a, const struct clio_validator *b)
+void
+validator_of_stat(const struct stat *st, struct clio_validator *v)
+{
+	memset(v, 0, sizeof(*v));
+	v->size = (uint64_t)st->st_size;
+	v->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+	v->ctime_ns = (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
+	v->id = (uint64_t)st->st_ino;
+}
+
+int
+validator_same(const struct clio_validator *a, const struct clio_validator *b)
 {
 	return a->size == b->size && a->mtime_ns == b->mtime_ns &&
 	       a->ctime_ns == b->ctime_ns && a->id == b->id &&
@@ -77,7 +88,7 @@ clio_revalidate(clio_file *f, const struct clio_validator *v)
 		return -EINVAL;
 	pthread_mutex_lock(&c->lock);
 	obj_wait_truncate(c, o);
-	if (o->o_have_v && !same_version(&o->o_v, v)) {
+	if (o->o_have_v && !validator_same(&o->o_v, v)) {
 		keep = drop_clean(c, o);
 		o->o_size = MAX(v->size, keep);
 		r = 1;

@@ -3,7 +3,8 @@
  * util.h - what the front ends (the clio command, its mount and its
  * benchmarks) share with libclio beyond the public API: the parsers of
  * sizes and numbers that device strings and tunables use, so that every
- * operand takes the same suffixes, and the clock the statistics use.
+ * operand takes the same suffixes, the clock the statistics use, and a
+ * file's version from its attributes.
  * Not installed; the shared library does not export these (they are
  * local in the installed archive too).  Front ends include clio.h and
  * this header only, never internal.h, dev.h or cache.h.
@@ -34,5 +35,13 @@ void set_err(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 double now_monotonic(void); /* CLOCK_MONOTONIC, in seconds */
+
+/* consist.c: a file's version (struct clio_validator of clio.h) from its
+ * stat(2) attributes: size, mtime, ctime, inode; and whether two
+ * versions are the same. */
+struct stat;
+struct clio_validator;
+void validator_of_stat(const struct stat *st, struct clio_validator *v);
+int validator_same(const struct clio_validator *a, const struct clio_validator *b);
 
 #endif

@@ -314,11 +314,7 @@ file_version(clio_dev *d, struct clio_validator *v)
 
 	if (fstat(fd->fd, &st) < 0)
 		return -errno;
-	memset(v, 0, sizeof(*v));
-	v->size = (uint64_t)st.st_size;
-	v->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-	v->ctime_ns = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
-	v->id = (uint64_t)st.st_ino;
+	validator_of_stat(&st, v);
 	return 0;
 }
 

@@ -701,19 +701,8 @@ validator_of(struct tier *t, struct clio_validator *v, bool *have)
 	memset(v, 0, sizeof(*v));
 	if (t->kind != K_FILE || t->path == NULL || stat(t->path, &st) < 0)
 		return;
-	v->size = (uint64_t)st.st_size;
-	v->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-	v->ctime_ns = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
-	v->id = (uint64_t)st.st_ino;
+	validator_of_stat(&st, v);
 	*have = true;
-}
-
-static bool
-same_v(const struct clio_validator *a, const struct clio_validator *b)
-{
-	return a->size == b->size && a->mtime_ns == b->mtime_ns &&
-	       a->ctime_ns == b->ctime_ns && a->id == b->id &&
-	       a->change == b->change;
 }
 
 static int
@@ -2311,7 +2300,7 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 	if (have_meta && HAS_VALIDATOR(t->kind)) {
 		if (m.state != M_CLEAN)
 			why = "a session that wrote it ended without recording its version";
-		else if (!m.has_v || !t->has_v || !same_v(&m.v, &t->v))
+		else if (!m.has_v || !t->has_v || !validator_same(&m.v, &t->v))
 			why = "it changed since the entries were made";
 	} else if (have_meta && t->kind == K_VOLATILE) {
 		why = "the device keeps no data across runs";
