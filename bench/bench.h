@@ -43,7 +43,7 @@ double bench_median(double *v, int n);		/* of the non-NaN values */
 void bench_drop_caches(void);			/* sync, then drop (root) */
 /* A note line for cold cases when free memory goes back to a host, or "" */
 const char *bench_page_reporting_note(void);
-double bench_run_dd(char *const args[]);	/* GNU dd's wall time, or NaN */
+double bench_run_quiet(char *const argv[]); /* wall time of argv exiting 0, or NaN */
 int bench_make_file(const char *path, uint64_t size);
 /* count seeded random 4K preads of path (size bytes): seconds, or NaN */
 double bench_randread(const char *path, uint64_t size, uint64_t count, bool direct);

@@ -341,7 +341,7 @@ run_case(struct mctx *m, enum mcase mc, int s)
 			 (unsigned long long)(m->size / bs));
 		char *args[] = { "dd", "if=/dev/zero", ofarg, bsarg, countarg,
 				 mc == M_REWRITE ? "conv=notrunc,fsync" : "conv=fsync", NULL };
-		t = bench_run_dd(args);
+		t = bench_run_quiet(args);
 		if (mc == M_WRITE4K)
 			unlink(m->wpath[s]);
 		break;
@@ -353,13 +353,13 @@ run_case(struct mctx *m, enum mcase mc, int s)
 		if (mc != M_COLD4K) {
 			char *warm[] = { "dd", ifarg, "of=/dev/null", "bs=1M", NULL };
 			hold = open(m->path[s], O_RDONLY);
-			bench_run_dd(warm);
+			bench_run_quiet(warm);
 		}
 		snprintf(bsarg, sizeof(bsarg), "bs=%llu", (unsigned long long)bs);
 		snprintf(countarg, sizeof(countarg), "count=%llu",
 			 (unsigned long long)(m->size / bs));
 		char *args[] = { "dd", ifarg, "of=/dev/null", bsarg, countarg, NULL };
-		t = bench_run_dd(args);
+		t = bench_run_quiet(args);
 		if (hold >= 0)
 			close(hold);
 		break;

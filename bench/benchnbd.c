@@ -107,35 +107,6 @@ find_filter(const char *self, char *out, size_t len)
 	return access(out, R_OK) == 0 ? 0 : -1;
 }
 
-/* Run argv with stdout and stderr to /dev/null (or stdout to out):
- * its wall time, or NaN if it did not exit 0. */
-static double
-run_quiet(char *const argv[])
-{
-	double t0 = now_monotonic();
-	pid_t pid = fork();
-	int status;
-
-	if (pid < 0)
-		return NAN;
-	if (pid == 0) {
-		int null = open("/dev/null", O_RDWR);
-		if (null >= 0) {
-			dup2(null, 0);
-			dup2(null, 1);
-			dup2(null, 2);
-		}
-		execvp(argv[0], argv);
-		_exit(127);
-	}
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return NAN;
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		return NAN;
-	return now_monotonic() - t0;
-}
-
 /* nbdkit writes its pid file once it accepts connections (a bare probe
  * connection instead would make it log a failed handshake). */
 static bool
@@ -315,7 +286,7 @@ run_case(struct nctx *m, enum ncase w, int s, bool delay)
 			 (char *)rw, (char *)bs, (char *)depth, size, iosize,
 			 (char *)fsync, "--randrepeat=1", "--randseed=2",
 			 "--norandommap", "--output-format=json", out, NULL };
-	t = run_quiet(argv);
+	t = bench_run_quiet(argv);
 	server_stop(pid);
 	if (isnan(t))
 		return NAN;
@@ -336,7 +307,7 @@ run_copy(struct nctx *m, bool clio)
 	snprintf(ifarg, sizeof(ifarg), "if=%s", uri);
 	char *dd[] = { m->self, "dd", ifarg, "of=/dev/null", "bs=1M", NULL };
 	char *cp[] = { "nbdcopy", uri, "null:", NULL };
-	t = run_quiet(clio ? dd : cp);
+	t = bench_run_quiet(clio ? dd : cp);
 	server_stop(pid);
 	if (isnan(t) || t <= 0)
 		return NAN;

@@ -87,9 +87,10 @@ bench_page_reporting_note(void)
 	       "figures swing from run to run; see clio(1), CLIO BENCH, mount.";
 }
 
-/* Run dd with the given operands; returns its wall time or NaN. */
+/* Run argv (execvp) with its standard streams on /dev/null: its wall
+ * time, or NaN if it did not exit 0. */
 double
-bench_run_dd(char *const args[])
+bench_run_quiet(char *const argv[])
 {
 	double t0 = now_monotonic();
 	pid_t pid = fork();
@@ -98,16 +99,19 @@ bench_run_dd(char *const args[])
 	if (pid < 0)
 		return NAN;
 	if (pid == 0) {
-		int null = open("/dev/null", O_WRONLY);
+		int null = open("/dev/null", O_RDWR);
 		if (null >= 0) {
+			dup2(null, 0);
 			dup2(null, 1);
 			dup2(null, 2);
 		}
-		execvp("dd", args);
+		execvp(argv[0], argv);
 		_exit(127);
 	}
-	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
-	    WEXITSTATUS(status) != 0)
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return NAN;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		return NAN;
 	return now_monotonic() - t0;
 }
@@ -227,7 +231,7 @@ run_case(struct kctx *k, enum kcase kc, int sys)
 			char *args[] = { "dd", "if=/dev/zero", ofarg, bsarg, countarg,
 					 kc == K_REWRITE ? "conv=notrunc,fsync" : "conv=fsync",
 					 sys == 1 ? "oflag=direct" : NULL, NULL };
-			t = bench_run_dd(args);
+			t = bench_run_quiet(args);
 		} else {
 			snprintf(devstr, sizeof(devstr), "file:%s?direct=1", target);
 			w.dev = devstr;
@@ -253,14 +257,14 @@ run_case(struct kctx *k, enum kcase kc, int sys)
 				return NAN; /* O_DIRECT has no warm case */
 			if (kc != K_COLD4K) {
 				char *warm[] = { "dd", ifarg, "of=/dev/null", "bs=1M", NULL };
-				bench_run_dd(warm);
+				bench_run_quiet(warm);
 			}
 			snprintf(bsarg, sizeof(bsarg), "bs=%llu", (unsigned long long)bs);
 			snprintf(countarg, sizeof(countarg), "count=%llu",
 				 (unsigned long long)(size / bs));
 			char *args[] = { "dd", ifarg, "of=/dev/null", bsarg, countarg,
 					 sys == 1 ? "iflag=direct" : NULL, NULL };
-			t = bench_run_dd(args);
+			t = bench_run_quiet(args);
 		} else {
 			snprintf(devstr, sizeof(devstr), "file:%s?direct=1", k->path);
 			w.dev = devstr;
