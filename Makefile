@@ -13,7 +13,7 @@ SAN     ?=
 DEFS    ?=
 CFLAGS  += -std=c11 -D_GNU_SOURCE $(OPT) -g -Wall -Wextra -Wshadow -Wvla \
            -Iinclude -Ilib -Icli -pthread $(SAN) $(DEFS) $(CPPFLAGS)
-LDLIBS  += -pthread -lm $(URING_LIBS) $(NBD_LIBS) $(NFS_LIBS) $(RBD_LIBS)
+LDLIBS  += -pthread -lm $(URING_LIBS) $(NBD_LIBS) $(NFS_LIBS) $(DL_LIBS)
 LDFLAGS += $(SAN)
 # libfuse 3 for `clio mount` (fuse/ only)
 FUSE_CFLAGS = $(shell pkg-config --cflags fuse3 2>/dev/null)
@@ -25,8 +25,9 @@ URING_LIBS  = $(shell pkg-config --libs liburing 2>/dev/null || echo -luring)
 NBD_LIBS    = $(shell pkg-config --libs libnbd 2>/dev/null || echo -lnbd)
 # libnfs for the NFS client backend (lib/dev/nfs.c)
 NFS_LIBS    = $(shell pkg-config --libs libnfs 2>/dev/null || echo -lnfs)
-# librbd and librados for the Ceph RBD backend (lib/dev/rbd.c; no .pc file)
-RBD_LIBS    = -lrbd -lrados
+# librbd and librados for the Ceph RBD backend (lib/dev/rbd.c) are not
+# linked: lib/dev/rbdlib.c loads them at the first rbd: open
+DL_LIBS     = -ldl
 
 # nbdkit's plugin header for the plugin behind clio serve (nbdkit/)
 NBDKIT_CFLAGS = $(shell pkg-config --cflags nbdkit 2>/dev/null)
@@ -141,7 +142,8 @@ $(BUILD)/libclio-internal.a: $(LIB_OBJ)
 INTERNAL = -Wl,--undefined=dev_nbd_open -Wl,--undefined=dev_nfs_open \
 	-Wl,--undefined=dev_rbd_open $(BUILD)/libclio-internal.a
 STATIC_OBJ := $(filter-out $(BUILD)/obj/lib/dev/nbd.o $(BUILD)/obj/lib/dev/nfs.o \
-	$(BUILD)/obj/lib/dev/nfsxprt.o $(BUILD)/obj/lib/dev/nfssim.o $(BUILD)/obj/lib/dev/rbd.o,$(LIB_OBJ))
+	$(BUILD)/obj/lib/dev/nfsxprt.o $(BUILD)/obj/lib/dev/nfssim.o $(BUILD)/obj/lib/dev/rbd.o \
+	$(BUILD)/obj/lib/dev/rbdlib.o,$(LIB_OBJ))
 $(BUILD)/libclio.a: $(STATIC_OBJ)
 	@mkdir -p $(dir $@)
 	$(call say,AR,$@)

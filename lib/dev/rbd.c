@@ -11,7 +11,8 @@
  * seconds), osd_timeout the seconds an OSD operation may take before it
  * fails with ETIMEDOUT (default 0: wait for the OSD, librados's default).
  * librbd's own cache is off (rbd_cache=false before rados_connect): clio
- * is the cache.
+ * is the cache.  librbd and librados are loaded at the first open
+ * (rbdlib.h): a program that opens no rbd: device does not load them.
  *
  * What the image says is the device: its size, its object size
  * (params(), and maxio: a piece is at most one object's worth, so the
@@ -48,13 +49,12 @@
  *     gives no edge that thread sanitizers can see.
  */
 #include <errno.h>
-#include <rados/librados.h>
-#include <rbd/librbd.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
+#include "rbdlib.h"
 
 #define RBD_DEFAULT_QD 16
 #define RBD_MAX_QD 1024
@@ -118,7 +118,7 @@ rbd_callback(rbd_completion_t c, void *arg)
 	struct rbd_cmd *cmd = arg;
 
 	(void)atomic_load_explicit(&rbd_seq, memory_order_acquire);
-	cmd->ret = rbd_aio_get_return_value(c);
+	cmd->ret = RBD(rbd_aio_get_return_value)(c);
 	if (cmd->sync) {
 		pthread_mutex_lock(cmd->m);
 		cmd->finished = true;
@@ -159,7 +159,7 @@ rbd_cmd_start(struct rbd_cmd *cmd)
 	int iovcnt = p->iovcnt;
 	uint64_t off = p->off;
 
-	r = rbd_aio_create_completion(cmd, rbd_callback, &comp);
+	r = RBD(rbd_aio_create_completion)(cmd, rbd_callback, &comp);
 	if (r < 0)
 		return r;
 	cmd->comp = comp;
@@ -168,18 +168,18 @@ rbd_cmd_start(struct rbd_cmd *cmd)
 	atomic_fetch_add_explicit(&rbd_seq, 1, memory_order_release);
 	switch (op) {
 	case CLIO_OP_READ:
-		r = rbd_aio_readv(rd->img, iov, iovcnt, off, comp);
+		r = RBD(rbd_aio_readv)(rd->img, iov, iovcnt, off, comp);
 		break;
 	case CLIO_OP_WRITE:
-		r = rbd_aio_writev(rd->img, iov, iovcnt, off, comp);
+		r = RBD(rbd_aio_writev)(rd->img, iov, iovcnt, off, comp);
 		break;
 	case CLIO_OP_FLUSH:
 	default:
-		r = rbd_aio_flush(rd->img, comp);
+		r = RBD(rbd_aio_flush)(rd->img, comp);
 		break;
 	}
 	if (r < 0) {
-		rbd_aio_release(comp);
+		RBD(rbd_aio_release)(comp);
 		cmd->comp = NULL;
 	}
 	return r < 0 ? r : 0;
@@ -192,7 +192,7 @@ rbd_cmd_finish(struct rbd_cmd *cmd)
 	struct dev_io *p = cmd->p;
 
 	if (cmd->comp != NULL)
-		rbd_aio_release(cmd->comp);
+		RBD(rbd_aio_release)(cmd->comp);
 	cmd->comp = NULL;
 	if (cmd->ret < 0)
 		return cmd->ret;
@@ -211,7 +211,7 @@ rbd_grow(struct rbd_dev *rd, uint64_t end)
 
 	pthread_mutex_lock(&rd->resize_lock);
 	if (end > rbd_size_get(rd)) {
-		r = rbd_resize(rd->img, end);
+		r = RBD(rbd_resize)(rd->img, end);
 		if (r == 0) {
 			pthread_mutex_lock(&rd->lock);
 			rd->size = end;
@@ -229,7 +229,7 @@ rbd_dev_resize(clio_dev *d, uint64_t size)
 	int r;
 
 	pthread_mutex_lock(&rd->resize_lock);
-	r = rbd_resize(rd->img, size);
+	r = RBD(rbd_resize)(rd->img, size);
 	if (r == 0) {
 		pthread_mutex_lock(&rd->lock);
 		rd->size = size;
@@ -247,9 +247,9 @@ rbd_dev_discard(clio_dev *d, uint64_t off, uint64_t len, bool zero)
 	ssize_t r;
 
 	if (zero)
-		r = rbd_write_zeroes(rd->img, off, len, 0, 0);
+		r = RBD(rbd_write_zeroes)(rd->img, off, len, 0, 0);
 	else
-		r = rbd_discard(rd->img, off, len);
+		r = RBD(rbd_discard)(rd->img, off, len);
 	return r < 0 ? (int)r : 0;
 }
 
@@ -349,11 +349,11 @@ rbd_dev_free(struct rbd_dev *rd)
 		pthread_join(rd->thread, NULL);
 	}
 	if (rd->have_img)
-		rbd_close(rd->img);
+		RBD(rbd_close)(rd->img);
 	if (rd->have_ioctx)
-		rados_ioctx_destroy(rd->ioctx);
+		RBD(rados_ioctx_destroy)(rd->ioctx);
 	if (rd->cluster != NULL)
-		rados_shutdown(rd->cluster);
+		RBD(rados_shutdown)(rd->cluster);
 	pthread_mutex_destroy(&rd->lock);
 	pthread_mutex_destroy(&rd->resize_lock);
 	pthread_cond_destroy(&rd->cv);
@@ -517,7 +517,7 @@ static int
 rbd_conf_set(struct rbd_dev *rd, const char *spec, const char *k,
 	     const char *v, char *err, size_t errlen)
 {
-	int r = rados_conf_set(rd->cluster, k, v);
+	int r = RBD(rados_conf_set)(rd->cluster, k, v);
 
 	if (r < 0)
 		set_err(err, errlen, "rbd device '%s': rados_conf_set %s=%s: %s",
@@ -535,7 +535,7 @@ rbd_connect(struct rbd_dev *rd, const char *spec, bool ro, char *err,
 	int r;
 
 	snprintf(name, sizeof(name), "client.%s", rd->id != NULL ? rd->id : "admin");
-	r = rados_create2(&rd->cluster, rd->cluster_name != NULL ? rd->cluster_name : "ceph",
+	r = RBD(rados_create2)(&rd->cluster, rd->cluster_name != NULL ? rd->cluster_name : "ceph",
 			  name, 0);
 	if (r < 0) {
 		rd->cluster = NULL;
@@ -543,14 +543,14 @@ rbd_connect(struct rbd_dev *rd, const char *spec, bool ro, char *err,
 			strerror(-r));
 		return r;
 	}
-	r = rados_conf_read_file(rd->cluster, rd->conf);
+	r = RBD(rados_conf_read_file)(rd->cluster, rd->conf);
 	if (r < 0) {
 		set_err(err, errlen, "rbd device '%s': cannot read the Ceph configuration "
 			"'%s': %s", spec, rd->conf != NULL ? rd->conf : "(CEPH_CONF or "
 			"/etc/ceph/ceph.conf)", strerror(-r));
 		return r;
 	}
-	(void)rados_conf_parse_env(rd->cluster, NULL);
+	(void)RBD(rados_conf_parse_env)(rd->cluster, NULL);
 	snprintf(secs, sizeof(secs), "%llu", (unsigned long long)rd->timeout);
 	snprintf(osd_secs, sizeof(osd_secs), "%llu", (unsigned long long)rd->osd_timeout);
 	if ((r = rbd_conf_set(rd, spec, "rbd_cache", "false", err, errlen)) < 0 ||
@@ -558,7 +558,7 @@ rbd_connect(struct rbd_dev *rd, const char *spec, bool ro, char *err,
 	    (r = rbd_conf_set(rd, spec, "rados_mon_op_timeout", secs, err, errlen)) < 0 ||
 	    (r = rbd_conf_set(rd, spec, "rados_osd_op_timeout", osd_secs, err, errlen)) < 0)
 		return r;
-	r = rados_connect(rd->cluster);
+	r = RBD(rados_connect)(rd->cluster);
 	if (r < 0) {
 		set_err(err, errlen, "rbd device '%s': cannot connect to the cluster "
 			"(mon host of %s, %llu s): %s", spec,
@@ -567,15 +567,15 @@ rbd_connect(struct rbd_dev *rd, const char *spec, bool ro, char *err,
 		return r;
 	}
 	rd->connected = true;
-	r = rados_ioctx_create(rd->cluster, rd->pool, &rd->ioctx);
+	r = RBD(rados_ioctx_create)(rd->cluster, rd->pool, &rd->ioctx);
 	if (r < 0) {
 		set_err(err, errlen, "rbd device '%s': pool '%s': %s", spec, rd->pool,
 			r == -ENOENT ? "no such pool" : strerror(-r));
 		return r;
 	}
 	rd->have_ioctx = true;
-	r = ro ? rbd_open_read_only(rd->ioctx, rd->image, &rd->img, rd->snap)
-	       : rbd_open(rd->ioctx, rd->image, &rd->img, NULL);
+	r = ro ? RBD(rbd_open_read_only)(rd->ioctx, rd->image, &rd->img, rd->snap)
+	       : RBD(rbd_open)(rd->ioctx, rd->image, &rd->img, NULL);
 	if (r < 0) {
 		if (r == -ENOENT && rd->snap != NULL)
 			set_err(err, errlen, "rbd device '%s': no image '%s' with a snapshot "
@@ -587,7 +587,7 @@ rbd_connect(struct rbd_dev *rd, const char *spec, bool ro, char *err,
 		return r;
 	}
 	rd->have_img = true;
-	r = rbd_stat(rd->img, &info, sizeof(info));
+	r = RBD(rbd_stat)(rd->img, &info, sizeof(info));
 	if (r < 0) {
 		set_err(err, errlen, "rbd device '%s': rbd_stat: %s", spec, strerror(-r));
 		return r;
@@ -595,11 +595,11 @@ rbd_connect(struct rbd_dev *rd, const char *spec, bool ro, char *err,
 	rd->size = info.size;
 	rd->obj_size = info.obj_size;
 	snprintf(rd->prefix, sizeof(rd->prefix), "%s", info.block_name_prefix);
-	if (rbd_get_stripe_unit(rd->img, &rd->stripe_unit) < 0)
+	if (RBD(rbd_get_stripe_unit)(rd->img, &rd->stripe_unit) < 0)
 		rd->stripe_unit = rd->obj_size;
-	if (rbd_get_stripe_count(rd->img, &rd->stripe_count) < 0)
+	if (RBD(rbd_get_stripe_count)(rd->img, &rd->stripe_count) < 0)
 		rd->stripe_count = 1;
-	(void)rbd_get_features(rd->img, &rd->features);
+	(void)RBD(rbd_get_features)(rd->img, &rd->features);
 	return 0;
 }
 
@@ -609,6 +609,7 @@ dev_rbd_open(const char *spec, int flags, clio_dev **dp, char *err,
 {
 	struct rbd_dev *rd = calloc(1, sizeof(*rd));
 	clio_dev *d = NULL;
+	char lib_err[320];
 	bool ro;
 	int r;
 
@@ -622,6 +623,11 @@ dev_rbd_open(const char *spec, int flags, clio_dev **dp, char *err,
 	r = rbd_parse_spec(rd, spec, err, errlen);
 	if (r < 0)
 		goto fail;
+	r = rbd_lib_load(lib_err, sizeof(lib_err));
+	if (r < 0) {
+		set_err(err, errlen, "rbd device '%s': %s", spec, lib_err);
+		goto fail;
+	}
 	ro = rd->snap != NULL || (flags & CLIO_DEV_RDONLY);
 	r = rbd_connect(rd, spec, ro, err, errlen);
 	if (r < 0)
