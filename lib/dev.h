@@ -69,6 +69,7 @@
 #include <time.h>
 
 #include "clio.h"
+#include "util.h"
 
 /* A flag of dev_open_spec(): the device is a wrapper's inner (rule 8). */
 #define DEV_OPEN_INNER 0x10000
@@ -140,17 +141,14 @@ int dev_alloc(const struct dev_ops *ops, const char *name, clio_dev **dp);
 void dev_free(clio_dev *d);
 void dev_account_front(clio_dev *d, enum clio_op op, size_t len, double lat);
 double vclock_now(void);
-/* The device's clock: virtual time, or CLOCK_MONOTONIC in seconds (inline:
- * the front end reads it twice per request). */
+/* The device's clock for timing the front end's requests: virtual time,
+ * or now_fast()'s seconds (inline: read twice per request). */
 static inline double
 dev_now(const clio_dev *d)
 {
-	struct timespec ts;
-
 	if (d->is_virtual)
 		return vclock_now();
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+	return now_fast();
 }
 /* Rule 2b: the completion of a piece given to submit(). */
 void dev_piece_done(struct dev_io *p, ssize_t result);

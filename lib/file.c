@@ -524,15 +524,13 @@ read_lockless(clio_file *f, size_t len, uint64_t off, uint32_t seq,
  * comes at EOF too, even with no bytes).  A view's nonzero return stops
  * the read and is returned. */
 static ssize_t
-read_runs(clio_file *f, size_t len, uint64_t off, clio_view_fn *view,
-	  void *arg)
+read_runs_from(clio_file *f, size_t len, uint64_t off, clio_view_fn *view,
+	       void *arg, uint32_t seq, double t0)
 {
 	clio_cache *c = f->f_cache;
 	struct cobj *o = f->f_obj;
 	uint64_t bs = c->conf.bsize, size = obj_size(o);
-	double t0 = dev_now(o->o_dev);
 	size_t done = 0;
-	uint32_t seq = seq_update(f, 0, off, len);
 	int r = 0, maxrun;
 	bool last = false;
 
@@ -611,9 +609,19 @@ out:
 	return (ssize_t)done;
 }
 
+static ssize_t
+read_runs(clio_file *f, size_t len, uint64_t off, clio_view_fn *view,
+	  void *arg)
+{
+	double t0 = dev_now(f->f_obj->o_dev);
+
+	return read_runs_from(f, len, off, view, arg, seq_update(f, 0, off, len), t0);
+}
+
 struct copy_out {
 	char *p;
 };
+
 
 static int
 copy_view(void *arg, const struct iovec *iov, int iovcnt, int last)
@@ -627,6 +635,33 @@ copy_view(void *arg, const struct iovec *iov, int iovcnt, int last)
 		co->p += iov[i].iov_len;
 	}
 	return 0;
+}
+
+/* clio_pread() of bytes inside one block: a lockless hit is copied out
+ * here, as read_lockless() would with its one-buffer run, without the
+ * iovecs and the view; anything else takes read_runs_from(). */
+static ssize_t
+read_in_block(clio_file *f, void *buf, size_t len, uint64_t off)
+{
+	struct cobj *o = f->f_obj;
+	clio_cache *c = f->f_cache;
+	uint64_t bs = c->conf.bsize, size = obj_size(o);
+	double t0 = dev_now(o->o_dev);
+	uint32_t seq = seq_update(f, 0, off, len);
+	struct copy_out co = { buf };
+	struct buf *b;
+	bool ra;
+
+	if (off >= size || len == 0)
+		return read_runs_from(f, len, off, copy_view, &co, seq, t0);
+	len = (size_t)MIN((uint64_t)len, size - off);
+	b = hit_lockless(c, o, off / bs, seq, &ra);
+	if (b == NULL)
+		return read_runs_from(f, len, off, copy_view, &co, seq, t0);
+	memcpy(buf, b->b_data + off % bs, len);
+	release_lockless(c, o, &b, &ra, 1, false);
+	dev_account_front(o->o_dev, CLIO_OP_READ, len, dev_now(o->o_dev) - t0);
+	return (ssize_t)len;
 }
 
 ssize_t
@@ -645,6 +680,8 @@ clio_pread(clio_file *f, void *buf, size_t len, uint64_t off)
 				  dev_now(d) - t0);
 		return n;
 	}
+	if (len <= f->f_cache->conf.bsize - off % f->f_cache->conf.bsize)
+		return read_in_block(f, buf, len, off);
 	return read_runs(f, len, off, copy_view, &co);
 }
 
