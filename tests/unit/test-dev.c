@@ -6,7 +6,8 @@
  * a device of callbacks (clio_dev_open_callbacks) under a cache,
  * the io_uring and threads engines of files (many requests from one
  * thread, O_DIRECT, flush through the ring, the forced fallback), one
- * piece per request, and front-end accounting from several threads.
+ * piece per request, front-end accounting from several threads, and the
+ * clock that times requests (now_fast against CLOCK_MONOTONIC).
  *
  * Every check looks at what can be observed from outside: the bytes read
  * back (and, for the file backend, what read(2) finds in the file), the
@@ -27,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "clio.h"
@@ -277,6 +279,27 @@ open_bad(const char *spec, int want, const char *names)
 	/* and without an error buffer */
 	assert_int_equal(clio_dev_open(spec, 0, &d), want);
 	assert_null(d);
+}
+
+/* now_fast() (fastclock.c) measures durations at CLOCK_MONOTONIC's rate:
+ * read inside a CLOCK_MONOTONIC interval of 20 ms and more, its own
+ * interval is within 0.1% of it, whether it reads the time-stamp counter
+ * or the clock itself.  A preemption between the reads can only make the
+ * inner interval shorter, hence the one-sided bound at 20 ms. */
+static void
+test_fast_clock(void **state)
+{
+	(void)state;
+	for (int i = 0; i < 3; i++) {
+		double m0 = now_monotonic(), f0 = now_fast(), f1, m1;
+		struct timespec ts = { 0, 20 * 1000 * 1000 };
+
+		nanosleep(&ts, NULL);
+		f1 = now_fast();
+		m1 = now_monotonic();
+		assert_true(f1 - f0 <= (m1 - m0) * 1.001 + 1e-6);
+		assert_true(f1 - f0 >= 0.020 * 0.999);
+	}
 }
 
 static void
@@ -1928,6 +1951,7 @@ main(void)
 		cmocka_unit_test(test_parse_other),
 		cmocka_unit_test(test_parse_kv),
 		cmocka_unit_test(test_uri_query),
+		cmocka_unit_test(test_fast_clock),
 		cmocka_unit_test(test_dev_strings),
 		cmocka_unit_test(test_dev_limits),
 		cmocka_unit_test(test_mem_backend),
