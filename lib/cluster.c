@@ -88,14 +88,16 @@ readahead(clio_cache *c, struct cobj *o, uint64_t lbn, uint32_t seq)
 		return;
 	}
 	/* a stream that has reached whole clusters keeps two in flight, or
-	 * as many as the device serves at once (up to 8), as long as they
-	 * take at most an eighth of the cache */
+	 * as many as the device serves at once: up to 8 as long as they take
+	 * at most an eighth of the cache, more on a deeper device (a remote
+	 * one, where a cluster's round trip is long) within a quarter */
 	win = MIN(seq, c->conf.read_max);
 	if (win >= C) {
-		uint64_t n = MAX(2u, MIN(8u, o->o_qd));
+		uint64_t n = MIN(MIN(8u, o->o_qd), c->nbuf / (8 * C));
 
-		n = MAX(2u, MIN(n, c->nbuf / (8 * C)));
-		win = MAX(win, n * C);
+		if (o->o_qd > 8)
+			n = MAX(n, MIN((uint64_t)o->o_qd, c->nbuf / (4 * C)));
+		win = MAX(win, MAX(2u, n) * C);
 	}
 	end = MIN(lbn + win, eof);
 	/* past the first cluster, issue whole aligned clusters only */

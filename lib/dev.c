@@ -228,6 +228,19 @@ buf_to_iov(const struct iovec *iov, int iovcnt, size_t skip, const void *buf,
 		 memcpy(part, (const char *)buf + pdone, plen));
 }
 
+void *
+iov_flat(const struct iovec *iov, int iovcnt)
+{
+	int i;
+
+	if (iovcnt < 1)
+		return NULL;
+	for (i = 1; i < iovcnt; i++)
+		if ((char *)iov[i - 1].iov_base + iov[i - 1].iov_len != iov[i].iov_base)
+			return NULL;
+	return iov[0].iov_base;
+}
+
 /* ------------------------------------------------------------ statistics */
 
 static int

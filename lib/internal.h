@@ -50,5 +50,8 @@ void iov_to_buf(const struct iovec *iov, int iovcnt, size_t skip, void *buf,
 		size_t len);
 void buf_to_iov(const struct iovec *iov, int iovcnt, size_t skip,
 		const void *buf, size_t len);
+/* The start of the iovecs when each begins where the one before ends (one
+ * buffer in memory, as a fresh cache's neighbouring blocks are), else NULL. */
+void *iov_flat(const struct iovec *iov, int iovcnt);
 
 #endif

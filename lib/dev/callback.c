@@ -6,9 +6,10 @@
  * Invariants:
  *  1. io() is synchronous and blocking (rule 2a): it runs on the worker
  *     pool, never more than queue_depth pieces at once.
- *  2. A piece of one iovec goes to the callback in place; a piece of
- *     several goes through a bounce buffer, so that one piece is always
- *     one call (a cluster of buffers reaches the program as one write).
+ *  2. A piece of one iovec, or of several that lie end to end in memory,
+ *     goes to the callback in place; any other piece of several goes
+ *     through a bounce buffer, so that one piece is always one call (a
+ *     cluster of buffers reaches the program as one write).
  *  3. A callback's 0 means the whole piece moved; anything below 0 is the
  *     -errno returned; a positive value is no contract and reads as -EIO.
  *  4. pwrite NULL: the device is read-only; flush NULL: a flush is 0.
@@ -38,17 +39,17 @@ static ssize_t
 callback_io(clio_dev *d, struct dev_io *p)
 {
 	struct callback_dev *c = d->priv;
-	char *bounce;
+	char *bounce, *flat;
 	int r;
 
 	if (p->op == CLIO_OP_FLUSH)
 		return c->cb.flush != NULL ? callback_status(c->cb.flush(c->arg), 0) : 0;
 	if (p->op == CLIO_OP_WRITE && c->cb.pwrite == NULL)
 		return -EROFS;
-	if (p->iovcnt == 1) {
+	if ((flat = iov_flat(p->iov, p->iovcnt)) != NULL) {
 		r = p->op == CLIO_OP_READ
-			    ? c->cb.pread(c->arg, p->iov[0].iov_base, p->len, p->off)
-			    : c->cb.pwrite(c->arg, p->iov[0].iov_base, p->len, p->off);
+			    ? c->cb.pread(c->arg, flat, p->len, p->off)
+			    : c->cb.pwrite(c->arg, flat, p->len, p->off);
 		return callback_status(r, p->len);
 	}
 	bounce = malloc(p->len ? p->len : 1);

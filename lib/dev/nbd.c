@@ -38,7 +38,8 @@
  *     threads, then shuts each connection down (NBD_CMD_DISC, the
  *     server's close awaited 2 s at most) and closes it.
  * A piece of several iovecs goes through one bounce buffer, so that one
- * piece is one NBD command.
+ * piece is one NBD command, unless they lie end to end in memory (one
+ * buffer, then, read and written in place).
  */
 #include <errno.h>
 #include <libnbd.h>
@@ -154,14 +155,16 @@ nbd_errno(void)
 	return nbd_errno_of(NULL);
 }
 
-/* The buffer of a piece: its one iovec, or a bounce (filled for a write). */
+/* The buffer of a piece: its iovecs when they lie end to end in memory,
+ * or a bounce (filled for a write). */
 static void *
 cmd_buffer(struct nbd_cmd *cmd)
 {
 	struct dev_io *p = cmd->p;
+	void *flat = iov_flat(p->iov, p->iovcnt);
 
-	if (p->iovcnt == 1)
-		return p->iov[0].iov_base;
+	if (flat != NULL)
+		return flat;
 	cmd->bounce = malloc(p->len ? p->len : 1);
 	if (cmd->bounce != NULL && p->op == CLIO_OP_WRITE)
 		iov_to_buf(p->iov, p->iovcnt, 0, cmd->bounce, p->len);

@@ -1805,6 +1805,7 @@ struct cbmem {
 	pthread_mutex_t lock;
 	int writes, largest_write, flushes, closes;
 	int fail_writes; /* -errno for every write, or 0 */
+	const void *last_buf; /* the buffer of the last call */
 };
 
 static int
@@ -1815,6 +1816,9 @@ cbmem_pread(void *arg, void *buf, size_t len, uint64_t off)
 	if (off + len > m->size)
 		return -EIO;
 	memcpy(buf, m->data + off, len);
+	pthread_mutex_lock(&m->lock);
+	m->last_buf = buf;
+	pthread_mutex_unlock(&m->lock);
 	return 0;
 }
 
@@ -1829,6 +1833,7 @@ cbmem_pwrite(void *arg, const void *buf, size_t len, uint64_t off)
 		r = m->fail_writes != 0 ? m->fail_writes : -EIO;
 	} else {
 		memcpy(m->data + off, buf, len);
+		m->last_buf = buf;
 		m->writes++;
 		if ((int)len > m->largest_write)
 			m->largest_write = (int)len;
@@ -1910,6 +1915,37 @@ test_callbacks(void **state)
 	assert_true(m.largest_write <= 256 * (int)KiB);
 	assert_int_equal(clio_pread(f, back, m.size, 0), (ssize_t)m.size);
 	assert_memory_equal(back, src, m.size);
+
+	/* iovecs end to end in memory reach the callback in place, in one
+	 * call; others through a copy, the data the same */
+	{
+		unsigned char *two = malloc(64 * KiB);
+		struct iovec flat[4], apart[2];
+		int k, w = m.writes;
+
+		assert_non_null(two);
+		for (k = 0; k < 4; k++)
+			flat[k] = (struct iovec){ two + k * 16 * KiB, 16 * KiB };
+		assert_int_equal(clio_dev_preadv(d, flat, 4, 128 * KiB), 64 * KiB);
+		assert_ptr_equal(m.last_buf, two);
+		assert_memory_equal(two, src + 128 * KiB, 64 * KiB);
+		memset(two, 0xa5, 64 * KiB);
+		assert_int_equal(clio_dev_pwritev(d, flat, 4, 256 * KiB), 64 * KiB);
+		assert_ptr_equal(m.last_buf, two);
+		assert_int_equal(m.writes, w + 1);
+		assert_int_equal(m.data[256 * KiB + 64 * KiB - 1], 0xa5);
+		/* the halves swapped: not end to end */
+		apart[0] = (struct iovec){ two + 32 * KiB, 32 * KiB };
+		apart[1] = (struct iovec){ two, 32 * KiB };
+		assert_int_equal(clio_dev_preadv(d, apart, 2, 64 * KiB), 64 * KiB);
+		assert_true(m.last_buf != two && m.last_buf != two + 32 * KiB);
+		assert_memory_equal(two + 32 * KiB, src + 64 * KiB, 32 * KiB);
+		assert_memory_equal(two, src + 96 * KiB, 32 * KiB);
+		assert_int_equal(clio_dev_pwritev(d, flat, 4, 256 * KiB), 64 * KiB);
+		assert_memory_equal(m.data + 256 * KiB, two, 64 * KiB);
+		memcpy(m.data + 256 * KiB, src + 256 * KiB, 64 * KiB);
+		free(two);
+	}
 
 	/* a callback's error reaches clio_fsync, and nothing is lost on it */
 	m.fail_writes = -ENOSPC;
