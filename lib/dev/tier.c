@@ -173,7 +173,7 @@ struct top; /* a request in flight through the tier */
 struct fill {
 	struct fill *next;
 	uint64_t off;
-	size_t len;
+	size_t len, cap;	/* cap: data's size (a fill is reused) */
 	bool tainted;	/* a write or a drop overlapped it (crash safety 3) */
 	char data[];
 };
@@ -242,6 +242,10 @@ struct tier {
 	struct fill *fq, **fq_tail;	/* fq's head stays linked while the
 					   filler inserts it */
 	size_t fq_bytes, fq_max;
+	struct fill *ffree;	/* done fills kept for reuse (no fresh pages
+				   to fault in at each insertion) */
+	size_t ffree_bytes;	/* their caps: fq_bytes + ffree_bytes stays
+				   within fq_max, but for one fill */
 	double wb_age;		/* conf dirty_age: seconds before write-back */
 	int wb_err;		/* positive errno of a failed write-back */
 	struct tier_stats st;
@@ -1002,14 +1006,22 @@ fill_queue(struct tier *t, struct top *op, uint64_t off, size_t len,
 		return;
 	}
 	ok = !op->tainted && len <= t->fq_max - MIN(t->fq_bytes, t->fq_max);
-	if (ok)
+	if (ok) {
 		t->fq_bytes += len; /* reserved */
-	else if (!op->tainted)
+		for (struct fill **pp = &t->ffree; *pp != NULL; pp = &(*pp)->next)
+			if ((*pp)->cap >= len) {
+				f = *pp;
+				*pp = f->next;
+				t->ffree_bytes -= f->cap;
+				break;
+			}
+	} else if (!op->tainted)
 		t->st.insert_drops += nblk;
 	pthread_mutex_unlock(&t->lock);
 	if (!ok)
 		return;
-	f = malloc(sizeof(*f) + len);
+	if (f == NULL && (f = malloc(sizeof(*f) + len)) != NULL)
+		f->cap = len;
 	if (f != NULL) {
 		iov_to_buf(iov, iovcnt, 0, f->data, len);
 		f->next = NULL;
@@ -1058,7 +1070,13 @@ filler_main(void *arg)
 		t->fq_bytes -= f->len;
 		if (t->fq == NULL)
 			pthread_cond_broadcast(&t->fcv); /* tier_fill_wait */
-		free(f);
+		if (t->fq_bytes + t->ffree_bytes + f->cap <= t->fq_max && !t->fstop) {
+			f->next = t->ffree;
+			t->ffree = f;
+			t->ffree_bytes += f->cap;
+		} else {
+			free(f);
+		}
 	}
 	pthread_mutex_unlock(&t->lock);
 	return NULL;
@@ -2190,6 +2208,11 @@ tier_free(struct tier *t)
 	while (t->fq != NULL) {
 		struct fill *f = t->fq;
 		t->fq = f->next;
+		free(f);
+	}
+	while (t->ffree != NULL) {
+		struct fill *f = t->ffree;
+		t->ffree = f->next;
 		free(f);
 	}
 	free(t->slots);
