@@ -18,7 +18,12 @@
  *          it is cold/none (target at most 1.10);
  *   clio file  a client without the tier on the image as a file device
  *          (from the page cache): the memory cache's own cost, which
- *          warm pays too.
+ *          warm pays too;
+ *   slow   (NFS rows, root, nbdfuse and mkfs.ext4 there) a cold client
+ *          with DIR on a slow disk: ext4 on a loop device over nbdfuse's
+ *          file over `clio serve` of a simulated 7200 rpm disk that
+ *          sleeps (clock=real), mounted in the NFS child's namespace;
+ *          slow/none is the miss cost there (target at most 1.10).
  * The cases: (a) Connectathon test5's read phase (a 1 MiB file read 10
  * times in 8 KiB reads); (b) a sequential read of the image in 1 MiB
  * reads; (c) seeded random 4 KiB reads.  The table gives the medians of
@@ -37,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -47,7 +53,7 @@
 #include "util.h"
 
 enum tcase { T_TEST5, T_SEQ, T_RAND, T_N };
-enum tsys { S_COLD, S_WARM, S_LOCAL, S_NONE, S_CLIOFILE, S_N };
+enum tsys { S_COLD, S_WARM, S_LOCAL, S_NONE, S_CLIOFILE, S_SLOW, S_N };
 
 static const char *const tlabels[T_N] = {
 	"(a) test5 read phase: 1 MiB x 10, 8K reads",
@@ -61,6 +67,12 @@ static const char *const dlabels[D_N] = { "nfs", "nbd" };
 struct tctx {
 	char dir[4096], exp[4200], img[4300], sock[4200], pidf[4200], dc[4200];
 	char uri[8600], nfsuri[8800], self[4096];
+	/* the slow DIR (NFS child): ext4 on a loop device over nbdfuse's file
+	 * over `clio serve` of a sim disk; slowdc empty: none */
+	char slowsock[4200], slowfs[4200], slowdisk[4300], slowmnt[4200], slowdc[4300];
+	char slowlog[4200];	/* clio serve's messages */
+	pid_t slowsrv, slowfuse;
+	bool slowmounted;
 	uint64_t size;	/* of the image */
 	uint64_t nrand;	/* (c)'s reads */
 	pid_t nbdkit;
@@ -169,12 +181,12 @@ workload(const struct tctx *x, enum tcase c, readfn *rd, void *h, char *buf)
 	}
 }
 
-/* One client (with the disk tier if tier): its seconds, the bytes it
- * read from the device in *nbd, and (drops not NULL) the blocks the tier
- * dropped from its insertion queue in *drops. */
+/* One client (with the disk tier in DIR dc if not NULL): its seconds,
+ * the bytes it read from the device in *nbd, and (drops not NULL) the
+ * blocks the tier dropped from its insertion queue in *drops. */
 static double
 client(const struct tctx *x, const char *dev, enum tcase c, char *buf,
-       uint64_t *nbd, bool tier, uint64_t *drops)
+       uint64_t *nbd, const char *dc, uint64_t *drops)
 {
 	struct clio_conf conf = CLIO_CONF_DEFAULTS;
 	struct clio_dev_stats st;
@@ -184,7 +196,7 @@ client(const struct tctx *x, const char *dev, enum tcase c, char *buf,
 	char err[256];
 	double t0, t = NAN;
 
-	if (tier && clio_conf_set(&conf, "disk_cache", x->dc, err, sizeof(err)) < 0) {
+	if (dc != NULL && clio_conf_set(&conf, "disk_cache", dc, err, sizeof(err)) < 0) {
 		fprintf(stderr, "clio bench diskcache: %s\n", err);
 		return NAN;
 	}
@@ -257,21 +269,28 @@ measure(struct tctx *x, const char *uri, const char *what, int runs,
 			if (mkdir(x->dc, 0755) < 0)
 				return -1;
 			uint64_t dr = 0;
-			r[S_COLD] = client(x, uri, c, buf, &b, true, &dr);
+			r[S_COLD] = client(x, uri, c, buf, &b, x->dc, &dr);
 			*cold_b += b;
 			b = 0;
 			drops[0] += dr;
-			r[S_WARM] = client(x, uri, c, buf, &b, true, NULL);
+			r[S_WARM] = client(x, uri, c, buf, &b, x->dc, NULL);
 			*warm_b += b;
 			/* what a restart reads from the device: no more than the
 			 * blocks the cold run could not keep */
 			if (b > dr * bs)
 				drops[1]++;
 			r[S_LOCAL] = local(x, c, buf);
-			r[S_NONE] = client(x, uri, c, buf, &b, false, NULL);
-			r[S_CLIOFILE] = client(x, x->img, c, buf, &b, false, NULL);
+			r[S_NONE] = client(x, uri, c, buf, &b, NULL, NULL);
+			r[S_CLIOFILE] = client(x, x->img, c, buf, &b, NULL, NULL);
+			r[S_SLOW] = NAN;
+			if (x->slowdc[0] != '\0') { /* a cold run, DIR on the slow disk */
+				rm_tree(x->slowdc);
+				if (mkdir(x->slowdc, 0755) < 0)
+					return -1;
+				r[S_SLOW] = client(x, uri, c, buf, &b, x->slowdc, NULL);
+			}
 			for (int s = 0; s < S_N; s++)
-				if (isnan(r[s]))
+				if (isnan(r[s]) && (s != S_SLOW || x->slowdc[0] != '\0'))
 					return -1;
 		}
 	}
@@ -293,6 +312,85 @@ read_full(int fd, void *p, size_t len)
 		len -= (size_t)n;
 	}
 	return 0;
+}
+
+/* The slow DIR, in the NFS child's mount namespace: `clio serve` of a
+ * simulated 7200 rpm disk (sim:preset=ad2009, clock=real: it sleeps)
+ * on a Unix socket, its export as a file by nbdfuse, an ext4 file system
+ * made in that file and mounted with -o loop (the loop device goes with
+ * the mount).  0, or -1 with a message (what was started is stopped). */
+static void slow_stop(struct tctx *x);
+
+static int
+slow_start(struct tctx *x)
+{
+	char uri[4400];
+	char *srv[] = { x->self, "serve", "sim:preset=ad2009,clock=real,size=1G",
+			"--socket", x->slowsock, "-f", "-o", "cache_size=16M", NULL };
+	char *fuse[] = { "nbdfuse", x->slowdisk, uri, NULL };
+	char *mkfs[] = { "mkfs.ext4", "-q", "-F", x->slowdisk, NULL };
+	char *mnt[] = { "mount", "-o", "loop", x->slowdisk, x->slowmnt, NULL };
+	const char *what = "clio serve of a sim disk";
+
+	snprintf(x->slowsock, sizeof(x->slowsock), "%s/slow.sock", x->dir);
+	snprintf(x->slowlog, sizeof(x->slowlog), "%s/slow.log", x->dir);
+	snprintf(x->slowfs, sizeof(x->slowfs), "%s/slowfs", x->dir);
+	snprintf(x->slowdisk, sizeof(x->slowdisk), "%s/disk", x->slowfs);
+	snprintf(x->slowmnt, sizeof(x->slowmnt), "%s/slowdir", x->dir);
+	snprintf(uri, sizeof(uri), "nbd+unix:///?socket=%s", x->slowsock);
+	if (!bench_have("nbdfuse")) {
+		fprintf(stderr, "clio bench diskcache: no slow DIR column: nbdfuse "
+			"not found (apt-get install libnbd-bin)\n");
+		return -1;
+	}
+	if ((x->slowsrv = bench_spawn(srv, x->slowlog)) < 0)
+		goto fail;
+	for (int i = 0; ; i++) { /* its socket, 10 s at most */
+		struct stat st;
+		if (stat(x->slowsock, &st) == 0 && S_ISSOCK(st.st_mode))
+			break;
+		if (i == 500 || waitpid(x->slowsrv, NULL, WNOHANG) == x->slowsrv)
+			goto fail;
+		usleep(20000);
+	}
+	what = "nbdfuse";
+	if (mkdir(x->slowfs, 0755) < 0 || mkdir(x->slowmnt, 0755) < 0 ||
+	    (x->slowfuse = bench_fuse_start(fuse, x->slowfs)) < 0)
+		goto fail;
+	what = "mkfs.ext4 (e2fsprogs) and mount -o loop";
+	if (isnan(bench_run_quiet(mkfs)) || isnan(bench_run_quiet(mnt)))
+		goto fail;
+	x->slowmounted = true;
+	snprintf(x->slowdc, sizeof(x->slowdc), "%s/dc", x->slowmnt);
+	return 0;
+fail:
+	char msg[512] = "";
+	FILE *fp = fopen(x->slowlog, "r");
+	if (fp != NULL) {
+		if (fgets(msg, sizeof(msg), fp) == NULL)
+			msg[0] = '\0';
+		fclose(fp);
+	}
+	msg[strcspn(msg, "\n")] = '\0';
+	fprintf(stderr, "clio bench diskcache: no slow DIR column: %s did not "
+		"come up%s%s\n", what, msg[0] ? ": " : "", msg);
+	slow_stop(x);
+	return -1;
+}
+
+static void
+slow_stop(struct tctx *x)
+{
+	x->slowdc[0] = '\0';
+	if (x->slowmounted && umount(x->slowmnt) < 0)
+		fprintf(stderr, "clio bench diskcache: umount %s: %s\n", x->slowmnt,
+			strerror(errno));
+	x->slowmounted = false;
+	if (x->slowfuse > 0)
+		(void)bench_fuse_stop(x->slowfs, x->slowfuse);
+	x->slowfuse = 0;
+	if (x->slowsrv > 0)
+		bench_reap(&x->slowsrv);
 }
 
 /* The NFS rounds, in a child in a private namespace of its own with
@@ -332,10 +430,12 @@ measure_nfs(struct tctx *x, int runs, double *v, uint64_t *cold_b,
 		}
 		if (bench_nfs_start(&s, x->self, 2.5) < 0)
 			_exit(1);
+		(void)slow_start(x); /* without it, no slow DIR column */
 		snprintf(x->nfsuri, sizeof(x->nfsuri),
 			 "nfs://127.0.0.1%s/img?port=%d&mountport=%d", x->exp,
 			 s.nfs_port, s.mnt_port);
 		r = measure(x, x->nfsuri, "nfs", runs, v, &b[0], &b[1], &b[2], buf);
+		slow_stop(x);
 		bench_nfs_stop(&s);
 		if (r == 0 && (write(pfd[1], v, nv * sizeof(*v)) != (ssize_t)(nv * sizeof(*v)) ||
 			       write(pfd[1], b, sizeof(b)) != (ssize_t)sizeof(b)))
@@ -436,6 +536,9 @@ exp_diskcache(const struct bench_opts *bo, struct table *t)
 	table_col(t, "miss_cost_met", "1.1 met", -1);
 	table_col(t, "clio_file_s", "clio file s", 4);
 	table_col(t, "vs_clio_file", "file/warm", 3);
+	table_col(t, "slow_s", "slow DIR s", 4);
+	table_col(t, "slow_cost", "slow/none", 3);
+	table_col(t, "slow_cost_met", "1.1 met", -1);
 	for (int dv = 0; dv < D_N; dv++)
 	for (int c = 0; c < T_N && have[dv]; c++) {
 		double m[S_N];
@@ -461,6 +564,12 @@ exp_diskcache(const struct bench_opts *bo, struct table *t)
 		table_str(t, row, "miss_cost_met", m[S_COLD] / m[S_NONE] <= 1.1 ? "yes" : "no");
 		table_num(t, row, "clio_file_s", m[S_CLIOFILE]);
 		table_num(t, row, "vs_clio_file", m[S_CLIOFILE] / m[S_WARM]);
+		if (!isnan(m[S_SLOW])) {
+			table_num(t, row, "slow_s", m[S_SLOW]);
+			table_num(t, row, "slow_cost", m[S_SLOW] / m[S_NONE]);
+			table_str(t, row, "slow_cost_met",
+				  m[S_SLOW] / m[S_NONE] <= 1.1 ? "yes" : "no");
+		}
 	}
 	snprintf(t->note, sizeof(t->note),
 		 "  %d run(s), medians; image %llu MiB, %llu random reads; bytes read "
@@ -468,8 +577,10 @@ exp_diskcache(const struct bench_opts *bo, struct table *t)
 		 "%llu, warm runs %llu (warm: 0 but for the blocks dropped from the tier's "
 		 "full insertion queue in the cold runs: nfs %llu, nbd %llu).\n"
 		 "  Targets: cold/warm >= 20, local/warm >= 0.8, cold/none <= 1.10.  DIR "
-		 "is on the local disk of TMPDIR, not on a slow simulated one: cold/none "
-		 "is the miss cost with a local DIR.",
+		 "is on the local disk of TMPDIR: cold/none is the miss cost with a local "
+		 "DIR; slow/none (NFS rows) that of a cold run with DIR on a slow disk: "
+		 "ext4 on a loop device over nbdfuse over clio serve "
+		 "sim:preset=ad2009,clock=real.",
 		 runs, (unsigned long long)(x.size >> 20), (unsigned long long)x.nrand,
 		 (unsigned long long)cold_b[D_NFS], (unsigned long long)warm_b[D_NFS],
 		 have[D_NFS] ? "" : " (no NFS rows)",

@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#define TABLE_COLS 16
+#define TABLE_COLS 20
 #define TABLE_ROWS 64
 
 struct table_col {

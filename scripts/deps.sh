@@ -13,7 +13,7 @@ group() {
 	case $1 in
 	build) echo gcc make libc6-dev libfuse3-dev liburing-dev libnbd-dev libnfs-dev nbdkit-plugin-dev pkg-config librbd-dev librados-dev;;
 	test)  echo libcmocka-dev fuse3 attr g++ qemu-utils nfs-ganesha nfs-ganesha-vfs rpcbind ceph-mon ceph-osd ceph-common fio;;
-	bench) echo gnuplot-nox nbdkit libnbd-bin git fio;;
+	bench) echo gnuplot-nox nbdkit libnbd-bin git fio e2fsprogs;;
 	deb)   echo debhelper dpkg-dev fakeroot lintian;;
 	*)     echo "deps: unknown group '$1' (build, test, bench, deb)" >&2; exit 2;;
 	esac

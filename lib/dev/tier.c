@@ -87,7 +87,9 @@
  *     (pool_take); at open, other objects are emptied, least recently
  *     closed first, while they hold more than half of it (cull_dir).
  *  f. fq_bytes (the lengths of the fills queued or reserved) <= fq_max;
- *     a linked fill is never rewritten but for its taint.
+ *     a linked fill is never rewritten but for its taint.  The filler
+ *     writes a fill's blocks and records in runs of consecutive slots, the
+ *     records under one lock after one taint check (crash safety 3).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -173,7 +175,7 @@ struct top; /* a request in flight through the tier */
 struct fill {
 	struct fill *next;
 	uint64_t off;
-	size_t len;
+	size_t len, cap;	/* cap: data's size (a fill is reused) */
 	bool tainted;	/* a write or a drop overlapped it (crash safety 3) */
 	char data[];
 };
@@ -242,6 +244,10 @@ struct tier {
 	struct fill *fq, **fq_tail;	/* fq's head stays linked while the
 					   filler inserts it */
 	size_t fq_bytes, fq_max;
+	struct fill *ffree;	/* done fills kept for reuse (no fresh pages
+				   to fault in at each insertion) */
+	size_t ffree_bytes;	/* their caps: fq_bytes + ffree_bytes stays
+				   within fq_max, but for one fill */
 	double wb_age;		/* conf dirty_age: seconds before write-back */
 	int wb_err;		/* positive errno of a failed write-back */
 	struct tier_stats st;
@@ -983,6 +989,87 @@ top_put(struct top *op)
 	free(op);
 }
 
+/* The filler's insertion of n blocks of fill f (clean, block-aligned)
+ * from its block b0: their slots taken under one lock, the data written
+ * in runs of consecutive slots, then under one lock, after the taint
+ * check, the records written in runs (crash safety 3) and the entries
+ * hashed.  n is at most FLOOR_EVERY, so the free-space floor is checked
+ * (slot_get) after the data of the blocks before was written. */
+static void
+insert_fill(struct tier *t, struct fill *f, uint32_t b0, uint32_t n)
+{
+	uint64_t first = f->off / t->bs + b0;
+	const char *data = f->data + (size_t)b0 * t->bs;
+	size_t len = MIN(f->len - (size_t)b0 * t->bs, (size_t)n * t->bs);
+	struct { uint32_t i, crc; bool ok; } e[FLOOR_EVERY];
+	struct rec rb[FLOOR_EVERY];
+	uint32_t b, c;
+
+	pthread_mutex_lock(&t->lock);
+	for (b = 0; b < n; b++)
+		e[b].i = f->tainted || slot_lookup(t, first + b) != NIL ? NIL : slot_get(t);
+	pthread_mutex_unlock(&t->lock);
+	for (b = 0; b < n; b = c) { /* the data, a run of slots at a time */
+		for (c = b + 1; e[b].i != NIL && c < n && e[c].i == e[c - 1].i + 1; c++)
+			;
+		size_t boff = (size_t)b * t->bs;
+		int r = e[b].i == NIL ? -1 :
+			write_all(t->dfd, data + boff, MIN((size_t)c * t->bs, len) - boff,
+				  (off_t)e[b].i * t->bs);
+		for (uint32_t k = b; k < c; k++) {
+			size_t ko = (size_t)k * t->bs;
+			e[k].ok = r == 0;
+			e[k].crc = r == 0 ? crc32c(0, data + ko, MIN((size_t)t->bs, len - ko)) : 0;
+		}
+	}
+	pthread_mutex_lock(&t->lock);
+	for (b = 0; b < n; b = c) { /* the records, a run of slots at a time */
+		for (c = b + 1; e[b].i != NIL && c < n && e[c].i == e[c - 1].i + 1; c++)
+			;
+		if (e[b].i == NIL)
+			continue;
+		for (uint32_t k = b; k < c; k++) {
+			struct slot *s = &t->slots[e[k].i];
+			struct rec *r = &rb[k - b];
+			s->lbn = first + k;
+			s->len = (uint32_t)MIN((size_t)t->bs, len - (size_t)k * t->bs);
+			s->crc = e[k].crc;
+			s->seq = ++t->seq;
+			s->pins = 0;
+			/* a write or a drop came, or another inserter was first:
+			 * the record stays empty */
+			if (f->tainted || slot_lookup(t, s->lbn) != NIL)
+				e[k].ok = false;
+			memset(r, 0, sizeof(*r));
+			if (!e[k].ok)
+				continue;
+			r->magic = REC_MAGIC;
+			r->seq = s->seq;
+			r->lbn = s->lbn;
+			r->dcrc = s->crc;
+			r->len = s->len;
+			r->flags = R_VALID;
+			r->rcrc = crc32c(0, r, sizeof(*r));
+		}
+		int w = write_all(t->ifd, rb, sizeof(*rb) * (c - b), (off_t)e[b].i * REC_SIZE);
+		for (uint32_t k = b; k < c; k++) {
+			uint32_t i = e[k].i;
+			if (!e[k].ok || w < 0) {
+				if (w < 0 && e[k].ok)
+					(void)rec_put(t, i, false);
+				slot_free(t, i);
+				continue;
+			}
+			t->slots[i].state = S_CLEAN;
+			hash_insert(t, i);
+			t->nused++;
+			list_append(t, &t->lru_head, &t->lru_tail, i);
+			t->st.insertions++;
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
 /* A clean insertion of what op's kid moved, [off, off+len) of iov: a
  * copy queued for the filler, so the request completes without waiting
  * for DIR.  A full queue drops it (counted) rather than wait.  Called
@@ -1002,14 +1089,22 @@ fill_queue(struct tier *t, struct top *op, uint64_t off, size_t len,
 		return;
 	}
 	ok = !op->tainted && len <= t->fq_max - MIN(t->fq_bytes, t->fq_max);
-	if (ok)
+	if (ok) {
 		t->fq_bytes += len; /* reserved */
-	else if (!op->tainted)
+		for (struct fill **pp = &t->ffree; *pp != NULL; pp = &(*pp)->next)
+			if ((*pp)->cap >= len) {
+				f = *pp;
+				*pp = f->next;
+				t->ffree_bytes -= f->cap;
+				break;
+			}
+	} else if (!op->tainted)
 		t->st.insert_drops += nblk;
 	pthread_mutex_unlock(&t->lock);
 	if (!ok)
 		return;
-	f = malloc(sizeof(*f) + len);
+	if (f == NULL && (f = malloc(sizeof(*f) + len)) != NULL)
+		f->cap = len;
 	if (f != NULL) {
 		iov_to_buf(iov, iovcnt, 0, f->data, len);
 		f->next = NULL;
@@ -1049,8 +1144,9 @@ filler_main(void *arg)
 			continue;
 		}
 		pthread_mutex_unlock(&t->lock);
-		struct iovec v = { f->data, f->len };
-		(void)insert_blocks(t, &f->tainted, f->off, f->len, &v, 1, 0, false);
+		uint32_t nb = (uint32_t)DIV_ROUND_UP(f->len, t->bs);
+		for (uint32_t b = 0; b < nb; b += FLOOR_EVERY)
+			insert_fill(t, f, b, MIN(nb - b, (uint32_t)FLOOR_EVERY));
 		pthread_mutex_lock(&t->lock);
 		t->fq = f->next;
 		if (t->fq == NULL)
@@ -1058,7 +1154,13 @@ filler_main(void *arg)
 		t->fq_bytes -= f->len;
 		if (t->fq == NULL)
 			pthread_cond_broadcast(&t->fcv); /* tier_fill_wait */
-		free(f);
+		if (t->fq_bytes + t->ffree_bytes + f->cap <= t->fq_max && !t->fstop) {
+			f->next = t->ffree;
+			t->ffree = f;
+			t->ffree_bytes += f->cap;
+		} else {
+			free(f);
+		}
 	}
 	pthread_mutex_unlock(&t->lock);
 	return NULL;
@@ -2190,6 +2292,11 @@ tier_free(struct tier *t)
 	while (t->fq != NULL) {
 		struct fill *f = t->fq;
 		t->fq = f->next;
+		free(f);
+	}
+	while (t->ffree != NULL) {
+		struct fill *f = t->ffree;
+		t->ffree = f->next;
 		free(f);
 	}
 	free(t->slots);

@@ -191,7 +191,7 @@ read_all_check(struct stack *s, const char *truth)
 static void
 test_crc32c(void **state)
 {
-	unsigned char b[1500];
+	static unsigned char b[40000];
 	unsigned s = seed;
 
 	(void)state;
@@ -200,11 +200,13 @@ test_crc32c(void **state)
 	assert_int_equal(crc32c(0, "", 0), 0);
 	for (size_t i = 0; i < sizeof(b); i++)
 		b[i] = (unsigned char)rand_r(&s);
-	for (size_t n = 0; n < sizeof(b); n += 7) {
+	/* short lengths, and long ones through the three-stream path */
+	for (size_t n = 0; n < sizeof(b); n += n < 2000 ? 7 : 997) {
 		size_t k = n / 3;
 		uint32_t whole = crc32c(0, b, n);
 		assert_int_equal(whole, crc32c_table(0, b, n));
 		assert_int_equal(whole, crc32c(crc32c(0, b, k), b + k, n - k));
+		assert_int_equal(crc32c(0, b + 1, n / 2), crc32c_table(0, b + 1, n / 2));
 	}
 }
 
