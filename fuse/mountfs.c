@@ -107,6 +107,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -814,6 +815,41 @@ fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_attr(req, &st, fs_timeout);
 }
 
+#ifndef SYS_fchmodat2
+#define SYS_fchmodat2 452	/* Linux 6.6, the same number on every arch */
+#endif
+
+static atomic_bool no_empty_path_chmod, no_empty_path_utimes;
+
+/* chmod and utimensat of the node itself: on its O_PATH descriptor with
+ * AT_EMPTY_PATH (no walk of /proc/self/fd/N), else, on a kernel without
+ * that form, through path.  A symlink's own, either way. */
+static int
+node_chmod(struct mnode *n, const char *path, mode_t mode)
+{
+	if (!atomic_load_explicit(&no_empty_path_chmod, memory_order_relaxed)) {
+		if (syscall(SYS_fchmodat2, n->fd, "", mode, AT_EMPTY_PATH) == 0)
+			return 0;
+		if (errno != ENOSYS && errno != EINVAL)
+			return -errno;
+		atomic_store_explicit(&no_empty_path_chmod, true, memory_order_relaxed);
+	}
+	return chmod(path, mode) < 0 ? -errno : 0;
+}
+
+static int
+node_utimens(struct mnode *n, const char *path, const struct timespec tv[2])
+{
+	if (!atomic_load_explicit(&no_empty_path_utimes, memory_order_relaxed)) {
+		if (utimensat(n->fd, "", tv, AT_EMPTY_PATH) == 0)
+			return 0;
+		if (errno != EINVAL)
+			return -errno;
+		atomic_store_explicit(&no_empty_path_utimes, true, memory_order_relaxed);
+	}
+	return utimensat(AT_FDCWD, path, tv, 0) < 0 ? -errno : 0;
+}
+
 static void
 fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 	   struct fuse_file_info *fi)
@@ -829,10 +865,8 @@ fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 		return;
 	}
 	proc_path(path, sizeof(path), n->fd);
-	if (valid & FUSE_SET_ATTR_MODE) {
-		if (chmod(path, attr->st_mode & 07777) < 0)
-			r = -errno;
-	}
+	if (valid & FUSE_SET_ATTR_MODE)
+		r = node_chmod(n, path, attr->st_mode & 07777);
 	if (r == 0 && (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))) {
 		uid_t uid = (valid & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1;
 		gid_t gid = (valid & FUSE_SET_ATTR_GID) ? attr->st_gid : (gid_t)-1;
@@ -863,8 +897,7 @@ fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 			tv[1].tv_nsec = UTIME_NOW;
 		else if (valid & FUSE_SET_ATTR_MTIME)
 			tv[1] = attr->st_mtim;
-		if (utimensat(AT_FDCWD, path, tv, 0) < 0)
-			r = -errno;
+		r = node_utimens(n, path, tv);
 	}
 	if (r == 0)
 		r = node_stat(n, &st);
