@@ -5,8 +5,10 @@
  * goes through clio's cache.
  *
  * Inodes.  A FUSE node id is the address of a struct mnode, except the
- * root (FUSE_ROOT_ID).  Each mnode holds an O_PATH descriptor of its
- * object and is found by (st_dev, st_ino) in a hash table, so hard links
+ * root (FUSE_ROOT_ID).  Each mnode holds a descriptor of its object (an
+ * O_PATH one, or for a file made by create the one its openat returned;
+ * it is only ever used as a path: fstatat, *at calls, /proc/self/fd/N)
+ * and is found by (st_dev, st_ino) in a hash table, so hard links
  * share one mnode.  lookup, readdirplus (each entry it returns), create,
  * mkdir, mknod, symlink and link add one to its lookup count; forget and
  * forget_multi take off what the kernel says; at zero the mnode leaves
@@ -123,7 +125,7 @@ struct mnode {
 	struct mnode *hnext;	/* hash chain, under tbl_lock */
 	dev_t dev;
 	ino_t ino;
-	int fd;			/* O_PATH */
+	int fd;			/* used as a path only (see Inodes) */
 	uint64_t nlookup;	/* under tbl_lock */
 	bool unhashed;		/* under lock: left the table */
 	pthread_mutex_t lock;	/* the fields below */
@@ -329,18 +331,16 @@ node_stat(struct mnode *n, struct stat *st)
 	return 0;
 }
 
-/* Look name up in parent: a new lookup reference in e. */
+/* The entry of the object open on fd (taken over): a new lookup
+ * reference in e. */
 static int
-do_lookup(struct mnode *parent, const char *name, struct fuse_entry_param *e)
+lookup_fd(int fd, struct fuse_entry_param *e)
 {
 	struct mnode *n;
 	struct stat st;
-	int fd, r;
+	int r;
 
 	memset(e, 0, sizeof(*e));
-	fd = openat(parent->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
 	if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) {
 		r = -errno;
 		close(fd);
@@ -355,6 +355,19 @@ do_lookup(struct mnode *parent, const char *name, struct fuse_entry_param *e)
 	e->attr_timeout = fs_timeout;
 	e->entry_timeout = fs_timeout;
 	return 0;
+}
+
+/* Look name up in parent: a new lookup reference in e. */
+static int
+do_lookup(struct mnode *parent, const char *name, struct fuse_entry_param *e)
+{
+	int fd = openat(parent->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0) {
+		memset(e, 0, sizeof(*e));
+		return -errno;
+	}
+	return lookup_fd(fd, e);
 }
 
 static void
@@ -1105,8 +1118,9 @@ fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		fuse_reply_err(req, err);
 		return;
 	}
-	close(fd);
-	r = do_lookup(node_of(parent), name, &e);
+	/* the new file's descriptor is its node's (a regular file: no
+	 * O_PATH one is needed), one openat and one close less */
+	r = lookup_fd(fd, &e);
 	if (r < 0) {
 		fuse_reply_err(req, -r);
 		return;
