@@ -34,10 +34,10 @@
  *     that thread's first request on it (published with a release CAS, so
  *     a reader that sees the pointer sees it zeroed; the shared slot from
  *     the start, and on a failed allocation): a device that one thread
- *     uses costs two slots of memory, not DEV_FRONT_SLOTS + 1.  Counters move by relaxed atomic loads
- *     and stores; readers sum the slots with relaxed loads and subtract
- *     d->front_base, the sum at the last reset (under d->lock), so no one
- *     but a slot's writer ever stores into it.
+ *     uses costs two slots of memory, not DEV_FRONT_SLOTS + 1.  Counters
+ *     move by relaxed atomic loads and stores; readers sum the slots with
+ *     relaxed loads and subtract d->front_base, the sum at the last reset
+ *     (under d->lock), so no one but a slot's writer ever stores into it.
  *  8. busy time grows only while at least one backend call is outstanding
  *     (real clock) or by each call's service time (virtual clock).
  * dev_check() asserts invariant 4 in CLIO_DEBUG builds.
