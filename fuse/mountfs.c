@@ -390,7 +390,7 @@ reply_entry(fuse_req_t req, struct mnode *parent, const char *name)
 
 /* ----------------------------------------------------------- data path */
 
-/* The source's version now (fstat of the node's O_PATH descriptor). */
+/* The source's version now (fstat of the node's descriptor). */
 static int
 source_version(struct mnode *n, struct clio_validator *v)
 {
@@ -834,7 +834,7 @@ fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 static atomic_bool no_empty_path_chmod, no_empty_path_utimes;
 
-/* chmod and utimensat of the node itself: on its O_PATH descriptor with
+/* chmod and utimensat of the node itself: on its descriptor with
  * AT_EMPTY_PATH (no walk of /proc/self/fd/N), else, on a kernel without
  * that form, through path.  A symlink's own, either way. */
 static int
@@ -1518,7 +1518,7 @@ fs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 /* -------------------------------------------------- extended attributes */
 
 /*
- * The calls take /proc/self/fd/N of the node's O_PATH descriptor, and the
+ * The calls take /proc/self/fd/N of the node's descriptor, and the
  * plain (following) calls for every type: the magic link leads to the
  * object itself and is not followed any further, so a symlink's calls
  * reach the symlink, not its target, with no race against a rename (the
