@@ -5,8 +5,10 @@
  * goes through clio's cache.
  *
  * Inodes.  A FUSE node id is the address of a struct mnode, except the
- * root (FUSE_ROOT_ID).  Each mnode holds an O_PATH descriptor of its
- * object and is found by (st_dev, st_ino) in a hash table, so hard links
+ * root (FUSE_ROOT_ID).  Each mnode holds a descriptor of its object (an
+ * O_PATH one, or for a file made by create the one its openat returned;
+ * it is only ever used as a path: fstatat, *at calls, /proc/self/fd/N)
+ * and is found by (st_dev, st_ino) in a hash table, so hard links
  * share one mnode.  lookup, readdirplus (each entry it returns), create,
  * mkdir, mknod, symlink and link add one to its lookup count; forget and
  * forget_multi take off what the kernel says; at zero the mnode leaves
@@ -107,6 +109,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -122,7 +125,7 @@ struct mnode {
 	struct mnode *hnext;	/* hash chain, under tbl_lock */
 	dev_t dev;
 	ino_t ino;
-	int fd;			/* O_PATH */
+	int fd;			/* used as a path only (see Inodes) */
 	uint64_t nlookup;	/* under tbl_lock */
 	bool unhashed;		/* under lock: left the table */
 	pthread_mutex_t lock;	/* the fields below */
@@ -328,18 +331,16 @@ node_stat(struct mnode *n, struct stat *st)
 	return 0;
 }
 
-/* Look name up in parent: a new lookup reference in e. */
+/* The entry of the object open on fd (taken over): a new lookup
+ * reference in e. */
 static int
-do_lookup(struct mnode *parent, const char *name, struct fuse_entry_param *e)
+lookup_fd(int fd, struct fuse_entry_param *e)
 {
 	struct mnode *n;
 	struct stat st;
-	int fd, r;
+	int r;
 
 	memset(e, 0, sizeof(*e));
-	fd = openat(parent->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
 	if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) {
 		r = -errno;
 		close(fd);
@@ -354,6 +355,19 @@ do_lookup(struct mnode *parent, const char *name, struct fuse_entry_param *e)
 	e->attr_timeout = fs_timeout;
 	e->entry_timeout = fs_timeout;
 	return 0;
+}
+
+/* Look name up in parent: a new lookup reference in e. */
+static int
+do_lookup(struct mnode *parent, const char *name, struct fuse_entry_param *e)
+{
+	int fd = openat(parent->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0) {
+		memset(e, 0, sizeof(*e));
+		return -errno;
+	}
+	return lookup_fd(fd, e);
 }
 
 static void
@@ -376,7 +390,7 @@ reply_entry(fuse_req_t req, struct mnode *parent, const char *name)
 
 /* ----------------------------------------------------------- data path */
 
-/* The source's version now (fstat of the node's O_PATH descriptor). */
+/* The source's version now (fstat of the node's descriptor). */
 static int
 source_version(struct mnode *n, struct clio_validator *v)
 {
@@ -814,6 +828,41 @@ fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_attr(req, &st, fs_timeout);
 }
 
+#ifndef SYS_fchmodat2
+#define SYS_fchmodat2 452	/* Linux 6.6, the same number on every arch */
+#endif
+
+static atomic_bool no_empty_path_chmod, no_empty_path_utimes;
+
+/* chmod and utimensat of the node itself: on its descriptor with
+ * AT_EMPTY_PATH (no walk of /proc/self/fd/N), else, on a kernel without
+ * that form, through path.  A symlink's own, either way. */
+static int
+node_chmod(struct mnode *n, const char *path, mode_t mode)
+{
+	if (!atomic_load_explicit(&no_empty_path_chmod, memory_order_relaxed)) {
+		if (syscall(SYS_fchmodat2, n->fd, "", mode, AT_EMPTY_PATH) == 0)
+			return 0;
+		if (errno != ENOSYS && errno != EINVAL)
+			return -errno;
+		atomic_store_explicit(&no_empty_path_chmod, true, memory_order_relaxed);
+	}
+	return chmod(path, mode) < 0 ? -errno : 0;
+}
+
+static int
+node_utimens(struct mnode *n, const char *path, const struct timespec tv[2])
+{
+	if (!atomic_load_explicit(&no_empty_path_utimes, memory_order_relaxed)) {
+		if (utimensat(n->fd, "", tv, AT_EMPTY_PATH) == 0)
+			return 0;
+		if (errno != EINVAL)
+			return -errno;
+		atomic_store_explicit(&no_empty_path_utimes, true, memory_order_relaxed);
+	}
+	return utimensat(AT_FDCWD, path, tv, 0) < 0 ? -errno : 0;
+}
+
 static void
 fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 	   struct fuse_file_info *fi)
@@ -829,10 +878,8 @@ fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 		return;
 	}
 	proc_path(path, sizeof(path), n->fd);
-	if (valid & FUSE_SET_ATTR_MODE) {
-		if (chmod(path, attr->st_mode & 07777) < 0)
-			r = -errno;
-	}
+	if (valid & FUSE_SET_ATTR_MODE)
+		r = node_chmod(n, path, attr->st_mode & 07777);
 	if (r == 0 && (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))) {
 		uid_t uid = (valid & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1;
 		gid_t gid = (valid & FUSE_SET_ATTR_GID) ? attr->st_gid : (gid_t)-1;
@@ -863,8 +910,7 @@ fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 			tv[1].tv_nsec = UTIME_NOW;
 		else if (valid & FUSE_SET_ATTR_MTIME)
 			tv[1] = attr->st_mtim;
-		if (utimensat(AT_FDCWD, path, tv, 0) < 0)
-			r = -errno;
+		r = node_utimens(n, path, tv);
 	}
 	if (r == 0)
 		r = node_stat(n, &st);
@@ -1072,8 +1118,9 @@ fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		fuse_reply_err(req, err);
 		return;
 	}
-	close(fd);
-	r = do_lookup(node_of(parent), name, &e);
+	/* the new file's descriptor is its node's (a regular file: no
+	 * O_PATH one is needed), one openat and one close less */
+	r = lookup_fd(fd, &e);
 	if (r < 0) {
 		fuse_reply_err(req, -r);
 		return;
@@ -1471,7 +1518,7 @@ fs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 /* -------------------------------------------------- extended attributes */
 
 /*
- * The calls take /proc/self/fd/N of the node's O_PATH descriptor, and the
+ * The calls take /proc/self/fd/N of the node's descriptor, and the
  * plain (following) calls for every type: the magic link leads to the
  * object itself and is not followed any further, so a symlink's calls
  * reach the symlink, not its target, with no race against a rename (the

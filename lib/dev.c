@@ -30,10 +30,14 @@
  *     slots.  A thread owns one of the first DEV_FRONT_SLOTS (process-wide,
  *     claimed at its first request, given back when it exits) and is its
  *     only writer, so it adds without a lock; threads beyond those share
- *     the last slot under its lock.  Counters move by relaxed atomic loads
- *     and stores; readers sum the slots with relaxed loads and subtract
- *     d->front_base, the sum at the last reset (under d->lock), so no one
- *     but a slot's writer ever stores into it.
+ *     the last slot under its lock.  A device allocates a thread's slot at
+ *     that thread's first request on it (published with a release CAS, so
+ *     a reader that sees the pointer sees it zeroed; the shared slot from
+ *     the start, and on a failed allocation): a device that one thread
+ *     uses costs two slots of memory, not DEV_FRONT_SLOTS + 1.  Counters
+ *     move by relaxed atomic loads and stores; readers sum the slots with
+ *     relaxed loads and subtract d->front_base, the sum at the last reset
+ *     (under d->lock), so no one but a slot's writer ever stores into it.
  *  8. busy time grows only while at least one backend call is outstanding
  *     (real clock) or by each call's service time (virtual clock).
  * dev_check() asserts invariant 4 in CLIO_DEBUG builds.
@@ -372,8 +376,44 @@ front_sum(clio_dev *d, struct dev_stat_acc *sum)
 	int i;
 
 	memset(sum, 0, sizeof(*sum));
-	for (i = 0; i <= DEV_FRONT_SLOTS; i++)
-		acc_merge(sum, &d->front[i].acc);
+	for (i = 0; i <= DEV_FRONT_SLOTS; i++) {
+		struct dev_front_slot *s =
+			atomic_load_explicit(&d->front[i], memory_order_acquire);
+		if (s != NULL)
+			acc_merge(sum, &s->acc);
+	}
+}
+
+/* A zeroed slot; NULL if out of memory. */
+static struct dev_front_slot *
+front_slot_new(void)
+{
+	struct dev_front_slot *s = aligned_alloc(CACHE_LINE, sizeof(*s));
+
+	if (s != NULL)
+		memset(s, 0, sizeof(*s));
+	return s;
+}
+
+/* This thread's slot of d (invariant 7), allocated at its first use;
+ * the shared one if that fails. */
+static struct dev_front_slot *
+front_slot_of(clio_dev *d, unsigned id)
+{
+	struct dev_front_slot *s =
+		atomic_load_explicit(&d->front[id], memory_order_acquire), *none = NULL;
+
+	if (s != NULL || id == DEV_FRONT_SLOTS)
+		return s;
+	if ((s = front_slot_new()) == NULL)
+		return d->front[DEV_FRONT_SLOTS];
+	if (!atomic_compare_exchange_strong_explicit(&d->front[id], &none, s,
+						     memory_order_acq_rel,
+						     memory_order_acquire)) {
+		free(s);
+		s = none;
+	}
+	return s;
 }
 
 /* Invariant 7: the slot this thread owns (DEV_FRONT_SLOTS: none, it
@@ -429,8 +469,8 @@ dev_account_front(clio_dev *d, enum clio_op op, size_t len, double lat)
 
 	if (front_slot_id == UINT_MAX)
 		front_slot_id = front_slot_claim();
-	s = &d->front[front_slot_id];
-	if (front_slot_id < DEV_FRONT_SLOTS) {
+	s = front_slot_of(d, front_slot_id);
+	if (s != d->front[DEV_FRONT_SLOTS]) {
 		acc_add(&s->acc, op, len, lat, 0);
 		relaxed_add_double(&s->acc.s.busy_s, lat);
 		return;
@@ -1165,19 +1205,21 @@ dev_alloc(const struct dev_ops *ops, const char *name, clio_dev **dp)
 	d->name = strdup(name);
 	d->back = calloc(1, sizeof(*d->back));
 	d->front_base = calloc(1, sizeof(*d->front_base));
-	d->front = aligned_alloc(CACHE_LINE,
-				 (DEV_FRONT_SLOTS + 1) * sizeof(*d->front));
+	d->front = calloc(DEV_FRONT_SLOTS + 1, sizeof(*d->front));
+	if (d->front != NULL)
+		d->front[DEV_FRONT_SLOTS] = front_slot_new();
 	if (d->name == NULL || d->front == NULL || d->back == NULL ||
-	    d->front_base == NULL) {
+	    d->front_base == NULL || d->front[DEV_FRONT_SLOTS] == NULL) {
 		free(d->name);
+		if (d->front != NULL)
+			free(d->front[DEV_FRONT_SLOTS]);
 		free(d->front);
 		free(d->back);
 		free(d->front_base);
 		free(d);
 		return -ENOMEM;
 	}
-	memset(d->front, 0, (DEV_FRONT_SLOTS + 1) * sizeof(*d->front));
-	pthread_mutex_init(&d->front[DEV_FRONT_SLOTS].lock, NULL);
+	pthread_mutex_init(&d->front[DEV_FRONT_SLOTS]->lock, NULL);
 	d->sector = 512;
 	d->queue_depth = 1;
 	strcpy(d->engine, "inline");
@@ -1196,7 +1238,9 @@ dev_free(clio_dev *d)
 		free(p->vec);
 		free(p);
 	}
-	pthread_mutex_destroy(&d->front[DEV_FRONT_SLOTS].lock);
+	pthread_mutex_destroy(&d->front[DEV_FRONT_SLOTS]->lock);
+	for (int i = 0; i <= DEV_FRONT_SLOTS; i++)
+		free(d->front[i]);
 	pthread_mutex_destroy(&d->lock);
 	pthread_cond_destroy(&d->idle_cv);
 	free(d->name);

@@ -121,7 +121,8 @@ struct clio_dev {
 	/* dev.c: statistics, pieces in flight, the free list of pieces */
 	pthread_mutex_t lock;	/* the back end's statistics, the queue, size */
 	struct dev_stat_acc *back;
-	struct dev_front_slot *front; /* DEV_FRONT_SLOTS + 1 of them */
+	/* DEV_FRONT_SLOTS + 1 of them, each allocated at its first use */
+	struct dev_front_slot *_Atomic *front;
 	struct dev_stat_acc *front_base; /* the front's sum at the last reset */
 	int busy;		/* backend calls outstanding (busy time) */
 	double busy_since;
