@@ -283,8 +283,8 @@ open_bad(const char *spec, int want, const char *names)
 
 /* now_fast() (fastclock.c) measures durations at CLOCK_MONOTONIC's rate:
  * read inside a CLOCK_MONOTONIC interval of 20 ms and more, its own
- * interval is within 0.1% of it, whether it reads the time-stamp counter
- * or the clock itself.  A preemption between the reads can only make the
+ * interval is within 1% of it, whether it reads the time-stamp counter
+ * or the clock itself (a wrong rate is off by far more).  A preemption between the reads can only make the
  * inner interval shorter, hence the one-sided bound at 20 ms. */
 static void
 test_fast_clock(void **state)
@@ -297,8 +297,9 @@ test_fast_clock(void **state)
 		nanosleep(&ts, NULL);
 		f1 = now_fast();
 		m1 = now_monotonic();
-		assert_true(f1 - f0 <= (m1 - m0) * 1.001 + 1e-6);
-		assert_true(f1 - f0 >= 0.020 * 0.999);
+		if (!(f1 - f0 <= (m1 - m0) * 1.01 + 1e-6 && f1 - f0 >= 0.020 * 0.99))
+			fail_msg("now_fast: %.9f s inside CLOCK_MONOTONIC's %.9f s (slept 0.020 s)",
+				 f1 - f0, m1 - m0);
 	}
 }
 
