@@ -391,6 +391,18 @@ catch_signals(struct sigaction *old_int, struct sigaction *old_term)
 	sigaction(SIGTERM, &sa, old_term);
 }
 
+/* Puts back what catch_signals() replaced; -1 (said) if a signal came. */
+static int
+release_signals(const struct sigaction *old_int, const struct sigaction *old_term)
+{
+	sigaction(SIGINT, old_int, NULL);
+	sigaction(SIGTERM, old_term, NULL);
+	if (!nstop)
+		return 0;
+	fprintf(stderr, "clio bench: nbd: interrupted\n");
+	return -1;
+}
+
 static void
 met(struct table *t, int row, const char *key, double ratio, double target,
     bool *all)
@@ -494,12 +506,8 @@ exp_nbd(const struct bench_opts *bo, struct table *t)
 		}
 	if (progress)
 		fprintf(stderr, "\r%50s\r", "");
-	if (nstop) {
-		fprintf(stderr, "clio bench: nbd: interrupted\n");
+	if (release_signals(&old_int, &old_term) < 0)
 		rc = -1;
-	}
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGTERM, &old_term, NULL);
 	snprintf(t->note, sizeof(t->note),
 		 "  image %llu KiB in %.200s (the rewrite and the random reads: %llu KiB), "
 		 "%d run%s per case, the systems taking turns, a new server for "
@@ -563,12 +571,8 @@ exp_nbd_copy(const struct bench_opts *bo, struct table *t)
 		table_num(t, row, "ratio", med[1] / med[0]);
 		table_str(t, row, "met", med[1] / med[0] >= 1.0 ? "yes" : "NO");
 	}
-	if (nstop) {
-		fprintf(stderr, "clio bench: nbd: interrupted\n");
+	if (release_signals(&old_int, &old_term) < 0)
 		rc = -1;
-	}
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGTERM, &old_term, NULL);
 	snprintf(t->note, sizeof(t->note),
 		 "  %llu MiB out of nbdkit --filter=delay file IMG rdelay=1ms "
 		 "wdelay=1ms on a Unix socket, a new server for each copy, taking "
