@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sysexits.h>
 #include <unistd.h>
 
@@ -128,8 +129,14 @@ describe_fd(struct endpoint *ep)
 {
 	struct stat st;
 
-	ep->regular = fstat(ep->fd, &st) == 0 && S_ISREG(st.st_mode);
+	bool known = fstat(ep->fd, &st) == 0;
+
+	ep->regular = known && S_ISREG(st.st_mode);
 	ep->seekable = lseek(ep->fd, 0, SEEK_CUR) >= 0;
+	/* no wait for these to be ready: the memory devices of major 1
+	 * (null, zero, full, random, urandom) never block */
+	ep->never_blocks = known && (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode) ||
+				     (S_ISCHR(st.st_mode) && major(st.st_rdev) == 1));
 }
 
 /* The device string for iflag/oflag=direct: a plain path or file: device
@@ -246,7 +253,8 @@ read_fd(struct dd *dd, char *buf, size_t len)
 	for (;;) {
 		ssize_t r;
 
-		if (!(ep->flags & FLAG_NONBLOCK) && dd_wait_fd(dd, ep->fd, false) < 0)
+		if (!(ep->flags & FLAG_NONBLOCK) && !ep->never_blocks &&
+		    dd_wait_fd(dd, ep->fd, false) < 0)
 			return -EINTR;
 		r = read(ep->fd, buf, len);
 		if (r >= 0)
@@ -387,7 +395,7 @@ write_fd(struct dd *dd, const char *buf, size_t len)
 	while (done < len) {
 		ssize_t r;
 
-		if (dd_wait_fd(dd, ep->fd, true) < 0)
+		if (!ep->never_blocks && dd_wait_fd(dd, ep->fd, true) < 0)
 			return done > 0 ? (ssize_t)done : -EINTR;
 		r = write(ep->fd, buf + done, len - done);
 		if (r < 0 && errno == EINTR)
@@ -595,7 +603,7 @@ copy(struct dd *dd)
 		size_t want = dd->ibs;
 		ssize_t n;
 
-		if (dd_signal_poll(dd) != 0)
+		if (dd_signal_check(dd) != 0)
 			break;
 		dd_progress(dd);
 		dd_iostat_tick(dd, false);

@@ -192,12 +192,15 @@ dd_iostat_header(struct dd *dd)
 void
 dd_iostat_tick(struct dd *dd, bool force)
 {
-	double now = dd_now(dd), dt;
+	double now, dt;
 	struct endpoint *eps[2] = { &dd->in, &dd->out };
 	struct clio_dev_stats *last[2] = { &dd->last_in, &dd->last_out };
 	int i;
 
-	if (dd->iostat <= 0 || (!force && now < dd->next_tick))
+	if (dd->iostat <= 0)
+		return;
+	now = dd_now(dd);
+	if (!force && now < dd->next_tick)
 		return;
 	dt = now - dd->last_tick;
 	if (dt <= 0)

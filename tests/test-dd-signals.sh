@@ -107,4 +107,25 @@ wait
 head -c "$FED" "$tmp/in" | cmp - "$tmp/out" || fail "SIGUSR1: the copy is not the input"
 grep -q "^$FED bytes" "$tmp/err" || fail "SIGUSR1: the final count is not $FED: $(cat "$tmp/err")"
 echo "ok: SIGUSR1: statistics, then all $FED bytes copied"
+
+# A copy that never waits (from /dev/zero into the cache) sees its
+# signals too: SIGUSR1 prints the statistics and it goes on, SIGINT then
+# ends it after the write-back
+rm -f "$tmp/out" "$tmp/err" "$tmp/pid" "$tmp/rc"
+run_dd if=/dev/zero of="$tmp/out" bs=1k count=100M 2>"$tmp/err" &
+wait_for "$tmp/pid"
+sleep 0.2
+kill -s USR1 "$(cat "$tmp/pid")"
+wait_for "$tmp/err" 'copied'
+kill -s INT "$(cat "$tmp/pid")"
+wait_for "$tmp/rc"
+wait
+[ "$(cat "$tmp/rc")" -eq 130 ] || fail "busy copy, SIGINT: exit $(cat "$tmp/rc"): $(cat "$tmp/err")"
+[ "$(grep -c 'records in$' "$tmp/err")" -eq 2 ] ||
+	fail "busy copy: not two summaries: $(cat "$tmp/err")"
+bytes=$(sed -n 's/^\([0-9]*\) bytes .*copied.*/\1/p' "$tmp/err" | tail -n 1)
+[ "$(wc -c <"$tmp/out")" -eq "$bytes" ] && [ "$bytes" -gt 0 ] ||
+	fail "busy copy: $tmp/out holds $(wc -c <"$tmp/out") bytes, the summary says $bytes"
+cmp -s -n "$bytes" /dev/zero "$tmp/out" || fail "busy copy: the output is not zeros"
+echo "ok: busy copy: SIGUSR1 then SIGINT, exit 130, $bytes bytes on disk and reported"
 exit 0
