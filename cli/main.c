@@ -15,10 +15,11 @@ usage(FILE *fp)
 	fprintf(fp,
 		"usage: clio dd [OPERAND]... [OPTION]...\n"
 		"       clio bench NAME [--quick] [--json] [--plot DIR] [--runs N]\n"
-		"                  [--file PATH] [--size N] [--cachegrind]\n"
+		"                  [--file PATH] [--size N] [--cachegrind] [--sim]\n"
 		"       clio mount [-f] [-d] [-o OPTS] SOURCE MOUNTPOINT\n"
 		"       clio umount MOUNTPOINT\n"
-		"       clio stat MOUNTPOINT\n"
+		"       clio stat [--json | --raw] [MOUNTPOINT...]\n"
+		"       clio stat -i SECONDS [-c COUNT] [-x] [MOUNTPOINT...]\n"
 		"       clio info DEVICE [--json]\n"
 		"       clio serve DEVICE [-o TUNABLES] (--socket PATH | --port N) [-r] [-f]\n"
 		"                  [--pidfile PATH] [--tls=on|require] [--tls-certificates DIR]\n"
