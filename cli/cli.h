@@ -52,6 +52,9 @@ int wl_run(const struct wl_spec *w, struct wl_result *res, char *err,
 void wl_figures(const struct wl_result *res, struct wl_figures *fig);
 
 /* report.c: human and JSON renderings of statistics */
+/* A device's open error without the device string or path it begins
+ * with, for a message that names the device already. */
+const char *cli_reason(const char *err, const char *spec);
 void fmt_bytes_human(char *out, size_t len, double bytes, int si);
 void print_iostat_line(FILE *fp, const char *name, const struct clio_iostat *b,
 		       const struct clio_iostat *front, double elapsed);

@@ -215,6 +215,12 @@ open_endpoint(struct dd *dd, struct endpoint *ep, bool output)
 	free(spec);
 	if (r < 0) {
 		/* the file backend's message repeats the path: say the errno */
+		if (r != -EINVAL && err[0] && !is_plain_path(ep->spec)) {
+			/* a device string: the backend's reason says more */
+			fprintf(stderr, "clio dd: failed to open '%s': %s\n", ep->name,
+				cli_reason(err, ep->spec));
+			return output ? EX_CANTCREAT : EX_NOINPUT;
+		}
 		if (r != -EINVAL || strstr(err, strerror(EINVAL)) != NULL || !err[0])
 			return open_error(ep, -r, output);
 		fprintf(stderr, "clio dd: failed to open '%s': %s\n", ep->name, err);

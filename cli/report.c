@@ -241,3 +241,18 @@ json_string(FILE *fp, const char *s)
 	}
 	fputc('"', fp);
 }
+
+/* The backend's reason without the path it starts with when that path is
+ * the one named already: "PATH: No such file or directory". */
+const char *
+cli_reason(const char *err, const char *spec)
+{
+	const char *path = strncmp(spec, "file:", 5) == 0 ? spec + 5 : spec;
+	size_t whole = strlen(spec), n = strcspn(path, "?");
+
+	if (strncmp(err, spec, whole) == 0 && strncmp(err + whole, ": ", 2) == 0)
+		return err + whole + 2;
+	if (strncmp(err, path, n) == 0 && strncmp(err + n, ": ", 2) == 0)
+		return err + n + 2;
+	return err;
+}

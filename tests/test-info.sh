@@ -109,6 +109,12 @@ bad 64 "12Q" mem:size=12Q
 bad 64 "nope" sim:preset=nope
 bad 64 "aio" "file:$tmp/f?engine=aio"
 bad 66 "$tmp/missing" "$tmp/missing"
+[ "$(grep -o -F "$tmp/missing" "$tmp/stderr" | wc -l)" -eq 1 ] ||
+	fail "a missing file is named more than once: $(cat "$tmp/stderr")"
+bad 66 "nbd+unix:///?socket=$tmp/nosock" "nbd+unix:///?socket=$tmp/nosock"
+[ "$(grep -o -F "socket=$tmp/nosock" "$tmp/stderr" | wc -l)" -eq 1 ] &&
+	grep -q "connect" "$tmp/stderr" ||
+	fail "an NBD socket that is not there: $(cat "$tmp/stderr")"
 rc=0
 CLIO_NO_URING=1 "$CLIO" info "file:$tmp/f?engine=uring" >"$tmp/stdout" 2>"$tmp/stderr" || rc=$?
 [ "$rc" -eq 66 ] || fail "engine=uring with CLIO_NO_URING=1: exit $rc, want 66"
