@@ -520,6 +520,11 @@ cmd_bench(int argc, char **argv)
 		}
 		snprintf(key, sizeof(key), "%.*s",
 			 (int)(eq ? (size_t)(eq - arg) : strlen(arg)), arg);
+		if (eq != NULL && (strcmp(key, "--quick") == 0 || strcmp(key, "--json") == 0 ||
+				   strcmp(key, "--sim") == 0 || strcmp(key, "--cachegrind") == 0)) {
+			fprintf(stderr, "clio bench: option '%s' takes no value\n", key);
+			return EX_USAGE;
+		}
 		if (strcmp(key, "--quick") == 0) {
 			bo.quick = true;
 			continue;
@@ -539,6 +544,11 @@ cmd_bench(int argc, char **argv)
 		if (strcmp(key, "--help") == 0) {
 			usage_bench(stdout);
 			return 0;
+		}
+		if (strcmp(key, "--plot") != 0 && strcmp(key, "--file") != 0 &&
+		    strcmp(key, "--size") != 0 && strcmp(key, "--runs") != 0) {
+			fprintf(stderr, "clio bench: unknown option '%s'\n", key);
+			return EX_USAGE;
 		}
 		if (eq)
 			val = eq + 1;
@@ -564,9 +574,6 @@ cmd_bench(int argc, char **argv)
 				return EX_USAGE;
 			}
 			bo.runs = (int)v;
-		} else {
-			fprintf(stderr, "clio bench: unknown option '%s'\n", key);
-			return EX_USAGE;
 		}
 	}
 	if (bo.runs == 0)

@@ -136,7 +136,8 @@ else
 	echo "skip: clio bench mount (no /dev/fuse or fusermount3, or tsan)"
 fi
 
-for bad in "nosuch" "rewrite --runs 0" "kernel --size 12Q" "rewrite --bogus"; do
+for bad in "nosuch" "rewrite --runs 0" "kernel --size 12Q" "rewrite --bogus" \
+	   "rewrite --bogus 3" "rewrite --quick=1" "rewrite --runs"; do
 	set +e
 	# shellcheck disable=SC2086
 	"$CLIO" bench $bad >/dev/null 2>"$tmp/bad.err"
@@ -145,4 +146,8 @@ for bad in "nosuch" "rewrite --runs 0" "kernel --size 12Q" "rewrite --bogus"; do
 	[ $rc -eq 64 ] || { echo "FAIL: 'clio bench $bad' exited $rc, not 64"; exit 1; }
 	[ "$(wc -l <"$tmp/bad.err")" -eq 1 ] || { echo "FAIL: 'clio bench $bad' said:"; cat "$tmp/bad.err"; exit 1; }
 done
+"$CLIO" bench rewrite --bogus 2>&1 | grep -q "unknown option '--bogus'" ||
+	{ echo "FAIL: an unknown option is not called one"; exit 1; }
+"$CLIO" bench rewrite --quick=1 2>&1 | grep -q "'--quick' takes no value" ||
+	{ echo "FAIL: a flag with a value is not refused as one"; exit 1; }
 echo "ok: bad invocations exit 64 with one line"
