@@ -350,12 +350,301 @@ test_direct_truncate(void **state)
 	free(back);
 }
 
+/* ------------------------------------------------------------ write-back errors */
+
+static void
+dev_expect(struct cbdev *m, uint64_t off, size_t len, uint64_t seed)
+{
+	long bad;
+
+	pthread_mutex_lock(&m->lock);
+	bad = tu_check(m->mem + off, len, off, seed);
+	pthread_mutex_unlock(&m->lock);
+	if (bad != -1)
+		print_message("device byte %llu is wrong\n",
+			      (unsigned long long)(off + (uint64_t)bad));
+	assert_int_equal(bad, -1);
+}
+
+static void
+test_werr_once(void **state)
+{
+	unsigned char buf[16384], back[16384];
+	struct clio_cache_stats st;
+	struct cbdev m;
+	clio_cache *c;
+	clio_dev *d;
+	clio_file *f, *g, *h;
+
+	(void)state;
+	c = cache_of(4096, 256 * KiB, 64 * KiB);
+	d = cbdev_open(&m, 256 * KiB);
+	f = open_file(c, d, CLIO_RDWR);
+	g = open_file(c, d, CLIO_RDWR);
+	tu_fill(buf, sizeof(buf), 4096, 11);
+	assert_int_equal(clio_pwrite(f, buf, sizeof(buf), 4096), (ssize_t)sizeof(buf));
+
+	/* fsync fails, and says so once to each handle open then */
+	atomic_store(&m.fail_writes, true);
+	assert_int_equal(clio_fsync(f), -EIO);
+	assert_true(atomic_load(&m.writes_failed) > 0);
+	/* the data is still what reads see */
+	assert_int_equal(clio_pread(g, back, sizeof(back), 4096), (ssize_t)sizeof(back));
+	assert_memory_equal(back, buf, sizeof(buf));
+	h = open_file(c, d, CLIO_RDWR); /* opened after the failure */
+	atomic_store(&m.fail_writes, false);
+	assert_int_equal(clio_fsync(f), 0);
+	dev_expect(&m, 4096, sizeof(buf), 11);
+	assert_int_equal(clio_fsync(g), -EIO);
+	assert_int_equal(clio_fsync(g), 0);
+	assert_int_equal(clio_fsync(h), 0);
+	assert_int_equal(clio_close(h), 0);
+
+	/* a failure met by clio_sync, not by a handle: the next fsync or
+	 * close of each handle reports it */
+	tu_fill(buf, sizeof(buf), 4096, 12);
+	assert_int_equal(clio_pwrite(g, buf, sizeof(buf), 4096), (ssize_t)sizeof(buf));
+	atomic_store(&m.fail_writes, true);
+	assert_true(clio_sync(c) < 0);
+	atomic_store(&m.fail_writes, false);
+	assert_int_equal(clio_writeback(f), -EIO);
+	assert_int_equal(clio_fsync(f), 0);
+	dev_expect(&m, 4096, sizeof(buf), 12);
+	assert_int_equal(clio_close(g), -EIO);
+
+	/* the last close of a device that fails: reported, the loss counted */
+	tu_fill(buf, sizeof(buf), 0, 13);
+	assert_int_equal(clio_pwrite(f, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+	atomic_store(&m.fail_writes, true);
+	assert_int_equal(clio_close(f), -EIO);
+	atomic_store(&m.fail_writes, false);
+	clio_cache_stats(c, &st);
+	assert_true(st.write_errors > 0);
+	assert_int_equal(st.lost_bytes, sizeof(buf));
+	assert_int_equal(st.dirty_bytes, 0);
+	assert_int_equal(clio_cache_free(c), 0);
+	clio_dev_close(d);
+	cbdev_free(&m);
+}
+
+/* Under pressure: a tiny cache whose write-backs fail while a writer
+ * fills it.  Writes may fail (no buffer can be freed), but none that
+ * returned a count may lose its data once the device heals. */
+static void
+test_werr_pressure(void **state)
+{
+	const size_t total = 512 * KiB;
+	unsigned char *buf = malloc(total), *back = malloc(total);
+	struct cbdev m;
+	clio_cache *c;
+	clio_dev *d;
+	clio_file *f;
+	size_t off, ok = 0;
+	int r;
+
+	(void)state;
+	assert_non_null(buf);
+	assert_non_null(back);
+	c = cache_of(4096, 64 * KiB, 64 * KiB); /* 16 buffers */
+	d = cbdev_open(&m, total);
+	f = open_file(c, d, CLIO_RDWR);
+	tu_fill(buf, total, 0, 21);
+	atomic_store(&m.fail_writes, true);
+	for (off = 0; off < total; off += 4096) {
+		ssize_t n = clio_pwrite(f, buf + off, 4096, off);
+
+		if (n < 0)
+			break;
+		assert_int_equal(n, 4096);
+		ok = off + 4096;
+	}
+	print_message("  %zu bytes written into the cache before a write failed\n",
+		      ok);
+	atomic_store(&m.fail_writes, false);
+	r = clio_fsync(f);
+	assert_true(r == 0 || r == -EIO);
+	/* what was dropped is counted; what was not is on the device */
+	{
+		struct clio_cache_stats st;
+		uint64_t lost;
+
+		clio_cache_stats(c, &st);
+		lost = st.lost_bytes;
+		assert_int_equal(clio_fsync(f), 0);
+		assert_int_equal(clio_pread(f, back, ok, 0), (ssize_t)ok);
+		if (lost == 0)
+			assert_memory_equal(back, buf, ok);
+		print_message("  lost %llu bytes (recorded)\n",
+			      (unsigned long long)lost);
+		if (lost == 0) {
+			pthread_mutex_lock(&m.lock);
+			assert_memory_equal(m.mem, buf, ok);
+			pthread_mutex_unlock(&m.lock);
+		}
+	}
+	assert_int_equal(clio_close(f), 0);
+	assert_int_equal(clio_cache_free(c), 0);
+	clio_dev_close(d);
+	cbdev_free(&m);
+	free(buf);
+	free(back);
+}
+
+/* ------------------------------------------------------------ boundaries */
+
+static void
+test_boundaries(void **state)
+{
+	unsigned char buf[8192], back[8192];
+	clio_cache *c;
+	clio_dev *d;
+	clio_file *f;
+
+	(void)state;
+	c = cache_of(4096, 256 * KiB, 64 * KiB);
+	d = tu_dev_open("mem:size=10000", 0);
+	f = open_file(c, d, CLIO_RDWR);
+	tu_fill(buf, sizeof(buf), 0, 31);
+
+	/* lengths of 0 anywhere do nothing */
+	assert_int_equal(clio_pwrite(f, buf, 0, 0), 0);
+	assert_int_equal(clio_pwrite(f, buf, 0, (uint64_t)INT64_MAX), 0);
+	assert_int_equal(clio_pread(f, back, 0, UINT64_MAX), 0);
+	assert_int_equal(clio_pread(f, back, 0, 0), 0);
+	assert_int_equal(clio_fsize(f), 10000);
+	/* past INT64_MAX: EFBIG, however long */
+	assert_int_equal(clio_pwrite(f, buf, 1, (uint64_t)INT64_MAX), -EFBIG);
+	assert_int_equal(clio_pwrite(f, buf, 1, UINT64_MAX), -EFBIG);
+	assert_int_equal(clio_pwrite(f, buf, (size_t)SSIZE_MAX + 1, 0), -EFBIG);
+	assert_int_equal(clio_pwrite(f, buf, SIZE_MAX, 1), -EFBIG);
+	assert_int_equal(clio_ftruncate(f, (uint64_t)INT64_MAX + 1), -EFBIG);
+	/* reads past EOF, near the top of the range, or longer than
+	 * SSIZE_MAX return what is there */
+	assert_int_equal(clio_pread(f, back, 1, (uint64_t)INT64_MAX), 0);
+	assert_int_equal(clio_pread(f, back, 100, UINT64_MAX - 10), 0);
+	assert_int_equal(clio_pread(f, back, 4096, UINT64_MAX - 4095), 0);
+	assert_int_equal(clio_fsize(f), 10000);
+	/* a size no multiple of the block: the tail block is partial */
+	assert_int_equal(clio_pwrite(f, buf, 6000, 4000), 6000);
+	assert_int_equal(clio_pread(f, back, sizeof(back), 4000), 6000);
+	assert_memory_equal(back, buf, 6000);
+	assert_int_equal(clio_pwrite(f, buf, 10, 10000), 10);
+	assert_int_equal(clio_fsize(f), 10010);
+	assert_int_equal(clio_pread(f, back, 100, 9995), 15);
+	assert_memory_equal(back, buf + 5995, 5);
+	assert_memory_equal(back + 5, buf, 10);
+	assert_int_equal(clio_fsync(f), 0);
+	assert_int_equal(clio_dev_size(d), 10010);
+	assert_int_equal(clio_dev_pread(d, back, 15, 9995), 15);
+	assert_memory_equal(back, buf + 5995, 5);
+	assert_memory_equal(back + 5, buf, 10);
+	assert_int_equal(clio_close(f), 0);
+	assert_int_equal(clio_cache_free(c), 0);
+	clio_dev_close(d);
+}
+
+/* A size of 0 and sizes no multiple of the sector, buffered and direct,
+ * on fixed and resizable devices. */
+static void
+test_odd_sizes(void **state)
+{
+	char path[256], spec[300];
+	unsigned char buf[8192], back[8192], *al;
+	struct cbdev m;
+	clio_cache *c;
+	clio_dev *d;
+	clio_file *f, *fd;
+	int fdr;
+
+	(void)state;
+	c = cache_of(4096, 256 * KiB, 64 * KiB);
+	assert_int_equal(posix_memalign((void **)&al, 4096, 8192), 0);
+
+	/* a file of 1000 bytes opened with O_DIRECT */
+	fdr = tu_tmpfile(path, sizeof(path));
+	tu_fill(buf, sizeof(buf), 0, 41);
+	assert_int_equal(write(fdr, buf, 1000), 1000);
+	snprintf(spec, sizeof(spec), "file:%s?direct=1", path);
+	d = tu_dev_open(spec, 0);
+	f = open_file(c, d, CLIO_RDWR);
+	fd = open_file(c, d, CLIO_RDWR | CLIO_DIRECT);
+	assert_int_equal(clio_fsize(f), 1000);
+	memset(back, 0, sizeof(back));
+	assert_int_equal(clio_pread(f, back, sizeof(back), 0), 1000);
+	assert_memory_equal(back, buf, 1000);
+	memset(al, 0, 8192);
+	assert_int_equal(clio_pread(fd, al, 4096, 0), 1000);
+	assert_memory_equal(al, buf, 1000);
+	assert_int_equal(clio_pread(fd, al, 512, 512), 488);
+	assert_memory_equal(al, buf + 512, 488);
+	assert_int_equal(clio_pread(fd, al, 512, 1024), 0);
+	/* a buffered write of the partial tail block, then the whole */
+	assert_int_equal(clio_pwrite(f, buf + 1000, 24, 1000), 24);
+	assert_int_equal(clio_fsync(f), 0);
+	assert_int_equal(pread(fdr, back, sizeof(back), 0), 1024);
+	assert_memory_equal(back, buf, 1024);
+	/* a direct write past EOF grows it */
+	memcpy(al, buf, 4096);
+	assert_int_equal(clio_pwrite(fd, al, 4096, 4096), 4096);
+	assert_int_equal(clio_fsize(f), 8192);
+	assert_int_equal(clio_pread(f, back, 8192, 0), 8192);
+	assert_memory_equal(back, buf, 1024);
+	assert_int_equal(tu_check_zero(back + 1024, 3072), -1);
+	assert_memory_equal(back + 4096, buf, 4096);
+	assert_int_equal(clio_ftruncate(f, 777), 0);
+	assert_int_equal(clio_fsize(fd), 777);
+	assert_int_equal(clio_pread(fd, al, 4096, 0), 777);
+	assert_memory_equal(al, buf, 777);
+	assert_int_equal(clio_close(fd), 0);
+	assert_int_equal(clio_close(f), 0);
+	clio_dev_close(d);
+
+	/* a device of size 0: reads see EOF, a write grows it */
+	assert_int_equal(ftruncate(fdr, 0), 0);
+	snprintf(spec, sizeof(spec), "file:%s", path);
+	d = tu_dev_open(spec, 0);
+	f = open_file(c, d, CLIO_RDWR);
+	assert_int_equal(clio_fsize(f), 0);
+	assert_int_equal(clio_pread(f, back, sizeof(back), 0), 0);
+	assert_int_equal(clio_pwrite(f, buf, 1, 0), 1);
+	assert_int_equal(clio_close(f), 0);
+	assert_int_equal(pread(fdr, back, sizeof(back), 0), 1);
+	assert_int_equal(back[0], buf[0]);
+	clio_dev_close(d);
+	close(fdr);
+	unlink(path);
+
+	/* a fixed device whose size is no multiple of the sector */
+	d = cbdev_open(&m, 10001);
+	f = open_file(c, d, CLIO_RDWR);
+	fd = open_file(c, d, CLIO_RDWR | CLIO_DIRECT);
+	assert_int_equal(clio_fsize(f), 10001);
+	assert_int_equal(clio_pwrite(f, buf, 8192, 8192), 10001 - 8192);
+	assert_int_equal(clio_pwrite(f, buf, 1, 10001), -ENOSPC);
+	assert_int_equal(clio_fsync(f), 0);
+	assert_int_equal(clio_pread(fd, al, 8192, 8192), 10001 - 8192);
+	assert_memory_equal(al, buf, 10001 - 8192);
+	assert_int_equal(clio_close(fd), 0);
+	assert_int_equal(clio_close(f), 0);
+	pthread_mutex_lock(&m.lock);
+	assert_memory_equal(m.mem + 8192, buf, 10001 - 8192);
+	pthread_mutex_unlock(&m.lock);
+	clio_dev_close(d);
+	cbdev_free(&m);
+	free(al);
+	assert_int_equal(clio_cache_free(c), 0);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_direct_buffered_block),
 		cmocka_unit_test(test_direct_truncate),
+		cmocka_unit_test(test_werr_once),
+		cmocka_unit_test(test_werr_pressure),
+		cmocka_unit_test(test_boundaries),
+		cmocka_unit_test(test_odd_sizes),
 	};
 
 	if (getenv("CLIO_TEST") != NULL)
