@@ -48,6 +48,10 @@
 
 #define KiB TU_KiB
 #define MiB TU_MiB
+#ifndef MIN
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+#endif
 
 static clio_cache *
 cache_of(uint32_t bsize, uint64_t size, uint32_t maxphys)
@@ -635,6 +639,383 @@ test_odd_sizes(void **state)
 	assert_int_equal(clio_cache_free(c), 0);
 }
 
+/* ------------------------------------------------------------ mixed threads */
+
+#define MX_THREADS 3		/* on the file; one more on a mem object */
+#define MX_BODY (2 * MiB)	/* the striped part of the file */
+#define MX_TAIL (3 * MiB)	/* thread 0's part after it, which it truncates */
+#define MX_MAXLEN (1536 * KiB)
+
+struct mx {
+	uint64_t seed;
+	int config;
+	clio_cache *c;
+	clio_dev *d, *dm;
+	unsigned char *model;	/* the file: each thread writes its own bytes */
+	unsigned char *owner;	/* the thread owning each byte of the body */
+	uint64_t *stripe;	/* stripe starts, nstripes + 1 */
+	int nstripes;
+	uint64_t tail_size;	/* file size (thread 0's, read by it alone) */
+	unsigned char *mmodel;	/* the mem object (thread MX_THREADS's) */
+	uint64_t msize, mmax;
+	long nops;
+	atomic_int failed;
+};
+
+struct mxw {
+	struct mx *x;
+	int t;
+	uint64_t rng;
+	clio_file *f, *fd;
+	unsigned char *buf, *back; /* aligned, MX_MAXLEN */
+	long op;
+};
+
+static uint64_t
+mx_below(struct mxw *w, uint64_t n)
+{
+	return n ? tu_rand(&w->rng) % n : 0;
+}
+
+static bool
+mx_fail(struct mxw *w, const char *what, uint64_t off, uint64_t len, long got)
+{
+	if (atomic_fetch_add(&w->x->failed, 1) == 0) {
+		tu_seed_failed("mixed", w->x->seed);
+		print_message("config %d thread %d op %ld: %s off %llu len %llu: "
+			      "%ld\n", w->x->config, w->t, w->op, what,
+			      (unsigned long long)off, (unsigned long long)len,
+			      got);
+	}
+	return false;
+}
+
+static void
+mx_reopen(struct mxw *w, clio_dev *d)
+{
+	int r;
+
+	if (w->f != NULL && (r = clio_close(w->f)) != 0)
+		mx_fail(w, "close", 0, 0, r);
+	if (w->fd != NULL && (r = clio_close(w->fd)) != 0)
+		mx_fail(w, "close direct", 0, 0, r);
+	assert_int_equal(clio_open(w->x->c, d, CLIO_RDWR, &w->f), 0);
+	assert_int_equal(clio_open(w->x->c, d, CLIO_RDWR | CLIO_DIRECT, &w->fd), 0);
+}
+
+/* A random range of [lo, hi) of at most maxlen bytes; direct: 512-aligned
+ * inside it (len 0 if there is no such range). */
+static void
+mx_range(struct mxw *w, uint64_t lo, uint64_t hi, uint64_t maxlen, bool direct,
+	 uint64_t *off, uint64_t *len)
+{
+	uint64_t n = hi - lo, l;
+
+	l = mx_below(w, 4) ? 1 + mx_below(w, MIN(n, 20000)) : 1 + mx_below(w, MIN(n, maxlen));
+	*off = lo + mx_below(w, n - l + 1);
+	*len = l;
+	if (direct) {
+		uint64_t a = (*off + 511) / 512 * 512, e = (*off + l) / 512 * 512;
+
+		*off = a;
+		*len = e > a ? e - a : 0;
+	}
+}
+
+/* One op of thread t on the file: its own stripes, or (thread 0) the tail. */
+static bool
+mx_file_op(struct mxw *w)
+{
+	struct mx *x = w->x;
+	uint64_t off, len, i, u = mx_below(w, 100);
+	bool direct = mx_below(w, 3) == 0;
+	clio_file *f = direct ? w->fd : w->f;
+	ssize_t n;
+
+	if (u < 40) { /* write own bytes */
+		if (w->t == 0 && mx_below(w, 2)) {
+			mx_range(w, MX_BODY, MX_BODY + MX_TAIL, MX_MAXLEN, direct, &off, &len);
+		} else {
+			int s = w->t + MX_THREADS * (int)mx_below(w, (uint64_t)(x->nstripes / MX_THREADS));
+
+			mx_range(w, x->stripe[s], x->stripe[s + 1], MX_MAXLEN, direct,
+				 &off, &len);
+		}
+		if (len == 0)
+			return true;
+		tu_fill(w->buf, len, off, tu_rand(&w->rng));
+		n = clio_pwrite(f, w->buf, len, off);
+		if (n != (ssize_t)len)
+			return mx_fail(w, direct ? "direct write" : "write", off, len, n);
+		memcpy(x->model + off, w->buf, len);
+		if (off + len > x->tail_size && w->t == 0)
+			x->tail_size = off + len;
+	} else if (u < 75) { /* read anywhere, check own bytes */
+		uint64_t hi = w->t == 0 ? x->tail_size : MX_BODY;
+
+		mx_range(w, 0, hi + 4096, MX_MAXLEN, direct, &off, &len);
+		if (len == 0)
+			return true;
+		n = clio_pread(f, w->back, len, off);
+		if (w->t == 0) {
+			uint64_t want = off >= x->tail_size ? 0 : MIN(len, x->tail_size - off);
+
+			if (n != (ssize_t)want)
+				return mx_fail(w, "read count", off, len, n);
+		} else if (n < (ssize_t)MIN(len, hi - MIN(off, hi))) {
+			return mx_fail(w, "read count", off, len, n);
+		}
+		for (i = 0; i < (uint64_t)n; i++) {
+			uint64_t o = off + i;
+			bool mine = o >= MX_BODY ? w->t == 0 : x->owner[o] == w->t;
+
+			if (mine && w->back[i] != x->model[o])
+				return mx_fail(w, direct ? "direct read byte" : "read byte",
+					       o, len, w->back[i]);
+		}
+	} else if (u < 85 && w->t == 0) { /* truncate the tail */
+		uint64_t size = MX_BODY + mx_below(w, MX_TAIL + 1);
+		int r = clio_ftruncate(w->f, size);
+
+		if (r != 0)
+			return mx_fail(w, "truncate", size, 0, r);
+		if (size < x->tail_size)
+			memset(x->model + size, 0, x->tail_size - size);
+		x->tail_size = size;
+	} else if (u < 92) {
+		int r = mx_below(w, 3) ? clio_fsync(w->f) : clio_sync(x->c);
+
+		if (r != 0)
+			return mx_fail(w, "fsync/sync", 0, 0, r);
+	} else if (u < 95) {
+		mx_reopen(w, x->d);
+	}
+	return true;
+}
+
+/* One op of the mem object's own thread: the whole object is its own. */
+static bool
+mx_mem_op(struct mxw *w)
+{
+	struct mx *x = w->x;
+	uint64_t off, len, u = mx_below(w, 100);
+	bool direct = mx_below(w, 4) == 0;
+	clio_file *f = direct ? w->fd : w->f;
+	ssize_t n;
+
+	if (u < 40) {
+		mx_range(w, 0, x->mmax, MX_MAXLEN, direct, &off, &len);
+		if (len == 0)
+			return true;
+		tu_fill(w->buf, len, off, tu_rand(&w->rng));
+		n = clio_pwrite(f, w->buf, len, off);
+		if (n != (ssize_t)len)
+			return mx_fail(w, "mem write", off, len, n);
+		memcpy(x->mmodel + off, w->buf, len);
+		if (off + len > x->msize) {
+			x->msize = off + len;
+		}
+	} else if (u < 75) {
+		uint64_t want;
+
+		mx_range(w, 0, x->mmax, MX_MAXLEN, direct, &off, &len);
+		if (len == 0)
+			return true;
+		want = off >= x->msize ? 0 : MIN(len, x->msize - off);
+		n = clio_pread(f, w->back, len, off);
+		if (n != (ssize_t)want)
+			return mx_fail(w, "mem read count", off, len, n);
+		if (n > 0 && memcmp(w->back, x->mmodel + off, (size_t)n) != 0)
+			return mx_fail(w, "mem read bytes", off, len, n);
+	} else if (u < 85) {
+		uint64_t size = mx_below(w, x->mmax + 1);
+		int r = clio_ftruncate(w->f, size);
+
+		if (r != 0)
+			return mx_fail(w, "mem truncate", size, 0, r);
+		if (size < x->msize)
+			memset(x->mmodel + size, 0, x->msize - size);
+		x->msize = size;
+	} else if (u < 92) {
+		int r = clio_fsync(w->f);
+
+		if (r != 0)
+			return mx_fail(w, "mem fsync", 0, 0, r);
+	} else if (u < 95) {
+		mx_reopen(w, x->dm);
+	}
+	if (clio_fsize(w->f) != (int64_t)x->msize)
+		return mx_fail(w, "mem fsize", x->msize, 0, (long)clio_fsize(w->f));
+	return true;
+}
+
+static void *
+mx_main(void *arg)
+{
+	struct mxw *w = arg;
+	bool mem = w->t == MX_THREADS;
+
+	mx_reopen(w, mem ? w->x->dm : w->x->d);
+	for (w->op = 0; w->op < w->x->nops && atomic_load(&w->x->failed) == 0; w->op++)
+		if (!(mem ? mx_mem_op(w) : mx_file_op(w)))
+			break;
+	if (clio_close(w->fd) != 0)
+		mx_fail(w, "last close direct", 0, 0, -1);
+	if (clio_close(w->f) != 0)
+		mx_fail(w, "last close", 0, 0, -1);
+	return NULL;
+}
+
+static void
+mx_run(uint64_t seed, int config)
+{
+	static const uint32_t bsizes[] = { 512, 1024, 4096, 16384, 65536, 2048 };
+	char path[256], spec[400];
+	struct clio_conf conf = CLIO_CONF_DEFAULTS;
+	struct mx x;
+	struct mxw w[MX_THREADS + 1];
+	pthread_t th[MX_THREADS + 1];
+	uint64_t rng = tu_rand_init(seed ^ (uint64_t)config << 32), i, pos;
+	unsigned char *back;
+	char err[256];
+	int t, fd;
+	const char *flavour = getenv("CLIO_FLAVOUR");
+
+	memset(&x, 0, sizeof(x));
+	x.seed = seed;
+	x.config = config;
+	x.nops = flavour && strcmp(flavour, "plain") != 0 ? 150 : 400;
+	conf.bsize = bsizes[tu_rand(&rng) % 6];
+	conf.maxbsize = conf.bsize > 65536 ? conf.bsize : 65536;
+	conf.maxphys = conf.maxbsize << (tu_rand(&rng) % 5);
+	conf.cache_size = (8 + tu_rand(&rng) % 20) * (uint64_t)conf.bsize;
+	conf.cluster = (enum clio_cluster_mode)(config % 3);
+	conf.rbw = (enum clio_rbw_mode)(tu_rand(&rng) % 2);
+	conf.write_behind = (uint32_t)(tu_rand(&rng) % 3);
+	conf.flusher = tu_rand(&rng) % 3 != 0;
+	conf.dirty_age = tu_rand(&rng) % 2 ? 0.005 : 30;
+	conf.dirty_hi = tu_rand(&rng) % 2 ? 10 : 60;
+	conf.dirty_lo = conf.dirty_hi / 2;
+	conf.read_max = (uint32_t)(tu_rand(&rng) % 65);
+	if (clio_conf_check(&conf, err, sizeof(err)) != 0) {
+		print_message("config %d: %s\n", config, err);
+		fail();
+	}
+	assert_int_equal(clio_cache_new(&conf, &x.c), 0);
+
+	fd = tu_tmpfile(path, sizeof(path));
+	assert_int_equal(ftruncate(fd, (off_t)MX_BODY), 0);
+	snprintf(spec, sizeof(spec), "file:%s?engine=%s&direct=%d&qd=%d", path,
+		 config / 3 % 2 ? "threads" : "uring", config / 6 % 2,
+		 1 + (int)(tu_rand(&rng) % 6));
+	x.d = tu_dev_open(spec, 0);
+	x.mmax = 1 * MiB + tu_rand(&rng) % MiB;
+	snprintf(spec, sizeof(spec), "mem:size=0");
+	x.dm = tu_dev_open(spec, 0);
+	print_message("  config %d: %s bsize %u maxphys %u cache %llu buffers "
+		      "cluster %d rbw %d wb %u flusher %u\n", config,
+		      clio_dev_name(x.d), conf.bsize, conf.maxphys,
+		      (unsigned long long)(conf.cache_size / conf.bsize),
+		      conf.cluster, conf.rbw, conf.write_behind, conf.flusher);
+
+	x.model = calloc(1, MX_BODY + MX_TAIL + MX_MAXLEN);
+	x.owner = malloc(MX_BODY);
+	x.mmodel = calloc(1, x.mmax + MX_MAXLEN);
+	back = malloc(MX_BODY + MX_TAIL);
+	assert_non_null(x.model);
+	assert_non_null(x.owner);
+	assert_non_null(x.mmodel);
+	assert_non_null(back);
+	x.tail_size = MX_BODY;
+	/* stripes of 1 byte to 40K at offsets aligned to nothing */
+	x.nstripes = MX_THREADS * (8 + (int)(tu_rand(&rng) % 120));
+	x.stripe = malloc(sizeof(uint64_t) * (size_t)(x.nstripes + 1));
+	assert_non_null(x.stripe);
+	for (t = 0, pos = 0; t < x.nstripes; t++) {
+		uint64_t left = MX_BODY - pos, want = (uint64_t)(x.nstripes - t);
+
+		x.stripe[t] = pos;
+		pos += t == x.nstripes - 1 ? left :
+		       MAX(1ull, MIN(left - want + 1, 1 + tu_rand(&rng) % (2 * left / want)));
+		for (i = x.stripe[t]; i < pos; i++)
+			x.owner[i] = (unsigned char)(t % MX_THREADS);
+	}
+	x.stripe[x.nstripes] = MX_BODY;
+
+	for (t = 0; t <= MX_THREADS; t++) {
+		w[t] = (struct mxw){ .x = &x, .t = t,
+				     .rng = tu_rand_init(seed ^ (uint64_t)(config * 16 + t)) };
+		assert_int_equal(posix_memalign((void **)&w[t].buf, 4096, MX_MAXLEN), 0);
+		assert_int_equal(posix_memalign((void **)&w[t].back, 4096, MX_MAXLEN + 4096), 0);
+		assert_int_equal(pthread_create(&th[t], NULL, mx_main, &w[t]), 0);
+	}
+	for (t = 0; t <= MX_THREADS; t++) {
+		pthread_join(th[t], NULL);
+		free(w[t].buf);
+		free(w[t].back);
+	}
+	assert_int_equal(clio_cache_free(x.c), 0);
+	if (atomic_load(&x.failed) == 0) {
+		/* the file itself, read past the library */
+		struct stat st;
+		long bad;
+
+		assert_int_equal(fstat(fd, &st), 0);
+		if ((uint64_t)st.st_size != x.tail_size) {
+			tu_seed_failed("mixed", seed);
+			print_message("config %d: the file has %lld bytes, the model %llu\n",
+				      config, (long long)st.st_size,
+				      (unsigned long long)x.tail_size);
+			fail();
+		}
+		assert_int_equal(pread(fd, back, x.tail_size, 0), (ssize_t)x.tail_size);
+		for (bad = -1, i = 0; i < x.tail_size && bad < 0; i++)
+			if (back[i] != x.model[i])
+				bad = (long)i;
+		if (bad >= 0) {
+			tu_seed_failed("mixed", seed);
+			print_message("config %d: file byte %ld (owner %d) is %u, "
+				      "the model's %u\n", config, bad,
+				      (uint64_t)bad < MX_BODY ? x.owner[bad] : 0,
+				      back[bad], x.model[bad]);
+			fail();
+		}
+		assert_int_equal(clio_dev_size(x.dm), x.msize);
+		assert_int_equal(clio_dev_pread(x.dm, back, x.msize, 0), (ssize_t)x.msize);
+		if (x.msize > 0 && memcmp(back, x.mmodel, x.msize) != 0) {
+			tu_seed_failed("mixed", seed);
+			print_message("config %d: the mem device differs\n", config);
+			fail();
+		}
+	}
+	clio_dev_close(x.d);
+	clio_dev_close(x.dm);
+	close(fd);
+	unlink(path);
+	free(x.model);
+	free(x.owner);
+	free(x.mmodel);
+	free(x.stripe);
+	free(back);
+	assert_int_equal(atomic_load(&x.failed), 0);
+}
+
+static void
+test_mixed(void **state)
+{
+	uint64_t seed = tu_seed("mixed");
+	const char *one = getenv("CLIO_PROBE_CONFIG");
+	int i;
+
+	(void)state;
+	if (one != NULL) {
+		mx_run(seed, atoi(one));
+		return;
+	}
+	for (i = 0; i < 12; i++)
+		mx_run(seed, i);
+}
+
 int
 main(void)
 {
@@ -645,6 +1026,7 @@ main(void)
 		cmocka_unit_test(test_werr_pressure),
 		cmocka_unit_test(test_boundaries),
 		cmocka_unit_test(test_odd_sizes),
+		cmocka_unit_test(test_mixed),
 	};
 
 	if (getenv("CLIO_TEST") != NULL)
