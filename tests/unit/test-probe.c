@@ -98,7 +98,7 @@ struct cbdev {
 	pthread_cond_t cv;
 	uint64_t hold_off, hold_len;
 	bool holding, release;
-	atomic_bool fail_writes;
+	atomic_bool fail_writes, fail_reads;
 	atomic_int writes_failed;
 };
 
@@ -107,6 +107,8 @@ cb_pread(void *arg, void *buf, size_t len, uint64_t off)
 {
 	struct cbdev *m = arg;
 
+	if (atomic_load(&m->fail_reads))
+		return -EIO;
 	pthread_mutex_lock(&m->lock);
 	memcpy(buf, m->mem + off, len);
 	pthread_mutex_unlock(&m->lock);
@@ -492,6 +494,68 @@ test_werr_pressure(void **state)
 	cbdev_free(&m);
 	free(buf);
 	free(back);
+}
+
+/* Reads that fail: the call says so and changes nothing, a partial write
+ * whose read-before-write fails leaves no garbage to write back, and once
+ * the device heals reads and writes work again. */
+static void
+test_rerr(void **state)
+{
+	unsigned char buf[65536], back[65536];
+	struct cbdev m;
+	clio_cache *c;
+	clio_dev *d;
+	clio_file *f;
+	int mode;
+
+	(void)state;
+	for (mode = 0; mode < 2; mode++) {
+		struct clio_conf conf = CLIO_CONF_DEFAULTS;
+		ssize_t n;
+
+		conf.bsize = 4096;
+		conf.cache_size = 64 * 4096;
+		conf.rbw = mode ? CLIO_RBW_BLOCK : CLIO_RBW_CLUSTER;
+		assert_int_equal(clio_cache_new(&conf, &c), 0);
+		d = cbdev_open(&m, 1 * MiB);
+		tu_fill(m.mem, 1 * MiB, 0, 51);
+		f = open_file(c, d, CLIO_RDWR);
+
+		atomic_store(&m.fail_reads, true);
+		assert_int_equal(clio_pread(f, back, 100, 5000), -EIO);
+		assert_int_equal(clio_pread(f, back, sizeof(back), 65536), -EIO);
+		tu_fill(buf, sizeof(buf), 0, 52);
+		/* a partial block: it must read first, and cannot */
+		assert_int_equal(clio_pwrite(f, buf, 10, 8195), -EIO);
+		/* whole blocks then a partial one: the whole ones go in */
+		n = clio_pwrite(f, buf, 8192 + 10, 16384);
+		assert_true(n == -EIO || n == 8192);
+		atomic_store(&m.fail_reads, false);
+
+		assert_int_equal(clio_fsync(f), 0);
+		assert_int_equal(clio_pread(f, back, 100, 5000), 100);
+		assert_int_equal(tu_check(back, 100, 5000, 51), -1);
+		assert_int_equal(clio_pread(f, back, sizeof(back), 65536),
+				 (ssize_t)sizeof(back));
+		assert_int_equal(tu_check(back, sizeof(back), 65536, 51), -1);
+		/* block 2 was not changed by the failed write */
+		dev_expect(&m, 8192, 4096, 51);
+		assert_int_equal(clio_pread(f, back, 4096, 8192), 4096);
+		assert_int_equal(tu_check(back, 4096, 8192, 51), -1);
+		if (n == 8192) {
+			pthread_mutex_lock(&m.lock);
+			assert_memory_equal(m.mem + 16384, buf, 8192);
+			pthread_mutex_unlock(&m.lock);
+		} else {
+			dev_expect(&m, 16384, 8192, 51);
+		}
+		dev_expect(&m, 16384 + 8192, 4096, 51);
+		assert_int_equal(clio_close(f), 0);
+		assert_int_equal(clio_cache_free(c), 0);
+		clio_dev_close(d);
+		cbdev_free(&m);
+	}
 }
 
 /* ------------------------------------------------------------ boundaries */
@@ -1024,6 +1088,7 @@ main(void)
 		cmocka_unit_test(test_direct_truncate),
 		cmocka_unit_test(test_werr_once),
 		cmocka_unit_test(test_werr_pressure),
+		cmocka_unit_test(test_rerr),
 		cmocka_unit_test(test_boundaries),
 		cmocka_unit_test(test_odd_sizes),
 		cmocka_unit_test(test_mixed),
