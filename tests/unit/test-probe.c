@@ -560,6 +560,46 @@ test_rerr(void **state)
 
 /* ------------------------------------------------------------ boundaries */
 
+/* The device layer's own bounds: offsets past INT64_MAX, ends that wrap,
+ * sizes that do not fit an off_t; a write that fails grows nothing. */
+static void
+test_dev_bounds(void **state)
+{
+	char path[256], spec[300];
+	const char *specs[3];
+	unsigned char buf[100];
+	int i;
+
+	(void)state;
+	memset(buf, 7, sizeof(buf));
+	close(tu_tmpfile(path, sizeof(path)));
+	snprintf(spec, sizeof(spec), "file:%s?engine=threads", path);
+	specs[0] = "mem:size=4096";
+	specs[1] = spec;
+	specs[2] = "fault:write=EIO,offset=1M,length=1G@mem:size=4096";
+	for (i = 0; i < 3; i++) {
+		clio_dev *d = tu_dev_open(specs[i], 0);
+
+		print_message("  %s\n", specs[i]);
+		assert_int_equal(clio_dev_pwrite(d, buf, 100, UINT64_MAX - 10), -EFBIG);
+		assert_int_equal(clio_dev_pwrite(d, buf, 100, (uint64_t)INT64_MAX - 10),
+				 -EFBIG);
+		assert_int_equal(clio_dev_pread(d, buf, 100, UINT64_MAX - 10), -EINVAL);
+		assert_int_equal(clio_dev_size(d), 4096 * (i != 1));
+		assert_int_equal(clio_dev_resize(d, UINT64_MAX), -EFBIG);
+		assert_int_equal(clio_dev_resize(d, (uint64_t)INT64_MAX + 1), -EFBIG);
+		assert_int_equal(clio_dev_size(d), 4096 * (i != 1));
+		if (i == 2) {
+			/* a write that fails past the end leaves the size */
+			assert_int_equal(clio_dev_pwrite(d, buf, 100, 2 * MiB), -EIO);
+			assert_int_equal(clio_dev_size(d), 4096);
+		}
+		clio_dev_close(d);
+	}
+	unlink(path);
+}
+
+
 static void
 test_boundaries(void **state)
 {
@@ -1089,6 +1129,7 @@ main(void)
 		cmocka_unit_test(test_werr_once),
 		cmocka_unit_test(test_werr_pressure),
 		cmocka_unit_test(test_rerr),
+		cmocka_unit_test(test_dev_bounds),
 		cmocka_unit_test(test_boundaries),
 		cmocka_unit_test(test_odd_sizes),
 		cmocka_unit_test(test_mixed),
