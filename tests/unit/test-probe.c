@@ -852,7 +852,7 @@ mx_file_op(struct mxw *w)
 		if (n != (ssize_t)len)
 			return mx_fail(w, direct ? "direct write" : "write", off, len, n);
 		memcpy(x->model + off, w->buf, len);
-		if (off + len > x->tail_size && w->t == 0)
+		if (w->t == 0 && off + len > x->tail_size)
 			x->tail_size = off + len;
 	} else if (u < 75) { /* read anywhere, check own bytes */
 		uint64_t hi = w->t == 0 ? x->tail_size : MX_BODY;
@@ -988,7 +988,8 @@ mx_run(uint64_t seed, int config)
 	memset(&x, 0, sizeof(x));
 	x.seed = seed;
 	x.config = config;
-	x.nops = flavour && strcmp(flavour, "plain") != 0 ? 150 : 400;
+	x.nops = flavour == NULL || strcmp(flavour, "plain") == 0 ? 300 :
+		 strcmp(flavour, "tsan") == 0 ? 80 : 150;
 	conf.bsize = bsizes[tu_rand(&rng) % 6];
 	conf.maxbsize = conf.bsize > 65536 ? conf.bsize : 65536;
 	conf.maxphys = conf.maxbsize << (tu_rand(&rng) % 5);
