@@ -558,6 +558,195 @@ test_rerr(void **state)
 	}
 }
 
+/* ------------------------------------------------------------ fsync is durable */
+
+/* A device with a volatile write cache: writes land in vol, a flush
+ * copies vol to dur, which is what survives. */
+struct vdev {
+	unsigned char *vol, *dur;
+	uint64_t size;
+	pthread_mutex_t lock;
+	atomic_long flushes;
+};
+
+static int
+vd_pread(void *arg, void *buf, size_t len, uint64_t off)
+{
+	struct vdev *v = arg;
+
+	pthread_mutex_lock(&v->lock);
+	memcpy(buf, v->vol + off, len);
+	pthread_mutex_unlock(&v->lock);
+	return 0;
+}
+
+static int
+vd_pwrite(void *arg, const void *buf, size_t len, uint64_t off)
+{
+	struct vdev *v = arg;
+
+	pthread_mutex_lock(&v->lock);
+	memcpy(v->vol + off, buf, len);
+	pthread_mutex_unlock(&v->lock);
+	return 0;
+}
+
+static int
+vd_flush(void *arg)
+{
+	struct vdev *v = arg;
+
+	pthread_mutex_lock(&v->lock);
+	memcpy(v->dur, v->vol, v->size);
+	pthread_mutex_unlock(&v->lock);
+	atomic_fetch_add(&v->flushes, 1);
+	return 0;
+}
+
+static const struct clio_dev_callbacks vd_ops = {
+	.pread = vd_pread, .pwrite = vd_pwrite, .flush = vd_flush,
+};
+
+#define DU_THREADS 3
+#define DU_REGION (192 * KiB)
+
+struct du {
+	struct vdev *v;
+	clio_cache *c;
+	clio_dev *d;
+	uint64_t seed;
+	long nops;
+	atomic_int failed;
+};
+
+struct duw {
+	struct du *u;
+	int t;
+	uint64_t rng;
+	unsigned char model[DU_REGION];
+	unsigned char *buf;
+};
+
+static void *
+du_main(void *arg)
+{
+	struct duw *w = arg;
+	struct du *u = w->u;
+	uint64_t base = (uint64_t)w->t * DU_REGION + (uint64_t)w->t * 777;
+	clio_file *f, *fd;
+	long op;
+
+	assert_int_equal(clio_open(u->c, u->d, CLIO_RDWR, &f), 0);
+	assert_int_equal(clio_open(u->c, u->d, CLIO_RDWR | CLIO_DIRECT, &fd), 0);
+	for (op = 0; op < u->nops && atomic_load(&u->failed) == 0; op++) {
+		uint64_t x = tu_rand(&w->rng), off, len;
+		bool direct = x % 5 == 0;
+		int r;
+
+		len = 1 + (x >> 8) % (x % 3 ? 9000 : DU_REGION);
+		off = (x >> 32) % (DU_REGION - len + 1);
+		if (direct) {
+			uint64_t a = (base + off + 511) / 512 * 512;
+			uint64_t e = (base + off + len) / 512 * 512;
+
+			if (e <= a)
+				continue;
+			off = a - base;
+			len = e - a;
+		}
+		tu_fill(w->buf, len, base + off, tu_rand(&w->rng));
+		if (clio_pwrite(direct ? fd : f, w->buf, len, base + off) != (ssize_t)len) {
+			atomic_fetch_add(&u->failed, 1);
+			break;
+		}
+		memcpy(w->model + off, w->buf, len);
+		if (x % 4 != 0)
+			continue;
+		r = x % 8 == 0 ? clio_fsync(fd) : clio_fsync(f);
+		pthread_mutex_lock(&u->v->lock);
+		if (r != 0 || memcmp(u->v->dur + base, w->model, DU_REGION) != 0) {
+			uint64_t i;
+
+			for (i = 0; i < DU_REGION; i++)
+				if (u->v->dur[base + i] != w->model[i])
+					break;
+			if (atomic_fetch_add(&u->failed, 1) == 0) {
+				tu_seed_failed("durable", u->seed);
+				print_message("thread %d op %ld: fsync %d, but byte "
+					      "%llu is not durable\n", w->t, op, r,
+					      (unsigned long long)(base + i));
+			}
+		}
+		pthread_mutex_unlock(&u->v->lock);
+	}
+	assert_int_equal(clio_close(fd), 0);
+	assert_int_equal(clio_close(f), 0);
+	return NULL;
+}
+
+static void
+test_durable(void **state)
+{
+	static const uint32_t bsizes[] = { 512, 4096, 16384, 2048 };
+	uint64_t seed = tu_seed("durable"), rng = tu_rand_init(seed);
+	const char *flavour = getenv("CLIO_FLAVOUR");
+	int round;
+
+	(void)state;
+	for (round = 0; round < 8; round++) {
+		struct clio_conf conf = CLIO_CONF_DEFAULTS;
+		struct vdev v = { 0 };
+		struct du u = { 0 };
+		struct duw *w = calloc(DU_THREADS, sizeof(*w));
+		pthread_t th[DU_THREADS];
+		int t;
+
+		assert_non_null(w);
+		v.size = DU_THREADS * (DU_REGION + 1024);
+		v.vol = calloc(1, v.size);
+		v.dur = calloc(1, v.size);
+		pthread_mutex_init(&v.lock, NULL);
+		conf.bsize = bsizes[tu_rand(&rng) % 4];
+		conf.cache_size = (8 + tu_rand(&rng) % 40) * (uint64_t)conf.bsize;
+		conf.cluster = (enum clio_cluster_mode)(round % 3);
+		conf.write_behind = (uint32_t)(tu_rand(&rng) % 3);
+		conf.flusher = round % 2;
+		conf.dirty_age = 0.002;
+		conf.flush_behind = tu_rand(&rng) % 2 ? 0 : 64 * KiB;
+		assert_int_equal(clio_cache_new(&conf, &u.c), 0);
+		assert_int_equal(clio_dev_open_callbacks("vol", v.size, 512, 0, &vd_ops,
+							 &v, 4, &u.d), 0);
+		u.v = &v;
+		u.seed = seed;
+		u.nops = flavour == NULL || strcmp(flavour, "plain") == 0 ? 400 : 100;
+		for (t = 0; t < DU_THREADS; t++) {
+			w[t].u = &u;
+			w[t].t = t;
+			w[t].rng = tu_rand_init(seed + (uint64_t)(round * 8 + t));
+			assert_int_equal(posix_memalign((void **)&w[t].buf, 4096, DU_REGION), 0);
+			assert_int_equal(pthread_create(&th[t], NULL, du_main, &w[t]), 0);
+		}
+		for (t = 0; t < DU_THREADS; t++) {
+			pthread_join(th[t], NULL);
+			free(w[t].buf);
+		}
+		assert_int_equal(clio_cache_free(u.c), 0);
+		clio_dev_close(u.d);
+		if (atomic_load(&u.failed) != 0)
+			print_message("round %d bsize %u cache %llu buffers cluster %d "
+				      "wb %u flusher %u flush_behind %llu\n", round,
+				      conf.bsize,
+				      (unsigned long long)(conf.cache_size / conf.bsize),
+				      conf.cluster, conf.write_behind, conf.flusher,
+				      (unsigned long long)conf.flush_behind);
+		assert_int_equal(atomic_load(&u.failed), 0);
+		pthread_mutex_destroy(&v.lock);
+		free(v.vol);
+		free(v.dur);
+		free(w);
+	}
+}
+
 /* ------------------------------------------------------------ boundaries */
 
 /* The device layer's own bounds: offsets past INT64_MAX, ends that wrap,
@@ -1130,6 +1319,7 @@ main(void)
 		cmocka_unit_test(test_werr_once),
 		cmocka_unit_test(test_werr_pressure),
 		cmocka_unit_test(test_rerr),
+		cmocka_unit_test(test_durable),
 		cmocka_unit_test(test_dev_bounds),
 		cmocka_unit_test(test_boundaries),
 		cmocka_unit_test(test_odd_sizes),
