@@ -1204,7 +1204,8 @@ mx_run(uint64_t seed, int config)
 		 1 + (int)(tu_rand(&rng) % 6));
 	x.d = tu_dev_open(spec, 0);
 	x.mmax = 1 * MiB + tu_rand(&rng) % MiB;
-	snprintf(spec, sizeof(spec), "mem:size=0");
+	/* every other one: transfers move half their bytes per call */
+	snprintf(spec, sizeof(spec), "%smem:size=0", config % 2 ? "fault:short=1@" : "");
 	x.dm = tu_dev_open(spec, 0);
 	print_message("  config %d: %s bsize %u maxphys %u cache %llu buffers "
 		      "cluster %d rbw %d wb %u flusher %u\n", config,
