@@ -99,6 +99,10 @@ struct cbdev {
 	uint64_t hold_off, hold_len;
 	bool holding, release;
 	atomic_bool fail_writes, fail_reads;
+	/* writes overlapping [fail_off, fail_off + fail_len) fail; the
+	 * others take slow_s seconds */
+	_Atomic uint64_t fail_off, fail_len;
+	double slow_s;
 	atomic_int writes_failed;
 };
 
@@ -120,10 +124,14 @@ cb_pwrite(void *arg, const void *buf, size_t len, uint64_t off)
 {
 	struct cbdev *m = arg;
 
-	if (atomic_load(&m->fail_writes)) {
+	if (atomic_load(&m->fail_writes) ||
+	    (off < atomic_load(&m->fail_off) + atomic_load(&m->fail_len) &&
+	     off + len > atomic_load(&m->fail_off))) {
 		atomic_fetch_add(&m->writes_failed, 1);
 		return -EIO;
 	}
+	if (m->slow_s > 0)
+		tu_sleep(m->slow_s);
 	pthread_mutex_lock(&m->lock);
 	if (off == m->hold_off && len == m->hold_len && !m->release) {
 		m->holding = true;
@@ -431,6 +439,118 @@ test_werr_once(void **state)
 	assert_int_equal(clio_cache_free(c), 0);
 	clio_dev_close(d);
 	cbdev_free(&m);
+}
+
+/* ENOSPC from the fault device over a file, buffered and O_DIRECT: the blocks
+ * outside the failing range reach the file, the error reaches each
+ * handle, and a later retry that fails again is a new error. */
+static void
+test_werr_fault(void **state)
+{
+	static const char *const queries[] = { "", "?direct=1&qd=2" };
+	char path[256], spec[400];
+	unsigned char *buf = malloc(256 * KiB), *back = malloc(256 * KiB);
+	int e;
+
+	(void)state;
+	assert_non_null(buf);
+	assert_non_null(back);
+	tu_fill(buf, 256 * KiB, 0, 61);
+	for (e = 0; e < 2; e++) {
+		clio_cache *c = cache_of(4096, 128 * KiB, 64 * KiB);
+		clio_dev *d;
+		clio_file *f, *g;
+		int fd = tu_tmpfile(path, sizeof(path));
+
+		snprintf(spec, sizeof(spec),
+			 "fault:write=ENOSPC,offset=64K,length=8K@file:%s%s",
+			 path, queries[e]);
+		d = tu_dev_open(spec, 0);
+		f = open_file(c, d, CLIO_RDWR);
+		g = open_file(c, d, CLIO_RDWR);
+		assert_int_equal(clio_pwrite(f, buf, 256 * KiB, 0), (ssize_t)(256 * KiB));
+		assert_int_equal(clio_fsync(f), -ENOSPC);
+		assert_int_equal(clio_fsync(g), -ENOSPC);
+		assert_int_equal(clio_fsync(g), -ENOSPC); /* tried again: failed again */
+		assert_int_equal(clio_pread(f, back, 256 * KiB, 0), (ssize_t)(256 * KiB));
+		assert_memory_equal(back, buf, 256 * KiB);
+		/* nothing failed since g's last fsync; f's last close tries
+		 * again, fails again and says so */
+		assert_int_equal(clio_close(g), 0);
+		assert_int_equal(clio_close(f), -ENOSPC);
+		assert_int_equal(clio_cache_free(c), 0);
+		clio_dev_close(d);
+		assert_int_equal(pread(fd, back, 256 * KiB, 0), (ssize_t)(256 * KiB));
+		assert_memory_equal(back, buf, 64 * KiB);
+		assert_int_equal(tu_check_zero(back + 64 * KiB, 8 * KiB), -1);
+		assert_memory_equal(back + 72 * KiB, buf + 72 * KiB, 184 * KiB);
+		close(fd);
+		unlink(path);
+	}
+	free(buf);
+	free(back);
+}
+
+/* A few failed buffers, and every other buffer of the cache busy
+ * writing to a slow device when a writer needs one: it must wait for a
+ * write to finish, not drop the failed data (which the device may yet
+ * take) to make room. */
+static void
+test_werr_busy(void **state)
+{
+	unsigned char *buf = malloc(512 * KiB), *back = malloc(512 * KiB);
+	struct clio_conf conf = CLIO_CONF_DEFAULTS;
+	struct clio_cache_stats st;
+	struct cbdev m;
+	clio_cache *c;
+	clio_dev *d;
+	clio_file *f;
+	int round, r;
+
+	(void)state;
+	assert_non_null(buf);
+	assert_non_null(back);
+	for (round = 0; round < 2; round++) {
+		conf.bsize = 4096;
+		conf.maxphys = 16 * KiB;
+		conf.cache_size = 32 * 4096;
+		conf.write_behind = (uint32_t)round;
+		conf.flusher = 0;
+		assert_int_equal(clio_cache_new(&conf, &c), 0);
+		d = cbdev_open(&m, 1 * MiB);
+		f = open_file(c, d, CLIO_RDWR);
+		tu_fill(buf, 512 * KiB, 0, 71 + (uint64_t)round);
+		/* two blocks whose write-back fails */
+		atomic_store(&m.fail_len, 8 * KiB);
+		assert_int_equal(clio_pwrite(f, buf, 8 * KiB, 0), (ssize_t)(8 * KiB));
+		assert_int_equal(clio_fsync(f), -EIO);
+		/* then many more through the small cache, to a slow device */
+		m.slow_s = 0.002;
+		assert_int_equal(clio_pwrite(f, buf + 8 * KiB, 504 * KiB, 8 * KiB),
+				 (ssize_t)(504 * KiB));
+		clio_cache_stats(c, &st);
+		if (st.lost_bytes != 0)
+			print_message("round %d: %llu bytes dropped while the cache "
+				      "had writes in flight\n", round,
+				      (unsigned long long)st.lost_bytes);
+		assert_int_equal(st.lost_bytes, 0);
+		/* the device heals: everything gets there */
+		m.slow_s = 0;
+		atomic_store(&m.fail_len, 0);
+		/* 0, or a retry of the failed blocks meanwhile failed again */
+		r = clio_fsync(f);
+		assert_true(r == 0 || r == -EIO);
+		assert_int_equal(clio_fsync(f), 0);
+		pthread_mutex_lock(&m.lock);
+		assert_memory_equal(m.mem, buf, 512 * KiB);
+		pthread_mutex_unlock(&m.lock);
+		assert_int_equal(clio_close(f), 0);
+		assert_int_equal(clio_cache_free(c), 0);
+		clio_dev_close(d);
+		cbdev_free(&m);
+	}
+	free(buf);
+	free(back);
 }
 
 /* Under pressure: a tiny cache whose write-backs fail while a writer
@@ -1318,6 +1438,8 @@ main(void)
 		cmocka_unit_test(test_direct_buffered_block),
 		cmocka_unit_test(test_direct_truncate),
 		cmocka_unit_test(test_werr_once),
+		cmocka_unit_test(test_werr_fault),
+		cmocka_unit_test(test_werr_busy),
 		cmocka_unit_test(test_werr_pressure),
 		cmocka_unit_test(test_rerr),
 		cmocka_unit_test(test_durable),
