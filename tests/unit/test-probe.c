@@ -102,7 +102,7 @@ struct cbdev {
 	/* writes overlapping [fail_off, fail_off + fail_len) fail; the
 	 * others take slow_s seconds */
 	_Atomic uint64_t fail_off, fail_len;
-	double slow_s;
+	_Atomic double slow_s;
 	atomic_int writes_failed;
 };
 
@@ -130,8 +130,8 @@ cb_pwrite(void *arg, const void *buf, size_t len, uint64_t off)
 		atomic_fetch_add(&m->writes_failed, 1);
 		return -EIO;
 	}
-	if (m->slow_s > 0)
-		tu_sleep(m->slow_s);
+	if (atomic_load(&m->slow_s) > 0)
+		tu_sleep(atomic_load(&m->slow_s));
 	pthread_mutex_lock(&m->lock);
 	if (off == m->hold_off && len == m->hold_len && !m->release) {
 		m->holding = true;
@@ -525,7 +525,7 @@ test_werr_busy(void **state)
 		assert_int_equal(clio_pwrite(f, buf, 8 * KiB, 0), (ssize_t)(8 * KiB));
 		assert_int_equal(clio_fsync(f), -EIO);
 		/* then many more through the small cache, to a slow device */
-		m.slow_s = 0.002;
+		atomic_store(&m.slow_s, 0.002);
 		assert_int_equal(clio_pwrite(f, buf + 8 * KiB, 504 * KiB, 8 * KiB),
 				 (ssize_t)(504 * KiB));
 		clio_cache_stats(c, &st);
@@ -535,7 +535,7 @@ test_werr_busy(void **state)
 				      (unsigned long long)st.lost_bytes);
 		assert_int_equal(st.lost_bytes, 0);
 		/* the device heals: everything gets there */
-		m.slow_s = 0;
+		atomic_store(&m.slow_s, 0.0);
 		atomic_store(&m.fail_len, 0);
 		/* 0, or a retry of the failed blocks meanwhile failed again */
 		r = clio_fsync(f);
