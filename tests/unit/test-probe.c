@@ -678,6 +678,60 @@ test_rerr(void **state)
 	}
 }
 
+/* A read that fails inside the read-ahead window fails no read outside
+ * the bad range: a sequential reader gets every good block, and the bad
+ * ones fail, with every cluster mode and bsize. */
+static void
+test_rerr_ahead(void **state)
+{
+	static const uint32_t bsizes[] = { 512, 4096, 16384 };
+	unsigned char buf[20000], back[20000];
+	int k;
+
+	(void)state;
+	for (k = 0; k < 9; k++) {
+		struct clio_conf conf = CLIO_CONF_DEFAULTS;
+		clio_cache *c;
+		clio_dev *d;
+		clio_file *f;
+		uint64_t off, len = k % 2 ? 4096 : 20000;
+
+		conf.bsize = bsizes[k % 3];
+		conf.cluster = (enum clio_cluster_mode)(k / 3);
+		conf.cache_size = 64 * (uint64_t)conf.bsize;
+		assert_int_equal(clio_cache_new(&conf, &c), 0);
+		d = tu_dev_open("fault:read=EIO,offset=600K,length=40K@mem:size=2M", 0);
+		for (off = 0; off < 2 * MiB; off += sizeof(buf)) {
+			uint64_t n = MIN(sizeof(buf), 2 * MiB - off);
+
+			tu_fill(buf, n, off, 81);
+			assert_int_equal(clio_dev_pwrite(d, buf, n, off), (ssize_t)n);
+		}
+		f = open_file(c, d, CLIO_RDONLY);
+		for (off = 0; off < 2 * MiB; off += len) {
+			uint64_t n = MIN(len, 2 * MiB - off);
+			/* the blocks the read touches */
+			uint64_t b0 = off / conf.bsize * conf.bsize;
+			uint64_t b1 = (off + n + conf.bsize - 1) / conf.bsize * conf.bsize;
+			bool bad = b0 < 640 * KiB && b1 > 600 * KiB;
+			ssize_t r = clio_pread(f, back, n, off);
+
+			if (bad ? r >= 0 : r != (ssize_t)n) {
+				print_message("bsize %u cluster %d: read of %llu at "
+					      "%llu: %zd\n", conf.bsize, conf.cluster,
+					      (unsigned long long)n,
+					      (unsigned long long)off, r);
+				fail();
+			}
+			if (!bad)
+				assert_int_equal(tu_check(back, n, off, 81), -1);
+		}
+		assert_int_equal(clio_close(f), 0);
+		assert_int_equal(clio_cache_free(c), 0);
+		clio_dev_close(d);
+	}
+}
+
 /* ------------------------------------------------------------ fsync is durable */
 
 /* A device with a volatile write cache: writes land in vol, a flush
@@ -1442,6 +1496,7 @@ main(void)
 		cmocka_unit_test(test_werr_busy),
 		cmocka_unit_test(test_werr_pressure),
 		cmocka_unit_test(test_rerr),
+		cmocka_unit_test(test_rerr_ahead),
 		cmocka_unit_test(test_durable),
 		cmocka_unit_test(test_dev_bounds),
 		cmocka_unit_test(test_boundaries),
