@@ -364,6 +364,121 @@ test_direct_truncate(void **state)
 	free(back);
 }
 
+/* Overlapping direct and buffered writes at once: whichever wins each
+ * byte, afterwards the cache and the device hold the same bytes, each
+ * from one of the writes (no stale buffer survives a direct write). */
+struct ov {
+	clio_file *f;
+	pthread_barrier_t *bar;
+	unsigned char *buf;
+	uint64_t rng;
+	int rounds;
+	bool direct;
+	atomic_int *errors;
+};
+
+static void *
+ov_main(void *arg)
+{
+	struct ov *v = arg;
+	int i;
+
+	for (i = 0; i < v->rounds; i++) {
+		uint64_t x = tu_rand(&v->rng), off, len;
+
+		if (v->direct) {
+			off = (x % 96) * 512;
+			len = (1 + (x >> 8) % 64) * 512;
+		} else {
+			off = x % 60000;
+			len = 1 + (x >> 20) % 20000;
+		}
+		pthread_barrier_wait(v->bar);
+		tu_fill(v->buf, len, off, v->direct ? 91 : 92);
+		if (clio_pwrite(v->f, v->buf, len, off) != (ssize_t)len)
+			atomic_fetch_add(v->errors, 1);
+		pthread_barrier_wait(v->bar);
+		pthread_barrier_wait(v->bar); /* the check */
+	}
+	return NULL;
+}
+
+static void
+test_overlap(void **state)
+{
+	uint64_t seed = tu_seed("overlap"), rng = tu_rand_init(seed);
+	static const char *const specs[] = { "mem:size=128K", "file" };
+	char path[256], spec[300];
+	int k;
+
+	(void)state;
+	for (k = 0; k < 4; k++) {
+		unsigned char *via = malloc(128 * KiB), *dev = malloc(128 * KiB);
+		pthread_barrier_t bar;
+		atomic_int errors = 0;
+		struct ov v[2];
+		pthread_t th[2];
+		clio_cache *c = cache_of(k < 2 ? 4096 : 1024, 32 * 4096, 64 * KiB);
+		clio_dev *d;
+		int i, t;
+
+		assert_non_null(via);
+		assert_non_null(dev);
+		if (k % 2) {
+			int fd = tu_tmpfile(path, sizeof(path));
+
+			assert_int_equal(ftruncate(fd, 128 * KiB), 0);
+			close(fd);
+			snprintf(spec, sizeof(spec), "file:%s?qd=4", path);
+			d = tu_dev_open(spec, 0);
+			unlink(path);
+		} else {
+			d = tu_dev_open(specs[0], 0);
+		}
+		pthread_barrier_init(&bar, NULL, 3);
+		for (t = 0; t < 2; t++) {
+			v[t] = (struct ov){ open_file(c, d, CLIO_RDWR | (t ? CLIO_DIRECT : 0)),
+					    &bar, NULL, tu_rand_init(seed + (uint64_t)(k * 2 + t)),
+					    150, t == 1, &errors };
+			assert_int_equal(posix_memalign((void **)&v[t].buf, 4096, 64 * KiB), 0);
+			assert_int_equal(pthread_create(&th[t], NULL, ov_main, &v[t]), 0);
+		}
+		for (i = 0; i < v[0].rounds; i++) {
+			long bad = -1;
+			uint64_t j;
+
+			pthread_barrier_wait(&bar);
+			pthread_barrier_wait(&bar);
+			assert_int_equal(clio_fsync(v[0].f), 0);
+			assert_int_equal(clio_pread(v[0].f, via, 128 * KiB, 0), (ssize_t)(128 * KiB));
+			assert_int_equal(clio_dev_pread(d, dev, 128 * KiB, 0), (ssize_t)(128 * KiB));
+			for (j = 0; j < 128 * KiB && bad < 0; j++)
+				if (via[j] != dev[j])
+					bad = (long)j;
+			if (bad >= 0 || atomic_load(&errors) != 0) {
+				tu_seed_failed("overlap", seed);
+				print_message("%s bsize %s round %d: byte %ld: the cache "
+					      "has %u, the device %u\n", k % 2 ? "file" : "mem",
+					      k < 2 ? "4096" : "1024", i, bad,
+					      bad >= 0 ? via[bad] : 0, bad >= 0 ? dev[bad] : 0);
+				fail();
+			}
+			pthread_barrier_wait(&bar);
+		}
+		(void)rng;
+		for (t = 0; t < 2; t++) {
+			pthread_join(th[t], NULL);
+			assert_int_equal(clio_close(v[t].f), 0);
+			free(v[t].buf);
+		}
+		pthread_barrier_destroy(&bar);
+		assert_int_equal(clio_cache_free(c), 0);
+		clio_dev_close(d);
+		free(via);
+		free(dev);
+	}
+}
+
 /* ------------------------------------------------------------ write-back errors */
 
 static void
@@ -1491,6 +1606,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_direct_buffered_block),
 		cmocka_unit_test(test_direct_truncate),
+		cmocka_unit_test(test_overlap),
 		cmocka_unit_test(test_werr_once),
 		cmocka_unit_test(test_werr_fault),
 		cmocka_unit_test(test_werr_busy),
