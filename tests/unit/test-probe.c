@@ -479,6 +479,76 @@ test_overlap(void **state)
 	}
 }
 
+/* Direct writers that never pause do not starve a truncate: it waits
+ * for the writes in flight, and new ones wait for it. */
+struct sv {
+	clio_file *f;
+	unsigned char *buf;
+	atomic_bool stop;
+	atomic_int writes;
+};
+
+static void *
+sv_main(void *arg)
+{
+	struct sv *v = arg;
+	double end = tu_now() + 5.0; /* bounded, whatever happens */
+
+	while (!atomic_load(&v->stop) && tu_now() < end) {
+		if (clio_pwrite(v->f, v->buf, 64 * KiB, 0) != (ssize_t)(64 * KiB))
+			break;
+		atomic_fetch_add(&v->writes, 1);
+	}
+	return NULL;
+}
+
+static void
+test_truncate_direct_starve(void **state)
+{
+	char path[256], spec[300];
+	clio_cache *c = cache_of(4096, 64 * 4096, 64 * KiB);
+	clio_dev *d = tu_dev_open(tmp_spec(path, sizeof(path), spec, sizeof(spec),
+					   "?qd=4"), 0);
+	struct sv v[2];
+	pthread_t th[2];
+	clio_file *g = open_file(c, d, CLIO_RDWR);
+	int t, i, done = 0;
+	double t0;
+
+	(void)state;
+	for (t = 0; t < 2; t++) {
+		v[t].f = open_file(c, d, CLIO_RDWR | CLIO_DIRECT);
+		assert_int_equal(posix_memalign((void **)&v[t].buf, 4096, 64 * KiB), 0);
+		tu_fill(v[t].buf, 64 * KiB, 0, 101);
+		atomic_init(&v[t].stop, false);
+		atomic_init(&v[t].writes, 0);
+		assert_int_equal(pthread_create(&th[t], NULL, sv_main, &v[t]), 0);
+	}
+	while (atomic_load(&v[0].writes) + atomic_load(&v[1].writes) < 10)
+		tu_sleep(0.001);
+	t0 = tu_now();
+	for (i = 0; i < 20; i++) {
+		assert_int_equal(clio_ftruncate(g, (uint64_t)(i % 2) * 64 * KiB), 0);
+		done++;
+	}
+	print_message("  20 truncates among direct writes in %.3f s\n", tu_now() - t0);
+	for (t = 0; t < 2; t++)
+		atomic_store(&v[t].stop, true);
+	for (t = 0; t < 2; t++) {
+		pthread_join(th[t], NULL);
+		assert_int_equal(clio_close(v[t].f), 0);
+		free(v[t].buf);
+	}
+	/* the writers gave up after 5 s at most: had the truncates waited
+	 * for that, they came only after the writers stopped */
+	assert_true(tu_now() - t0 < 4.0);
+	assert_int_equal(done, 20);
+	assert_int_equal(clio_close(g), 0);
+	assert_int_equal(clio_cache_free(c), 0);
+	clio_dev_close(d);
+	unlink(path);
+}
+
 /* ------------------------------------------------------------ write-back errors */
 
 static void
@@ -1607,6 +1677,7 @@ main(void)
 		cmocka_unit_test(test_direct_buffered_block),
 		cmocka_unit_test(test_direct_truncate),
 		cmocka_unit_test(test_overlap),
+		cmocka_unit_test(test_truncate_direct_starve),
 		cmocka_unit_test(test_werr_once),
 		cmocka_unit_test(test_werr_fault),
 		cmocka_unit_test(test_werr_busy),
