@@ -730,6 +730,7 @@ clio_pread_view(clio_file *f, size_t len, uint64_t off, clio_view_fn *view,
 		void *arg)
 {
 	struct iovec iov;
+	uint64_t size, sec;
 	ssize_t n;
 	int vr;
 
@@ -739,7 +740,14 @@ clio_pread_view(clio_file *f, size_t len, uint64_t off, clio_view_fn *view,
 		return -EBADF;
 	if (!(f->f_flags & CLIO_DIRECT))
 		return read_runs(f, len, off, view, arg);
-	/* the raw path has no buffers to lend: read into one of ours */
+	/* the raw path has no buffers to lend: read into one of ours, no
+	 * longer than the data (an aligned length stays aligned) */
+	size = obj_size(f->f_obj);
+	sec = f->f_obj->o_sector ? f->f_obj->o_sector : 512;
+	if (off >= size)
+		len = 0;
+	else if (len % sec == 0 && len > size - off)
+		len = (size_t)(DIV_ROUND_UP(size - off, sec) * sec);
 	iov.iov_base = malloc(len ? len : 1);
 	if (iov.iov_base == NULL)
 		return -ENOMEM;

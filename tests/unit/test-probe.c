@@ -1199,6 +1199,93 @@ test_boundaries(void **state)
 	clio_dev_close(d);
 }
 
+struct viewsum {
+	size_t bytes;
+	int calls, lasts;
+	const unsigned char *expect;
+	bool ok;
+};
+
+static int
+view_sum(void *arg, const struct iovec *iov, int iovcnt, int last)
+{
+	struct viewsum *v = arg;
+	int i;
+
+	for (i = 0; i < iovcnt; i++) {
+		if (memcmp(iov[i].iov_base, v->expect + v->bytes, iov[i].iov_len) != 0)
+			v->ok = false;
+		v->bytes += iov[i].iov_len;
+	}
+	v->calls++;
+	v->lasts += last != 0;
+	return 0;
+}
+
+/* The access modes and flags, and lengths far beyond the data, on every
+ * call that takes them. */
+static void
+test_modes(void **state)
+{
+	unsigned char buf[8192];
+	clio_cache *c = cache_of(4096, 256 * KiB, 64 * KiB);
+	clio_dev *d = tu_dev_open("mem:size=6000", 0), *ro;
+	clio_file *f, *r, *w, *fd;
+	int k;
+
+	(void)state;
+	tu_fill(buf, sizeof(buf), 0, 111);
+	assert_int_equal(clio_open(c, d, CLIO_ACCMODE, &f), -EINVAL);
+	assert_int_equal(clio_open(c, d, CLIO_RDWR | 0x4000, &f), -EINVAL);
+	f = open_file(c, d, CLIO_RDWR);
+	r = open_file(c, d, CLIO_RDONLY);
+	w = open_file(c, d, CLIO_WRONLY);
+	fd = open_file(c, d, CLIO_RDWR | CLIO_DIRECT);
+	assert_int_equal(clio_pwrite(f, buf, 6000, 0), 6000);
+	assert_int_equal(clio_pwrite(r, buf, 1, 0), -EBADF);
+	assert_int_equal(clio_ftruncate(r, 0), -EBADF);
+	assert_int_equal(clio_discard(r, 0, 4096), -EBADF);
+	assert_int_equal(clio_pread(w, buf, 1, 0), -EBADF);
+	assert_int_equal(clio_pread_view(w, 1, 0, view_sum, NULL), -EBADF);
+	assert_int_equal(clio_pread_view(f, 1, 0, NULL, NULL), -EINVAL);
+	assert_int_equal(clio_fsync(r), 0);
+	assert_int_equal(clio_fsync(w), 0);
+	/* views of far more than there is, buffered and direct: the data,
+	 * once, with one last call */
+	for (k = 0; k < 2; k++) {
+		static const size_t lens[] = { 6144, 1u << 30, SIZE_MAX / 2 + 512 };
+		int j;
+
+		for (j = 0; j < 3; j++) {
+			struct viewsum v = { 0, 0, 0, buf, true };
+			ssize_t n = clio_pread_view(k ? fd : r, lens[j] / 512 * 512, 0,
+						    view_sum, &v);
+
+			if (n != 6000)
+				print_message("%s view of %zu bytes: %zd\n",
+					      k ? "direct" : "buffered", lens[j], n);
+			assert_int_equal(n, 6000);
+			assert_int_equal(v.bytes, 6000);
+			assert_true(v.ok);
+			assert_int_equal(v.lasts, 1);
+		}
+	}
+	assert_int_equal(clio_close(fd), 0);
+	assert_int_equal(clio_close(w), 0);
+	assert_int_equal(clio_close(r), 0);
+	assert_int_equal(clio_close(f), 0);
+	/* a read-only device: no handle that writes */
+	ro = tu_dev_open("mem:size=4096", CLIO_DEV_RDONLY);
+	assert_int_equal(clio_open(c, ro, CLIO_RDWR, &f), -EROFS);
+	assert_int_equal(clio_open(c, ro, CLIO_WRONLY, &f), -EROFS);
+	f = open_file(c, ro, CLIO_RDONLY);
+	assert_int_equal(clio_pread(f, buf, sizeof(buf), 0), 4096);
+	assert_int_equal(clio_close(f), 0);
+	assert_int_equal(clio_cache_free(c), 0);
+	clio_dev_close(ro);
+	clio_dev_close(d);
+}
+
 /* A size of 0 and sizes no multiple of the sector, buffered and direct,
  * on fixed and resizable devices. */
 static void
@@ -1687,6 +1774,7 @@ main(void)
 		cmocka_unit_test(test_durable),
 		cmocka_unit_test(test_dev_bounds),
 		cmocka_unit_test(test_boundaries),
+		cmocka_unit_test(test_modes),
 		cmocka_unit_test(test_odd_sizes),
 		cmocka_unit_test(test_mixed),
 	};
