@@ -620,6 +620,16 @@ bio_put(clio_cache *c, struct bio *io)
 	c->bio_free[io->cls] = io;
 }
 
+/* A flush of o's device failed (c->lock held): what it was to make
+ * durable may be lost, a write-back failure for every handle of o. */
+void
+obj_flush_failed(clio_cache *c, struct cobj *o, int e)
+{
+	o->o_err = -e;
+	o->o_errseq++;
+	c->st.write_errors++;
+}
+
 /*
  * flush_behind: once a device has taken conf.flush_behind bytes of
  * write-back since its last flush, one flush runs in the background, so
@@ -643,11 +653,8 @@ flush_behind_done(struct clio_req *req)
 	pthread_mutex_lock(&c->lock);
 	o->o_flushing = false;
 	c->st.flushes_behind++;
-	if (req->result < 0) {
-		o->o_err = (int)-req->result;
-		o->o_errseq++;
-		c->st.write_errors++;
-	}
+	if (req->result < 0)
+		obj_flush_failed(c, o, (int)req->result);
 	pthread_cond_broadcast(&c->cv);
 	pthread_mutex_unlock(&c->lock);
 	free(f);
@@ -1356,6 +1363,8 @@ clio_sync(clio_cache *c)
 		pthread_mutex_unlock(&c->lock);
 		e = clio_dev_flush(o->o_dev);
 		pthread_mutex_lock(&c->lock);
+		if (e < 0)
+			obj_flush_failed(c, o, e);
 		if (e < 0 && r == 0)
 			r = e;
 		next = o->o_next;

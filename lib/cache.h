@@ -213,6 +213,7 @@ int flush_buf(clio_cache *c, struct buf *b, uint64_t gen);
 int flush_oldest(clio_cache *c);
 void throttle_writer(clio_cache *c);
 int obj_writeback(clio_cache *c, struct cobj *o);
+void obj_flush_failed(clio_cache *c, struct cobj *o, int e);
 void obj_wait_io(clio_cache *c, struct cobj *o);
 void obj_wait_truncate(clio_cache *c, struct cobj *o);
 void obj_free_if_unused(clio_cache *c, struct cobj *o);

@@ -24,7 +24,9 @@
  *     o_truncating; a direct write waits for o_truncating to clear before
  *     it joins o_dwrites).
  *  4. A write-back error is reported once to each handle, by its next
- *     fsync or close.
+ *     fsync or close; so is a failed device flush (an fsync's, a
+ *     clio_sync's or a background one), which may have lost what it
+ *     was to make durable.
  *  5. A buffered read holds a run of buffers at a time (READ_RUN, and a
  *     16th of the cache at most) and waits for nothing while it holds
  *     them; before taking a run it waits for the run's blocks in flight
@@ -188,6 +190,8 @@ clio_close(clio_file *f)
 		pthread_mutex_unlock(&c->lock);
 		e = clio_dev_flush(o->o_dev);
 		pthread_mutex_lock(&c->lock);
+		if (e < 0)
+			obj_flush_failed(c, o, e);
 		if (r == 0)
 			r = e;
 	}
@@ -926,12 +930,15 @@ clio_fsync(clio_file *f)
 	pthread_mutex_unlock(&c->lock);
 	e = clio_dev_flush(o->o_dev);
 	pthread_mutex_lock(&c->lock);
-	if (r < 0)
+	if (e < 0)
+		obj_flush_failed(c, o, e); /* told here, and to the others */
+	if (r < 0 || e < 0) {
 		f->f_errseen = o->o_errseq;
-	else if (e < 0)
-		r = e;
-	else
+		if (r == 0)
+			r = e;
+	} else {
 		r = pending_error(f);
+	}
 	cache_check(c);
 	pthread_mutex_unlock(&c->lock);
 	return r;
