@@ -8,20 +8,40 @@
  *    bytes of the same block at once: the buffered writer must not
  *    write the block's old bytes back over what the direct write put on
  *    the device (a device of callbacks holds the direct write until the
- *    buffered one has returned, so the order is forced);
+ *    buffered one has started, so the order is forced);
  *  - direct_truncate: a direct write racing a truncate: afterwards the
  *    object is either cut (the truncate came last) or holds all of the
- *    write, and the cache's size is the device's;
+ *    write, and the cache's size is the file's;
+ *  - overlap: overlapping direct and buffered writes at once on mem,
+ *    file and sim devices: the cache and the device agree afterwards;
+ *  - truncate_direct_starve: truncates among direct writers that never
+ *    pause all complete at once;
  *  - werr_once: a write-back that fails is reported by fsync or close
  *    exactly once to every handle, the failed data stays cached and
  *    dirty, and once the device heals an fsync puts it on the device;
- *  - boundaries: offsets near INT64_MAX and UINT64_MAX, lengths of 0 and
- *    above SSIZE_MAX, devices whose size is no multiple of the block or
- *    the sector, direct reads of their tail;
+ *  - flush_err: so is a device flush that fails (another handle's fsync,
+ *    a clio_sync);
+ *  - werr_fault: ENOSPC over a range of a file: the good blocks of a run
+ *    that failed get to the file, only the bad ones are lost;
+ *  - werr_busy: failed buffers are not dropped to make room while other
+ *    buffers are being written;
+ *  - werr_pressure: a tiny cache whose write-backs all fail: losses are
+ *    counted, and the rest is on the device;
+ *  - rerr, rerr_ahead: failed reads change nothing and fail only the
+ *    reads that touch the bad range, read-ahead or not;
+ *  - durable: fsync from threads on a device with a volatile write
+ *    cache: what a handle wrote before its fsync is durable after it;
+ *  - dev_bounds, boundaries, modes, odd_sizes: offsets near INT64_MAX
+ *    and UINT64_MAX at the device and the cache, lengths of 0 and above
+ *    SSIZE_MAX (views too), access modes, devices of size 0 and of sizes
+ *    no multiple of the block or the sector, direct reads of their tail;
  *  - mixed: seeded threads on buffered and direct handles of one file
- *    (and a second object in the same tiny cache), each writing only its
- *    own unaligned stripes, with fsync, clio_sync and reopen, then a
- *    byte-for-byte check of the backing file with plain pread.
+ *    (engine uring and threads, direct=0/1; odd bsize, tiny caches),
+ *    each writing only its own unaligned stripes, thread 0 also growing
+ *    and truncating the tail, with fsync, clio_sync and reopen, and a
+ *    second object (mem, under fault:short=1 in every other
+ *    configuration) in the same cache; at the end the backing file is
+ *    checked byte for byte with plain pread.
  * Random tests print their seed (CLIO_SEED repeats one); CLIO_TEST=NAME
  * runs one test.
  */
@@ -422,19 +442,22 @@ test_overlap(void **state)
 	int k;
 
 	(void)state;
-	for (k = 0; k < 4; k++) {
+	for (k = 0; k < 6; k++) {
 		unsigned char *via = malloc(128 * KiB), *dev = malloc(128 * KiB);
 		pthread_barrier_t bar;
 		atomic_int errors = 0;
 		struct ov v[2];
 		pthread_t th[2];
-		clio_cache *c = cache_of(k < 2 ? 4096 : 1024, 32 * 4096, 64 * KiB);
+		clio_cache *c = cache_of(k % 4 < 2 ? 4096 : 1024, 32 * 4096, 64 * KiB);
 		clio_dev *d;
 		int i, t;
 
 		assert_non_null(via);
 		assert_non_null(dev);
-		if (k % 2) {
+		if (k >= 4) {
+			d = tu_dev_open(k == 4 ? "sim:size=128K" :
+					"sim:preset=rz25,size=128K,maxio=8K", 0);
+		} else if (k % 2) {
 			int fd = tu_tmpfile(path, sizeof(path));
 
 			assert_int_equal(ftruncate(fd, 128 * KiB), 0);
@@ -468,8 +491,9 @@ test_overlap(void **state)
 			if (bad >= 0 || atomic_load(&errors) != 0) {
 				tu_seed_failed("overlap", seed);
 				print_message("%s bsize %s round %d: byte %ld: the cache "
-					      "has %u, the device %u\n", k % 2 ? "file" : "mem",
-					      k < 2 ? "4096" : "1024", i, bad,
+					      "has %u, the device %u\n",
+					      k >= 4 ? "sim" : k % 2 ? "file" : "mem",
+					      k % 4 < 2 ? "4096" : "1024", i, bad,
 					      bad >= 0 ? via[bad] : 0, bad >= 0 ? dev[bad] : 0);
 				fail();
 			}
