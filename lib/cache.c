@@ -62,8 +62,10 @@
  *  3. A DIRTY or WRITING buffer is never evicted or reused: only CLEAN or
  *     INVAL buffers with no holder are.  A dirty buffer leaves the cache
  *     only by a successful write, a truncate past it, or a recorded loss
- *     (its write-back failed, and it was the object's last close or the
- *     object had more than werr_max failed buffers).
+ *     (its write-back failed, and it was the object's last close, the
+ *     object had more than werr_max failed buffers, or a buffer was
+ *     needed while every other one was failed or held and none was
+ *     under I/O).
  *  4. nio counts READING and WRITING buffers; o_nio those of the object.
  *  5. nvalid counts CLEAN, DIRTY and WRITING buffers.
  *  6. At most one buffer per (object, block).
@@ -489,13 +491,14 @@ werr_trim(clio_cache *c, struct cobj *o)
 }
 
 /* Nothing to evict and nothing to write: if every dirty buffer has
- * failed, drop the oldest failed one (of whichever object). */
+ * failed and no I/O in flight will free a buffer, drop the oldest
+ * failed one (of whichever object). */
 static bool
 werr_drop_oldest(clio_cache *c)
 {
 	struct buf *b;
 
-	if (c->ndirty == 0 || c->ndirty > c->nwerr)
+	if (c->ndirty == 0 || c->ndirty > c->nwerr || c->nio > 0)
 		return false;
 	for (b = c->dirty_head; b != NULL; b = b->b_dnext)
 		if ((b->b_flags & BF_WERR) && b->b_hold == 0 &&
@@ -617,6 +620,16 @@ bio_put(clio_cache *c, struct bio *io)
 	c->bio_free[io->cls] = io;
 }
 
+/* A flush of o's device failed (c->lock held): what it was to make
+ * durable may be lost, a write-back failure for every handle of o. */
+void
+obj_flush_failed(clio_cache *c, struct cobj *o, int e)
+{
+	o->o_err = -e;
+	o->o_errseq++;
+	c->st.write_errors++;
+}
+
 /*
  * flush_behind: once a device has taken conf.flush_behind bytes of
  * write-back since its last flush, one flush runs in the background, so
@@ -640,11 +653,8 @@ flush_behind_done(struct clio_req *req)
 	pthread_mutex_lock(&c->lock);
 	o->o_flushing = false;
 	c->st.flushes_behind++;
-	if (req->result < 0) {
-		o->o_err = (int)-req->result;
-		o->o_errseq++;
-		c->st.write_errors++;
-	}
+	if (req->result < 0)
+		obj_flush_failed(c, o, (int)req->result);
 	pthread_cond_broadcast(&c->cv);
 	pthread_mutex_unlock(&c->lock);
 	free(f);
@@ -835,7 +845,9 @@ buf_flushable(const struct buf *b)
 }
 
 /* May fsync pass gen (0: no pass, the flusher or a writer) write b in a
- * run?  The buffer a run is built for (must) goes whether tried or not. */
+ * run?  The buffer a run is built for (must) goes whether tried or not;
+ * a failed one only alone (flush_around()), so that a bad block fails no
+ * neighbour and the good ones get out when they are tried again. */
 static bool
 run_member(const struct buf *b, uint64_t gen, const struct buf *must)
 {
@@ -843,7 +855,7 @@ run_member(const struct buf *b, uint64_t gen, const struct buf *must)
 		return false;
 	if (b == must)
 		return true;
-	return gen ? b->b_tried != gen : !(b->b_flags & BF_WERR);
+	return !(b->b_flags & BF_WERR) && (gen == 0 || b->b_tried != gen);
 }
 
 /*
@@ -879,9 +891,9 @@ write_run(clio_cache *c, struct cobj *o, uint64_t lbn, uint32_t max,
 /*
  * Write b together with the dirty buffers around it, backwards then
  * forwards, up to one write cluster, as one request.  Neighbours already
- * tried by fsync pass `gen` are left alone (gen 0: no pass, and failed
- * neighbours are left alone too); b itself goes in any case, unless its
- * object is being truncated.
+ * tried by fsync pass `gen` and failed ones are left alone, and a failed
+ * b goes alone; b itself goes in any case, unless its object is being
+ * truncated.
  */
 static int
 flush_around(clio_cache *c, struct buf *b, uint64_t gen, bool wait)
@@ -892,6 +904,8 @@ flush_around(clio_cache *c, struct buf *b, uint64_t gen, bool wait)
 
 	if (!run_member(b, gen, b))
 		return 0;
+	if (b->b_flags & BF_WERR)
+		max = 1; /* tried again alone */
 	while (b->b_lbn - first + 1 < max && first > 0 &&
 	       run_member(buf_lookup(c, o, first - 1), gen, NULL))
 		first--;
@@ -1349,6 +1363,8 @@ clio_sync(clio_cache *c)
 		pthread_mutex_unlock(&c->lock);
 		e = clio_dev_flush(o->o_dev);
 		pthread_mutex_lock(&c->lock);
+		if (e < 0)
+			obj_flush_failed(c, o, e);
 		if (e < 0 && r == 0)
 			r = e;
 		next = o->o_next;

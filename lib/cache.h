@@ -55,6 +55,12 @@ struct buf {
 	struct buf *b_fnext;		/* free list */
 };
 
+/* A direct write in flight on an object (file.c, invariant 3). */
+struct dwrite {
+	uint64_t off, end;	/* the bytes [off, end) */
+	struct dwrite *next;
+};
+
 /* A cached object: one device's data. */
 struct cobj {
 	clio_dev *o_dev;
@@ -76,6 +82,8 @@ struct cobj {
 	uint64_t o_wbehind;	/* bytes written back since its last flush */
 	bool o_flushing;	/* a background flush is in flight */
 	bool o_truncating;	/* a truncate is resizing the device */
+	struct dwrite *o_dwrites; /* direct writes in flight (never while
+				     o_truncating) */
 	bool o_keep;		/* kept after its last close (CLIO_KEEP) */
 	bool o_have_v;		/* o_v holds the source's version */
 	struct clio_validator o_v;
@@ -205,6 +213,7 @@ int flush_buf(clio_cache *c, struct buf *b, uint64_t gen);
 int flush_oldest(clio_cache *c);
 void throttle_writer(clio_cache *c);
 int obj_writeback(clio_cache *c, struct cobj *o);
+void obj_flush_failed(clio_cache *c, struct cobj *o, int e);
 void obj_wait_io(clio_cache *c, struct cobj *o);
 void obj_wait_truncate(clio_cache *c, struct cobj *o);
 void obj_free_if_unused(clio_cache *c, struct cobj *o);

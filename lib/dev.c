@@ -40,6 +40,9 @@
  *     (under d->lock), so no one but a slot's writer ever stores into it.
  *  8. busy time grows only while at least one backend call is outstanding
  *     (real clock) or by each call's service time (virtual clock).
+ *  9. No request reaches a backend with an end past INT64_MAX, no resize
+ *     sets a size past it, and a write grows a resizable device's size
+ *     only by the bytes it moved.
  * dev_check() asserts invariant 4 in CLIO_DEBUG builds.
  */
 #include <assert.h>
@@ -770,8 +773,9 @@ attempt_done(clio_dev *d, struct dev_piece *p, ssize_t r, bool slot,
 			d->back->s.busy_s += t1 - d->busy_since;
 		acc_add(d->back, op, moved, t1 - p->t_queued, r < 0);
 	}
-	if (op == CLIO_OP_WRITE && d->ops->resize != NULL && end > d->size)
-		d->size = end;
+	if (op == CLIO_OP_WRITE && d->ops->resize != NULL && moved > 0 &&
+	    end > d->size)
+		d->size = end; /* a write that moved nothing grew nothing */
 	if (again) {
 		pthread_mutex_unlock(&d->lock);
 		return true;
@@ -933,6 +937,10 @@ clio_dev_submit(clio_dev *d, struct clio_req *req)
 		return -EROFS;
 	if (!flush && (req->iovcnt < 0 || (req->iovcnt > 0 && req->iov == NULL)))
 		return -EINVAL;
+	/* offsets and sizes stay at or below INT64_MAX (an off_t's range) */
+	if (!flush && (req->offset > (uint64_t)INT64_MAX ||
+		       len > (uint64_t)INT64_MAX - req->offset))
+		return req->op == CLIO_OP_WRITE ? -EFBIG : -EINVAL;
 	if (!(req->flags & DEV_REQ_TIER)) {
 		struct tier *t = __atomic_load_n(&d->tier, __ATOMIC_ACQUIRE);
 		if (t != NULL)
@@ -1171,6 +1179,8 @@ clio_dev_resize(clio_dev *d, uint64_t size)
 		return -ENOTSUP;
 	if (d->readonly)
 		return -EROFS;
+	if (size > (uint64_t)INT64_MAX)
+		return -EFBIG;
 	r = tier_resize(d, size, true);
 	if (r == 0)
 		r = d->ops->resize(d, size);

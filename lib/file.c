@@ -17,8 +17,16 @@
  *     pieces of at most maxphys, after writing back the cached dirty data
  *     it overlaps; a direct write then drops the clean buffers it covers,
  *     once their holders let go: none keeps what the write replaced.
+ *     While a direct write is in flight (on o_dwrites, from before that
+ *     write-back until the drop), no buffered write changes a block it
+ *     overlaps (whose old bytes would go back over it), and no truncate
+ *     starts (a truncate waits for o_dwrites to empty before it sets
+ *     o_truncating; a direct write waits for o_truncating to clear before
+ *     it joins o_dwrites).
  *  4. A write-back error is reported once to each handle, by its next
- *     fsync or close.
+ *     fsync or close; so is a failed device flush (an fsync's, a
+ *     clio_sync's or a background one), which may have lost what it
+ *     was to make durable.
  *  5. A buffered read holds a run of buffers at a time (READ_RUN, and a
  *     16th of the cache at most) and waits for nothing while it holds
  *     them; before taking a run it waits for the run's blocks in flight
@@ -182,6 +190,8 @@ clio_close(clio_file *f)
 		pthread_mutex_unlock(&c->lock);
 		e = clio_dev_flush(o->o_dev);
 		pthread_mutex_lock(&c->lock);
+		if (e < 0)
+			obj_flush_failed(c, o, e);
 		if (r == 0)
 			r = e;
 	}
@@ -248,6 +258,29 @@ direct_sync_range(clio_cache *c, struct cobj *o, uint64_t off, size_t len,
 	return 0;
 }
 
+/* Whether a direct write in flight on o overlaps [off, end). */
+static bool
+dwrite_overlaps(const struct cobj *o, uint64_t off, uint64_t end)
+{
+	const struct dwrite *w;
+
+	for (w = o->o_dwrites; w != NULL; w = w->next)
+		if (w->off < end && off < w->end)
+			return true;
+	return false;
+}
+
+static void
+dwrite_remove(clio_cache *c, struct cobj *o, struct dwrite *dw)
+{
+	struct dwrite **pp;
+
+	for (pp = &o->o_dwrites; *pp != dw; pp = &(*pp)->next)
+		;
+	*pp = dw->next;
+	pthread_cond_broadcast(&c->cv);
+}
+
 static ssize_t
 direct_io(clio_file *f, enum clio_op op, void *buf, size_t len, uint64_t off)
 {
@@ -255,6 +288,7 @@ direct_io(clio_file *f, enum clio_op op, void *buf, size_t len, uint64_t off)
 	struct cobj *o = f->f_obj;
 	clio_dev *d = o->o_dev;
 	size_t done = 0, piece = c->conf.maxphys;
+	struct dwrite dw = { off, off + len, NULL };
 	ssize_t r = 0;
 
 	/* as O_DIRECT: a read at or past EOF returns 0 however aligned, so
@@ -279,7 +313,16 @@ direct_io(clio_file *f, enum clio_op op, void *buf, size_t len, uint64_t off)
 		}
 		len = MIN((uint64_t)len, obj_size(o) - off);
 	}
+	if (op == CLIO_OP_WRITE) {
+		/* before the write-back below: no buffered writer may dirty
+		 * the range again until the write has landed */
+		dw.end = off + len;
+		dw.next = o->o_dwrites;
+		o->o_dwrites = &dw;
+	}
 	r = direct_sync_range(c, o, off, len, op == CLIO_OP_WRITE);
+	if (r < 0 && op == CLIO_OP_WRITE)
+		dwrite_remove(c, o, &dw);
 	pthread_mutex_unlock(&c->lock);
 	if (r < 0)
 		return r;
@@ -301,6 +344,7 @@ direct_io(clio_file *f, enum clio_op op, void *buf, size_t len, uint64_t off)
 		/* a write of nothing past EOF grows nothing */
 		if (done > 0 && off + done > obj_size(o))
 			o->o_size = off + done;
+		dwrite_remove(c, o, &dw);
 	}
 	pthread_mutex_unlock(&c->lock);
 	if (r < 0 && done == 0)
@@ -690,6 +734,7 @@ clio_pread_view(clio_file *f, size_t len, uint64_t off, clio_view_fn *view,
 		void *arg)
 {
 	struct iovec iov;
+	uint64_t size, sec;
 	ssize_t n;
 	int vr;
 
@@ -699,7 +744,14 @@ clio_pread_view(clio_file *f, size_t len, uint64_t off, clio_view_fn *view,
 		return -EBADF;
 	if (!(f->f_flags & CLIO_DIRECT))
 		return read_runs(f, len, off, view, arg);
-	/* the raw path has no buffers to lend: read into one of ours */
+	/* the raw path has no buffers to lend: read into one of ours, no
+	 * longer than the data (an aligned length stays aligned) */
+	size = obj_size(f->f_obj);
+	sec = f->f_obj->o_sector ? f->f_obj->o_sector : 512;
+	if (off >= size)
+		len = 0;
+	else if (len % sec == 0 && len > size - off)
+		len = (size_t)(DIV_ROUND_UP(size - off, sec) * sec);
 	iov.iov_base = malloc(len ? len : 1);
 	if (iov.iov_base == NULL)
 		return -ENOMEM;
@@ -819,6 +871,13 @@ clio_pwrite(clio_file *f, const void *buf, size_t len, uint64_t off)
 			obj_wait_truncate(c, o);
 			continue;
 		}
+		if (dwrite_overlaps(o, bstart, bstart + bs)) {
+			/* its old bytes would go back over the direct write */
+			buf_write_end(c, b);
+			buf_release(c, b);
+			pthread_cond_wait(&c->cv, &c->lock);
+			continue;
+		}
 		memcpy(b->b_data + boff, (const char *)buf + done, n);
 		buf_mark_dirty(c, b);
 		buf_write_end(c, b);
@@ -871,12 +930,15 @@ clio_fsync(clio_file *f)
 	pthread_mutex_unlock(&c->lock);
 	e = clio_dev_flush(o->o_dev);
 	pthread_mutex_lock(&c->lock);
-	if (r < 0)
+	if (e < 0)
+		obj_flush_failed(c, o, e); /* told here, and to the others */
+	if (r < 0 || e < 0) {
 		f->f_errseen = o->o_errseq;
-	else if (e < 0)
-		r = e;
-	else
+		if (r == 0)
+			r = e;
+	} else {
 		r = pending_error(f);
+	}
 	cache_check(c);
 	pthread_mutex_unlock(&c->lock);
 	return r;
@@ -986,7 +1048,12 @@ clio_ftruncate(clio_file *f, uint64_t size)
 	cache_check(c);
 	/* one truncate at a time; then writers and write-back wait for it,
 	 * and nothing in flight may land past the new end */
-	obj_wait_truncate(c, o);
+	for (;;) {
+		obj_wait_truncate(c, o);
+		if (o->o_dwrites == NULL)
+			break;
+		pthread_cond_wait(&c->cv, &c->lock);
+	}
 	o->o_truncating = true;
 	obj_wait_io(c, o);
 	pthread_mutex_unlock(&c->lock);
