@@ -208,6 +208,10 @@ cf_block_size(nbdkit_next *next, void *handle, uint32_t *minimum,
 	(void)next;
 	(void)handle;
 	*minimum = dev_info.sector;
+	/* the export's last bytes must be addressable (NBD: its size a
+	 * multiple of the minimum); the cache takes requests of any alignment */
+	while (*minimum > 1 && clio_dev_size(dev) % *minimum != 0)
+		*minimum /= 2;
 	*preferred = MAX(conf.bsize, *minimum);
 	*maximum = MAX(MAX_REQUEST, MAX(conf.maxphys, *preferred));
 	return 0;

@@ -222,6 +222,10 @@ clio_block_size(void *handle, uint32_t *minimum, uint32_t *preferred,
 {
 	(void)handle;
 	*minimum = dev_info.sector ? dev_info.sector : 1;
+	/* the export's last bytes must be addressable (NBD: its size a
+	 * multiple of the minimum); the cache takes requests of any alignment */
+	while (*minimum > 1 && clio_dev_size(dev) % *minimum != 0)
+		*minimum /= 2;
 	*preferred = MAX(conf.bsize, *minimum);
 	*maximum = MAX(MAX_REQUEST, *preferred);
 	return 0;
