@@ -14,7 +14,9 @@
  *     (nbdkit forks when it daemonizes: the cache's and the device's
  *     threads must be born in the process that serves).  .get_ready opens
  *     and closes the device once before that, so that a bad device string
- *     fails while nbdkit can still say so on the terminal.
+ *     fails while nbdkit can still say so on the terminal.  The daemon
+ *     runs in /: .after_fork opens the device from the directory nbdkit
+ *     was started in, so that a relative path names the same file.
  *  2. One clio_file per connection (.open), on the shared device: the
  *     connections share the buffers, so a FLUSH on any of them covers
  *     every write acknowledged on all of them (can_multi_conn).
@@ -38,8 +40,10 @@
 #include <nbdkit-plugin.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "clio.h"
 #include "util.h"
@@ -55,6 +59,7 @@ static clio_cache *cache;
 static clio_dev *dev;
 static struct clio_dev_info dev_info;
 static const char *zeros;
+static int start_dir = -1; /* where nbdkit was started */
 
 struct conn {
 	clio_file *f;
@@ -130,7 +135,26 @@ clio_get_ready(void)
 		return -1;
 	clio_dev_close(dev);
 	dev = NULL;
+	start_dir = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	return 0;
+}
+
+/* open_device() from start_dir (invariant 1), then back where nbdkit is. */
+static int
+open_device_from_start(void)
+{
+	int here = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), r;
+
+	if (start_dir < 0 || here < 0 || fchdir(start_dir) < 0) {
+		if (here >= 0)
+			close(here);
+		return open_device();
+	}
+	r = open_device();
+	if (fchdir(here) < 0)
+		nbdkit_debug("fchdir back: %s", strerror(errno));
+	close(here);
+	return r;
 }
 
 static int
@@ -138,8 +162,11 @@ clio_after_fork(void)
 {
 	int r;
 
-	if (open_device() < 0)
+	if (open_device_from_start() < 0)
 		return -1;
+	if (start_dir >= 0)
+		close(start_dir);
+	start_dir = -1;
 	r = clio_cache_new(&conf, &cache);
 	if (r < 0) {
 		nbdkit_error("cannot make the cache: %s", strerror(-r));
