@@ -13,6 +13,8 @@
  *     the device is a context into the plugin opened outside connections
  *     (filterdev.c), so every connection shares the buffers and a FLUSH on
  *     any of them covers every write acknowledged on all (can_multi_conn).
+ *     The handles keep the object (CLIO_KEEP): its clean blocks outlive
+ *     the connections, until .cleanup frees the cache.
  *  2. One clio_file per connection (.open); the connection's own next is
  *     opened, as nbdkit expects, and carries no data: nbdkit asks it only
  *     what the filter passes through (is_rotational).
@@ -168,8 +170,8 @@ cf_open(nbdkit_next_open *next, nbdkit_context *context, int readonly,
 		nbdkit_error("calloc: %s", strerror(errno));
 		return NULL;
 	}
-	r = clio_open(cache, dev, readonly || dev_info.readonly ? CLIO_RDONLY : CLIO_RDWR,
-		      &h->f);
+	r = clio_open(cache, dev, (readonly || dev_info.readonly ? CLIO_RDONLY : CLIO_RDWR) |
+			  CLIO_KEEP, &h->f);
 	if (r < 0) {
 		nbdkit_error("cannot open the plugin through the cache: %s",
 			     strerror(-r));

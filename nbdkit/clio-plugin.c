@@ -19,7 +19,9 @@
  *     was started in, so that a relative path names the same file.
  *  2. One clio_file per connection (.open), on the shared device: the
  *     connections share the buffers, so a FLUSH on any of them covers
- *     every write acknowledged on all of them (can_multi_conn).
+ *     every write acknowledged on all of them (can_multi_conn).  The
+ *     handles keep the object (CLIO_KEEP): its clean blocks outlive the
+ *     connections, until .unload frees the cache.
  *  3. A write is acknowledged once it is in the cache (or, with FUA, once
  *     clio_fsync returned); FLUSH is clio_fsync: every acknowledged write
  *     on the device and the device flushed.  .close writes back and
@@ -203,8 +205,8 @@ clio_plugin_open(int readonly)
 		nbdkit_error("calloc: %s", strerror(errno));
 		return NULL;
 	}
-	r = clio_open(cache, dev, readonly || dev_info.readonly ? CLIO_RDONLY : CLIO_RDWR,
-		      &h->f);
+	r = clio_open(cache, dev, (readonly || dev_info.readonly ? CLIO_RDONLY : CLIO_RDWR) |
+			  CLIO_KEEP, &h->f);
 	if (r < 0) {
 		nbdkit_error("cannot open '%s' through the cache: %s", device,
 			     strerror(-r));
