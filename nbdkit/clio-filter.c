@@ -13,6 +13,8 @@
  *     the device is a context into the plugin opened outside connections
  *     (filterdev.c), so every connection shares the buffers and a FLUSH on
  *     any of them covers every write acknowledged on all (can_multi_conn).
+ *     A bsize below the plugin's minimum block size is refused there (the
+ *     plugin would refuse the write-back of such blocks).
  *     The handles keep the object (CLIO_KEEP): its clean blocks outlive
  *     the connections, until .cleanup frees the cache.
  *  2. One clio_file per connection (.open); the connection's own next is
@@ -119,6 +121,11 @@ cf_after_fork(nbdkit_backend *backend)
 		return -1;
 	}
 	clio_dev_info(dev, &dev_info);
+	if (conf.bsize < dev_info.sector) { /* its write-back would be refused */
+		nbdkit_error("bsize %u is below the plugin's minimum block size %u",
+			     conf.bsize, dev_info.sector);
+		return -1;
+	}
 	r = clio_cache_new(&conf, &cache);
 	if (r < 0) {
 		nbdkit_error("cannot make the cache: %s", strerror(-r));

@@ -14,7 +14,9 @@
  *     (nbdkit forks when it daemonizes: the cache's and the device's
  *     threads must be born in the process that serves).  .get_ready opens
  *     and closes the device once before that, so that a bad device string
- *     fails while nbdkit can still say so on the terminal.  The daemon
+ *     fails while nbdkit can still say so on the terminal (and a bsize
+ *     below the device's sector size: the device would refuse its
+ *     blocks).  The daemon
  *     runs in /: .after_fork opens the device from the directory nbdkit
  *     was started in, so that a relative path names the same file.
  *  2. One clio_file per connection (.open), on the shared device: the
@@ -137,6 +139,11 @@ clio_get_ready(void)
 		return -1;
 	clio_dev_close(dev);
 	dev = NULL;
+	if (conf.bsize < dev_info.sector) { /* its write-back would be refused */
+		nbdkit_error("bsize %u is below the sector size %u of device '%s'",
+			     conf.bsize, dev_info.sector, device);
+		return -1;
+	}
 	start_dir = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	return 0;
 }
