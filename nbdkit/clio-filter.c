@@ -13,6 +13,10 @@
  *     the device is a context into the plugin opened outside connections
  *     (filterdev.c), so every connection shares the buffers and a FLUSH on
  *     any of them covers every write acknowledged on all (can_multi_conn).
+ *     A bsize below the plugin's minimum block size is refused there (the
+ *     plugin would refuse the write-back of such blocks).
+ *     The handles keep the object (CLIO_KEEP): its clean blocks outlive
+ *     the connections, until .cleanup frees the cache.
  *  2. One clio_file per connection (.open); the connection's own next is
  *     opened, as nbdkit expects, and carries no data: nbdkit asks it only
  *     what the filter passes through (is_rotational).
@@ -117,6 +121,11 @@ cf_after_fork(nbdkit_backend *backend)
 		return -1;
 	}
 	clio_dev_info(dev, &dev_info);
+	if (conf.bsize < dev_info.sector) { /* its write-back would be refused */
+		nbdkit_error("bsize %u is below the plugin's minimum block size %u",
+			     conf.bsize, dev_info.sector);
+		return -1;
+	}
 	r = clio_cache_new(&conf, &cache);
 	if (r < 0) {
 		nbdkit_error("cannot make the cache: %s", strerror(-r));
@@ -168,8 +177,8 @@ cf_open(nbdkit_next_open *next, nbdkit_context *context, int readonly,
 		nbdkit_error("calloc: %s", strerror(errno));
 		return NULL;
 	}
-	r = clio_open(cache, dev, readonly || dev_info.readonly ? CLIO_RDONLY : CLIO_RDWR,
-		      &h->f);
+	r = clio_open(cache, dev, (readonly || dev_info.readonly ? CLIO_RDONLY : CLIO_RDWR) |
+			  CLIO_KEEP, &h->f);
 	if (r < 0) {
 		nbdkit_error("cannot open the plugin through the cache: %s",
 			     strerror(-r));
@@ -208,6 +217,10 @@ cf_block_size(nbdkit_next *next, void *handle, uint32_t *minimum,
 	(void)next;
 	(void)handle;
 	*minimum = dev_info.sector;
+	/* the export's last bytes must be addressable (NBD: its size a
+	 * multiple of the minimum); the cache takes requests of any alignment */
+	while (*minimum > 1 && clio_dev_size(dev) % *minimum != 0)
+		*minimum /= 2;
 	*preferred = MAX(conf.bsize, *minimum);
 	*maximum = MAX(MAX_REQUEST, MAX(conf.maxphys, *preferred));
 	return 0;

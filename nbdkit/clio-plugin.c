@@ -14,10 +14,16 @@
  *     (nbdkit forks when it daemonizes: the cache's and the device's
  *     threads must be born in the process that serves).  .get_ready opens
  *     and closes the device once before that, so that a bad device string
- *     fails while nbdkit can still say so on the terminal.
+ *     fails while nbdkit can still say so on the terminal (and a bsize
+ *     below the device's sector size: the device would refuse its
+ *     blocks).  The daemon
+ *     runs in /: .after_fork opens the device from the directory nbdkit
+ *     was started in, so that a relative path names the same file.
  *  2. One clio_file per connection (.open), on the shared device: the
  *     connections share the buffers, so a FLUSH on any of them covers
- *     every write acknowledged on all of them (can_multi_conn).
+ *     every write acknowledged on all of them (can_multi_conn).  The
+ *     handles keep the object (CLIO_KEEP): its clean blocks outlive the
+ *     connections, until .unload frees the cache.
  *  3. A write is acknowledged once it is in the cache (or, with FUA, once
  *     clio_fsync returned); FLUSH is clio_fsync: every acknowledged write
  *     on the device and the device flushed.  .close writes back and
@@ -38,8 +44,10 @@
 #include <nbdkit-plugin.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "clio.h"
 #include "util.h"
@@ -55,6 +63,7 @@ static clio_cache *cache;
 static clio_dev *dev;
 static struct clio_dev_info dev_info;
 static const char *zeros;
+static int start_dir = -1; /* where nbdkit was started */
 
 struct conn {
 	clio_file *f;
@@ -130,7 +139,31 @@ clio_get_ready(void)
 		return -1;
 	clio_dev_close(dev);
 	dev = NULL;
+	if (conf.bsize < dev_info.sector) { /* its write-back would be refused */
+		nbdkit_error("bsize %u is below the sector size %u of device '%s'",
+			     conf.bsize, dev_info.sector, device);
+		return -1;
+	}
+	start_dir = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	return 0;
+}
+
+/* open_device() from start_dir (invariant 1), then back where nbdkit is. */
+static int
+open_device_from_start(void)
+{
+	int here = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), r;
+
+	if (start_dir < 0 || here < 0 || fchdir(start_dir) < 0) {
+		if (here >= 0)
+			close(here);
+		return open_device();
+	}
+	r = open_device();
+	if (fchdir(here) < 0)
+		nbdkit_debug("fchdir back: %s", strerror(errno));
+	close(here);
+	return r;
 }
 
 static int
@@ -138,8 +171,11 @@ clio_after_fork(void)
 {
 	int r;
 
-	if (open_device() < 0)
+	if (open_device_from_start() < 0)
 		return -1;
+	if (start_dir >= 0)
+		close(start_dir);
+	start_dir = -1;
 	r = clio_cache_new(&conf, &cache);
 	if (r < 0) {
 		nbdkit_error("cannot make the cache: %s", strerror(-r));
@@ -176,8 +212,8 @@ clio_plugin_open(int readonly)
 		nbdkit_error("calloc: %s", strerror(errno));
 		return NULL;
 	}
-	r = clio_open(cache, dev, readonly || dev_info.readonly ? CLIO_RDONLY : CLIO_RDWR,
-		      &h->f);
+	r = clio_open(cache, dev, (readonly || dev_info.readonly ? CLIO_RDONLY : CLIO_RDWR) |
+			  CLIO_KEEP, &h->f);
 	if (r < 0) {
 		nbdkit_error("cannot open '%s' through the cache: %s", device,
 			     strerror(-r));
@@ -222,6 +258,10 @@ clio_block_size(void *handle, uint32_t *minimum, uint32_t *preferred,
 {
 	(void)handle;
 	*minimum = dev_info.sector ? dev_info.sector : 1;
+	/* the export's last bytes must be addressable (NBD: its size a
+	 * multiple of the minimum); the cache takes requests of any alignment */
+	while (*minimum > 1 && clio_dev_size(dev) % *minimum != 0)
+		*minimum /= 2;
 	*preferred = MAX(conf.bsize, *minimum);
 	*maximum = MAX(MAX_REQUEST, *preferred);
 	return 0;

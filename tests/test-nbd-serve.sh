@@ -6,8 +6,9 @@
 # clio's own NBD client into a served file, whose bytes are in the file
 # once the FLUSH returned; qemu-img convert in and out when qemu-img is
 # installed; -r refuses writes; in the foreground (-f) the server's pid
-# is clio serve's; errors: no socket or port, a bad tunable, a device that
-# cannot be opened, nbdkit missing.
+# is clio serve's; a relative device path is served in the background
+# (where nbdkit runs in /); errors: no socket or port, a bad tunable, a
+# device that cannot be opened, nbdkit missing.
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/nbd-common.sh"
 command -v nbdcopy >/dev/null 2>&1 || { echo "nbdcopy not found (apt-get install libnbd-bin)"; exit 77; }
@@ -64,6 +65,16 @@ echo "ok: clio dd (NBD client) into clio serve (a file): in the file after the F
 "$CLIO" dd if="$uri" of="$tmp/back" bs=1M 2>/dev/null && cmp "$tmp/back" "$tmp/disk" ||
 	fail "clio dd out of clio serve"
 echo "ok: and read back through both"
+
+# ------------------------------------------------------------ a relative path
+# the daemon runs in /: the device is opened from where clio serve ran
+cp "$tmp/img" "$tmp/rel.img"
+cd "$tmp" || fail "cd $tmp"
+serve rel.img
+cd "$OLDPWD" || fail "cd back"
+nbdcopy "$uri" "$tmp/out" 2>"$tmp/err" && cmp "$tmp/out" "$tmp/img" ||
+	{ cat "$tmp/err"; fail "clio serve of a relative path in the background: no export"; }
+echo "ok: a relative path served in the background"
 
 # ------------------------------------------------------------ qemu-img
 if command -v qemu-img >/dev/null 2>&1; then

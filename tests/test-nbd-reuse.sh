@@ -1,0 +1,63 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+# test-nbd-reuse.sh - the cache outlives the connections, on Unix
+# sockets: an 8 MiB image read twice with nbdcopy (four connections,
+# all closed in between) through the clio filter (nbdkit's log filter
+# below it counts the plugin's reads) and through the clio plugin
+# (serving an NBD device whose server, nbdkit's memory plugin with the
+# log filter, counts them): the second copy is compared and reads
+# nothing from below; a write of one connection, after it closed, is in
+# the file and read back by the next one.
+. "$(dirname "$0")/functions.sh"
+. "$(dirname "$0")/nbd-common.sh"
+command -v nbdcopy >/dev/null 2>&1 || { echo "nbdcopy not found (apt-get install libnbd-bin)"; exit 77; }
+filter="$(dirname "$CLIO")/nbdkit-clio-filter.so"
+plugin="$(dirname "$CLIO")/nbdkit-clio-plugin.so"
+[ -f "$filter" ] && [ -f "$plugin" ] || fail "no $filter or $plugin"
+if [ "${CLIO_FLAVOUR:-plain}" = asan ]; then
+	nbd_env="LD_PRELOAD=$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so) ASAN_OPTIONS=detect_leaks=0"
+fi
+head -c 8388608 /dev/urandom >"$tmp/img"
+head -c 65536 /dev/urandom >"$tmp/new"
+
+# twice WHAT: nbdcopy out of $uri twice, compared; the reads below ($tmp/log)
+# all made by the first
+twice() {
+	nbdcopy "$uri" "$tmp/out" && cmp "$tmp/out" "$tmp/img" || fail "$1: first nbdcopy out"
+	first=$(grep -c ' Read ' "$tmp/log")
+	nbdcopy "$uri" "$tmp/out" && cmp "$tmp/out" "$tmp/img" || fail "$1: second nbdcopy out"
+	second=$(grep -c ' Read ' "$tmp/log")
+	[ "$first" -gt 0 ] || fail "$1: nothing read below"
+	[ "$second" -eq "$first" ] ||
+		fail "$1: the second copy read $((second - first)) times below (the cache was dropped with the connections)"
+	echo "ok: $1: a second nbdcopy out, on new connections, reads nothing below ($first reads, all by the first)"
+}
+
+# ------------------------------------------------------------ the filter
+cp "$tmp/img" "$tmp/disk"
+nbd_start --filter="$filter" --filter=log file "$tmp/disk" logfile="$tmp/log" \
+	bsize=64k cache_size=32M
+twice "the clio filter"
+"$CLIO" dd if="$tmp/new" of="$uri" bs=64k seek=3 conv=notrunc 2>"$tmp/err" ||
+	{ cat "$tmp/err"; fail "clio dd into the filter"; }
+cmp -n 65536 -i 0:196608 "$tmp/new" "$tmp/disk" ||
+	fail "a closed connection's write is not in the file"
+"$CLIO" dd if="$uri" of="$tmp/back" bs=64k skip=3 count=1 2>/dev/null &&
+	cmp "$tmp/back" "$tmp/new" || fail "the next connection reads other bytes"
+echo "ok: the clio filter: a closed connection's write is in the file, read back"
+
+# ------------------------------------------------------------ the plugin
+nbd_stop
+: >"$tmp/log"
+nbdkit -U "$tmp/inner" --pidfile "$tmp/inner.pid" --filter=log memory 8M \
+	logfile="$tmp/log" || fail "the inner nbdkit did not start"
+nbd_wait_pid "$tmp/inner.pid"
+inner=$nbd_pids
+nbd_pids=""
+trap 'nbd_stop; kill "$inner" 2>/dev/null; rm -rf "$tmp"' EXIT
+nbdcopy "$tmp/img" "nbd+unix:///?socket=$tmp/inner" || fail "nbdcopy into the inner server"
+nbd_start "$plugin" "nbd+unix:///?socket=$tmp/inner" bsize=64k cache_size=32M
+nbd_pids="$nbd_pids $inner" # the outer one stops first: it writes back
+: >"$tmp/log"
+twice "the clio plugin"
+exit 0
