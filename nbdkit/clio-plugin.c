@@ -23,7 +23,12 @@
  *     connections share the buffers, so a FLUSH on any of them covers
  *     every write acknowledged on all of them (can_multi_conn).  The
  *     handles keep the object (CLIO_KEEP): its clean blocks outlive the
- *     connections, until .unload frees the cache.
+ *     connections, until .unload frees the cache.  Where the device has
+ *     versions (a file: size, times, inode), the first connection after
+ *     none compares the device's with the one the last connection left
+ *     (clio_revalidate: a file changed by another program meanwhile
+ *     loses its cached blocks), and the last close records the version
+ *     that the server's own write-back left.
  *  3. A write is acknowledged once it is in the cache (or, with FUA, once
  *     clio_fsync returned); FLUSH is clio_fsync: every acknowledged write
  *     on the device and the device flushed.  .close writes back and
@@ -45,6 +50,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -202,10 +208,14 @@ clio_unload(void)
 	free(device);
 }
 
+static pthread_mutex_t conns_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned nconns; /* open connections (invariant 2) */
+
 static void *
 clio_plugin_open(int readonly)
 {
 	struct conn *h = calloc(1, sizeof(*h));
+	struct clio_validator v;
 	int r;
 
 	if (h == NULL) {
@@ -221,6 +231,11 @@ clio_plugin_open(int readonly)
 		free(h);
 		return NULL;
 	}
+	pthread_mutex_lock(&conns_lock);
+	if (nconns++ == 0 && clio_dev_version(dev, &v) == 0 &&
+	    (r = clio_revalidate(h->f, &v)) < 0)
+		nbdkit_error("revalidating '%s': %s", device, strerror(-r));
+	pthread_mutex_unlock(&conns_lock);
 	return h;
 }
 
@@ -228,8 +243,15 @@ static void
 clio_plugin_close(void *handle)
 {
 	struct conn *h = handle;
-	int r = clio_writeback(h->f), r2 = clio_close(h->f);
+	struct clio_validator v;
+	int r, r2;
 
+	pthread_mutex_lock(&conns_lock);
+	r = clio_writeback(h->f);
+	if (--nconns == 0 && clio_dev_version(dev, &v) == 0)
+		(void)clio_validator_set(h->f, &v);
+	r2 = clio_close(h->f);
+	pthread_mutex_unlock(&conns_lock);
 	if (r == 0)
 		r = r2;
 	if (r < 0)

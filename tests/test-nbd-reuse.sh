@@ -7,7 +7,9 @@
 # (serving an NBD device whose server, nbdkit's memory plugin with the
 # log filter, counts them): the second copy is compared and reads
 # nothing from below; a write of one connection, after it closed, is in
-# the file and read back by the next one.
+# the file and read back by the next one.  The plugin serving a file:
+# a change of the file by another program while no connection is open
+# is seen by the next connection (no stale block is served).
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/nbd-common.sh"
 command -v nbdcopy >/dev/null 2>&1 || { echo "nbdcopy not found (apt-get install libnbd-bin)"; exit 77; }
@@ -60,4 +62,16 @@ nbd_start "$plugin" "nbd+unix:///?socket=$tmp/inner" bsize=64k cache_size=32M
 nbd_pids="$nbd_pids $inner" # the outer one stops first: it writes back
 : >"$tmp/log"
 twice "the clio plugin"
+
+# ------------------------------------------------------------ a file changed between connections
+nbd_stop
+cp "$tmp/img" "$tmp/disk"
+nbd_start "$plugin" "$tmp/disk" bsize=64k cache_size=32M
+nbdcopy "$uri" "$tmp/out" && cmp "$tmp/out" "$tmp/disk" || fail "the file plugin: nbdcopy out"
+head -c 8388608 /dev/urandom >"$tmp/disk.new"
+dd if="$tmp/disk.new" of="$tmp/disk" bs=1M conv=notrunc status=none
+touch -d '+1 minute' "$tmp/disk"
+nbdcopy "$uri" "$tmp/out" && cmp "$tmp/out" "$tmp/disk.new" ||
+	fail "the file plugin served blocks of the file as it was before another program changed it"
+echo "ok: the clio plugin on a file: a change made between connections is seen by the next one"
 exit 0
