@@ -127,7 +127,7 @@ void dd_iostat_tick(struct dd *dd, bool force);
 /* ddsignal.c: INT, TERM, HUP, PIPE end the copy; USR1 prints the stats. */
 int dd_signals_block(void);
 int dd_signal_poll(struct dd *dd);	/* the ending signal seen, or 0 */
-int dd_signal_check(struct dd *dd);	/* the same, looking once a tick */
+int dd_signal_check(struct dd *dd);	/* the same, no system call */
 int dd_wait_fd(struct dd *dd, int fd, bool for_write);
 int dd_signal_pending(void);		/* the ending signal seen, or 0 */
 void dd_signal_die(int sig);
