@@ -74,6 +74,7 @@
 #define DISK_NAME "disk"
 
 static struct mount_opts opts;
+static bool dir_source;		/* SOURCE is a directory (mountfs.c) */
 static char mnt_abs[4096];	/* the mount point, absolute */
 static char src_shown[4096];	/* the source: a directory's absolute path, or as given */
 
@@ -583,6 +584,17 @@ mount_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
 	else
 		conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
+	if (dir_source) {
+		/* the source's umask and ACLs decide as on a local file
+		 * system (mountcreds.c); the kernel reads the ACLs only
+		 * with xattr on */
+		if (conn->capable & FUSE_CAP_DONT_MASK)
+			conn->want |= FUSE_CAP_DONT_MASK;
+		if (opts.xattr && (conn->capable & FUSE_CAP_POSIX_ACL))
+			conn->want |= FUSE_CAP_POSIX_ACL;
+		mount_creds_conn((conn->want & FUSE_CAP_POSIX_ACL) != 0,
+				 (conn->want & FUSE_CAP_DONT_MASK) != 0);
+	}
 }
 
 int
@@ -715,6 +727,7 @@ cmd_mount(int argc, char **argv)
 		return EX_OSERR;
 	}
 	ops = is_nfs ? mountnfs_ops : is_dir ? mountfs_ops : disk_ops;
+	dir_source = is_dir;
 	ops.init = mount_init;
 	if (!opts.xattr) {
 		/* ENOSYS once, and the kernel stops asking: else every

@@ -93,6 +93,15 @@ int mountnfs_fini(void);
 int mount_creds_init(void);
 int mount_creds_enter(fuse_req_t req);
 void mount_creds_leave(void);
+/* At the connection's init: the kernel enforces POSIX ACLs itself
+ * (FUSE_CAP_POSIX_ACL), the kernel leaves the umask to the daemon
+ * (FUSE_CAP_DONT_MASK). */
+void mount_creds_conn(bool kernel_acl, bool dont_mask);
+/* Whether the caller of req may access path under the directory fd, or
+ * with path "" the object open on fd (an O_PATH descriptor too), with
+ * mode (R_OK, W_OK, X_OK) as the source's file system decides, its ACLs
+ * included: 0 or -errno (-EACCES). */
+int mount_creds_access(fuse_req_t req, int fd, const char *path, int mode);
 
 /* Without -f (mountdaemon.c): fork; the caller goes on in the child, and
  * the command exits 0 at mount_daemon_ready, or with the child's status. */

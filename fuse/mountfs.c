@@ -95,7 +95,14 @@
  *
  * Permissions are checked by the kernel (default_permissions); objects
  * are created with the caller's identity and groups, with the mode the
- * kernel sends and no umask of the daemon's (mountcreds.c).
+ * kernel sends and the caller's umask, not the daemon's (mountcreds.c).
+ * The kernel sees only mode bits, unless xattr is on (it then reads and
+ * enforces the source's POSIX ACLs itself): without, the source decides
+ * for a caller other than root whether it may search a directory
+ * (lookup, and readdirplus gives it no attributes otherwise), list it
+ * (opendir) and open a file with the access asked for
+ * (mount_creds_access), so that an ACL's denial holds; what an ACL
+ * grants beyond the mode bits the kernel still refuses.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -787,8 +794,12 @@ stats_guard(fuse_req_t req, fuse_ino_t parent, const char *name)
 static void
 fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	int r;
+
 	if (mount_stats_name(parent, name))
 		mount_stats_lookup(req);
+	else if ((r = mount_creds_access(req, node_of(parent)->fd, "", X_OK)) < 0)
+		fuse_reply_err(req, -r);
 	else
 		reply_entry(req, node_of(parent), name);
 }
@@ -1073,6 +1084,23 @@ fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	fuse_reply_err(req, r < 0 ? e : 0);
 }
 
+static int node_relpath(void *arg, char *buf, size_t len);
+
+/* May the caller open n with acc, as the source decides (mountcreds.c)?
+ * By its path from the source's root, so that every directory's search
+ * right counts even where the kernel walked cached entries; a file
+ * without a name (unlinked): the file's own rights. */
+static int
+open_access(fuse_req_t req, struct mnode *n, int acc)
+{
+	int mode = acc == O_RDONLY ? R_OK : acc == O_WRONLY ? W_OK : R_OK | W_OK;
+	char rel[PATH_MAX];
+
+	if (node_relpath(n, rel, sizeof(rel)) == 0)
+		return mount_creds_access(req, fs_root.fd, rel, mode);
+	return mount_creds_access(req, n->fd, "", mode);
+}
+
 static void
 fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
@@ -1082,8 +1110,11 @@ fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		mount_stats_open(req, fi);
 		return;
 	}
-	r = handle_open(node_of(ino), fi,
-			mount_ahead_self(fuse_req_ctx(req)->pid), NULL);
+	bool internal = mount_ahead_self(fuse_req_ctx(req)->pid);
+
+	r = internal ? 0 : open_access(req, node_of(ino), fi->flags & O_ACCMODE);
+	if (r == 0)
+		r = handle_open(node_of(ino), fi, internal, NULL);
 
 	if (r < 0)
 		fuse_reply_err(req, -r);
@@ -1305,9 +1336,14 @@ fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi
 static void
 fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct mdir *d = calloc(1, sizeof(*d));
-	int fd;
+	struct mdir *d;
+	int fd = mount_creds_access(req, node_of(ino)->fd, "", R_OK);
 
+	if (fd < 0) {
+		fuse_reply_err(req, -fd);
+		return;
+	}
+	d = calloc(1, sizeof(*d));
 	if (d == NULL) {
 		fuse_reply_err(req, ENOMEM);
 		return;
@@ -1458,6 +1494,9 @@ fs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct mnode *dir = node_of(ino), **got;
 	size_t left = size, ngot = 0, i;
 	char *buf, *p;
+	/* a caller the source refuses search gets no attributes: the
+	 * kernel's own lookup of each entry then fails as it should */
+	bool search = mount_creds_access(req, dir->fd, "", X_OK) == 0;
 
 	/* every entry takes at least the size of one with an empty name */
 	got = calloc(size / fuse_add_direntry_plus(req, NULL, 0, "", NULL, 0) + 1,
@@ -1489,7 +1528,7 @@ fs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		name = d->entry->d_name;
 		if (fuse_add_direntry_plus(req, NULL, 0, name, NULL, 0) > left)
 			break;
-		if (strcmp(name, ".") != 0 && strcmp(name, "..") != 0)
+		if (search && strcmp(name, ".") != 0 && strcmp(name, "..") != 0)
 			r = do_lookup(dir, name, &e);
 		if (r < 0) {
 			memset(&e, 0, sizeof(e));
