@@ -37,8 +37,10 @@
  * recorded; not while a handle of this mount writes the file (its own
  * write-behind moves the version).  After a handle's own writes are
  * written back (flush, and the last release of a file that was open for
- * writing) and after a truncation, the source's new version is recorded
- * with clio_validator_set, so the next open keeps what this mount wrote.
+ * writing) and after a truncation or a change of times, the source's new
+ * version is recorded with clio_validator_set, so the next open keeps what
+ * this mount wrote.  Setting mtime writes the object's dirty data back
+ * first, so that no later write-back moves the time that was set.
  *
  * Locks: tbl_lock, then a node's lock, then the idle list's (whose
  * walker only tries node locks); the cache's own locks come last.
@@ -911,6 +913,15 @@ fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 	}
 	if (r == 0 && (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME))) {
 		struct timespec tv[2];
+		/* a write-back after the times are set would move the
+		 * source's mtime again: dirty data goes first (its error
+		 * stays for the handles' flush and fsync) */
+		if ((valid & FUSE_SET_ATTR_MTIME) && !(valid & FUSE_SET_ATTR_MTIME_NOW)) {
+			pthread_mutex_lock(&n->lock);
+			if (n->cf != NULL && !n->cdev_ro && clio_writeback(n->cf) == 0)
+				node_settle_locked(n, n->cf);
+			pthread_mutex_unlock(&n->lock);
+		}
 		tv[0].tv_sec = tv[1].tv_sec = 0;
 		tv[0].tv_nsec = tv[1].tv_nsec = UTIME_OMIT;
 		if (valid & FUSE_SET_ATTR_ATIME_NOW)
@@ -922,6 +933,11 @@ fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 		else if (valid & FUSE_SET_ATTR_MTIME)
 			tv[1] = attr->st_mtim;
 		r = node_utimens(n, path, tv);
+		/* the source's new version is this mount's own */
+		pthread_mutex_lock(&n->lock);
+		if (r == 0 && n->cf != NULL)
+			node_settle_locked(n, n->cf);
+		pthread_mutex_unlock(&n->lock);
 	}
 	if (r == 0)
 		r = node_stat(n, &st);
