@@ -27,7 +27,11 @@
  * then clio_dev_close) when more than idle_devices (mount.c; default
  * MOUNT_IDLE_MAX) are idle (the oldest first), when the file loses its last name through the mount
  * (unlink, rename over it), when the kernel forgets the inode, and at
- * the end.  getattr of an open file reports clio_fsize.  The O_DIRECT
+ * the end.  getattr of an open file reports clio_fsize.  A write (or
+ * copy_file_range) past the largest file the source's file system takes
+ * is refused with EFBIG, or cut short there, as the source would do it
+ * (its limit is found once per file with lseek, for writes beyond 2 GiB),
+ * so that no dirty data is cached that can never be written back.  The O_DIRECT
  * flag of an open on the mount is ignored: all data goes through clio
  * anyway.
  *
@@ -150,6 +154,7 @@ struct mnode {
 	struct mount_idle idle;	/* listed while cdev is open and nopen 0 */
 	bool have_v;		/* v: the source's version seen last */
 	struct clio_validator v;
+	_Atomic uint64_t maxbytes;	/* the source's file size limit, 0: unknown */
 };
 
 struct mhandle {
@@ -1269,6 +1274,60 @@ fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	mount_io_end(false, got, t0);
 }
 
+/* Below this every file system takes a file's end: no need to ask. */
+#define MAXBYTES_FLOOR (1ull << 31)
+
+/* The largest size the source's file system allows n (its s_maxbytes,
+ * per file on some: ext4's files without extents), found once by
+ * bisection with lseek(2), which refuses an offset beyond it; UINT64_MAX
+ * if it cannot be asked. */
+static uint64_t
+node_maxbytes(struct mnode *n)
+{
+	uint64_t max = atomic_load(&n->maxbytes), lo, hi;
+	char path[64];
+	int fd;
+
+	if (max != 0)
+		return max;
+	proc_path(path, sizeof(path), n->fd);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 &&
+	    (fd = open(path, O_WRONLY | O_CLOEXEC)) < 0)
+		return UINT64_MAX;
+	lo = MAXBYTES_FLOOR;	/* lseek to lo works, to hi + 1 fails */
+	hi = INT64_MAX;
+	if (lseek(fd, (off_t)hi, SEEK_SET) >= 0)
+		lo = hi;
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo + 1) / 2;
+		if (lseek(fd, (off_t)mid, SEEK_SET) >= 0)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	close(fd);
+	atomic_store(&n->maxbytes, lo);
+	return lo;
+}
+
+/* A write of *size bytes at off through the mount, checked as the
+ * source's file system would check it (generic_write_check_limits):
+ * -EFBIG at or past its limit, else *size cut to end there; 0. */
+static int
+write_limit(struct mnode *n, uint64_t off, size_t *size)
+{
+	uint64_t max;
+
+	if (off + *size <= MAXBYTES_FLOOR)
+		return 0;
+	max = node_maxbytes(n);
+	if (off >= max)
+		return -EFBIG;
+	if (*size > max - off)
+		*size = (size_t)(max - off);
+	return 0;
+}
+
 static void
 fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	 off_t off, struct fuse_file_info *fi)
@@ -1286,7 +1345,7 @@ fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		r = pwrite(h->fd, buf, size, off);
 		if (r < 0)
 			r = -errno;
-	} else {
+	} else if ((r = write_limit(h->node, (uint64_t)off, &size)) == 0) {
 		mount_ahead_write(&h->node->ahead, (uint64_t)off, size,
 				  node_relpath, node_pin, node_unpin, h->node);
 		r = clio_pwrite(h->cf, buf, size, (uint64_t)off);
@@ -1839,6 +1898,10 @@ fs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 			fuse_reply_err(req, errno);
 		else
 			fuse_reply_write(req, (size_t)r);
+		return;
+	}
+	if ((r = write_limit(out->node, (uint64_t)off_out, &len)) < 0) {
+		fuse_reply_err(req, (int)-r);
 		return;
 	}
 	chunk = len < CHUNK ? len : CHUNK;
