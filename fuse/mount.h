@@ -77,6 +77,9 @@ int mountfs_init(clio_cache *cache, int rootfd, int ro, int cache_off,
 /* Close every handle and device (after clio_sync) and free every inode;
  * returns the first write-back error. */
 int mountfs_fini(void);
+/* The files open for writing now: their paths under the source's root,
+ * malloc'ed, NULL-ended (NULL without memory). */
+char **mountfs_writers(void);
 
 /* The NFS file system over an export (mountnfs.c): source is
  * nfs://HOST/EXPORT[?QUERY]; 0, or -errno with a message in err. */

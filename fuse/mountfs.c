@@ -1968,6 +1968,47 @@ const struct fuse_lowlevel_ops mountfs_ops = {
 	.copy_file_range = fs_copy_file_range,
 };
 
+/* The paths under the source's root of the files that programs hold
+ * open for writing now (malloc'ed, NULL-ended; NULL without memory): at
+ * a signal mount.c fsyncs each through the mount, so that the kernel's
+ * dirty pages of it reach clio before the loop ends.  A file without a
+ * name (unlinked) is left out. */
+char **
+mountfs_writers(void)
+{
+	size_t n = 0, room = 16;
+	char **list = malloc(room * sizeof(*list)), rel[PATH_MAX];
+	unsigned b;
+
+	if (list == NULL)
+		return NULL;
+	pthread_mutex_lock(&tbl_lock);
+	for (b = 0; b < NBUCKETS; b++) {
+		struct mnode *m;
+		for (m = tbl[b]; m != NULL; m = m->hnext) {
+			bool w;
+
+			pthread_mutex_lock(&m->lock);
+			w = m->nwriters > 0;
+			pthread_mutex_unlock(&m->lock);
+			if (!w || node_relpath(m, rel, sizeof(rel)) < 0)
+				continue;
+			if (n + 1 == room) {
+				char **l2 = realloc(list, 2 * room * sizeof(*list));
+				if (l2 == NULL)
+					break;
+				list = l2;
+				room *= 2;
+			}
+			if ((list[n] = strdup(rel)) != NULL)
+				n++;
+		}
+	}
+	pthread_mutex_unlock(&tbl_lock);
+	list[n] = NULL;
+	return list;
+}
+
 /* ---------------------------------------------------------- life cycle */
 
 int

@@ -1,0 +1,54 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+# test-mount-sigterm.sh - SIGTERM, SIGINT or SIGHUP to the daemon while a
+# program still holds a file open with data it wrote (not closed, not
+# fsync'd: with the kernel's writeback cache the data is still in the
+# kernel's pages, not yet sent to the daemon): the daemon ends, unmounted,
+# with status 0, and the source holds every byte, as a local file system
+# would after the program's write(2) returned.  A directory with
+# kernel_cache on and off, and an image file (the file disk).
+set -e
+. "$(dirname "$0")/mount-common.sh"
+if ! command -v perl >/dev/null 2>&1; then
+	echo "skip: perl is missing" >&2
+	exit 77
+fi
+src=$tmp/src mnt=$tmp/mnt
+mkdir "$src" "$mnt"
+head -c 3000000 /dev/urandom >"$tmp/pat"
+head -c 4194304 /dev/zero >"$tmp/img"
+
+# hold FILE SIG: write the pattern into FILE (at 0, no truncation), send
+# SIG to the daemon with FILE still open, wait for the daemon
+hold() {
+	perl -e 'open(P, "<", $ARGV[0]) or die; local $/; $d = <P>;
+		open(F, "+<", $ARGV[1]) or open(F, "+>", $ARGV[1]) or die "$ARGV[1]: $!";
+		syswrite(F, $d) == length($d) or die "write: $!";
+		kill($ARGV[2], $ARGV[3]) or die "kill: $!";
+		# open until the daemon is gone (at most 10 s); the close fails
+		for ($i = 0; $i < 200 && kill(0, $ARGV[3]); $i++) {
+			select(undef, undef, undef, 0.05);
+		}
+		close(F);' "$tmp/pat" "$1" "$2" "$mount_pid"
+	rc=0
+	wait "$mount_pid" || rc=$?
+	mount_pid=
+	[ "$rc" -eq 0 ] || { cat "$tmp/mount.err" >&2; fail "SIG$2: the daemon exited $rc"; }
+	if grep -qF " $mnt fuse" /proc/mounts; then
+		fail "SIG$2: still mounted"
+	fi
+}
+
+for sig in TERM INT HUP; do
+	for kc in on off; do
+		mount_start "$src" "$mnt" -o kernel_cache=$kc
+		hold "$mnt/f$sig$kc" $sig
+		cmp "$tmp/pat" "$src/f$sig$kc" ||
+			fail "SIG$sig, kernel_cache=$kc: data written before the signal is lost"
+	done
+	echo "ok: SIG$sig: the data of a file still open is on the source"
+done
+mount_start "$tmp/img" "$mnt"
+hold "$mnt/disk" TERM
+cmp -n 3000000 "$tmp/pat" "$tmp/img" || fail "disk: data written before SIGTERM is lost"
+echo "ok: SIGTERM: the disk's data written before it is in the image"
