@@ -620,7 +620,7 @@ mount_init(void *userdata, struct fuse_conn_info *conn)
 static int stop_pipe[2] = {-1, -1};
 static pthread_t stop_tid;
 static bool stop_started;
-static bool stop_nfs;		/* an nfs:// source: no list of its writers */
+static bool stop_nfs;		/* an nfs:// source (mountnfs.c) */
 
 static void
 stop_handler(int sig)
@@ -672,6 +672,7 @@ stop_thread(void *arg)
 		}
 		free(w);
 	} else if (!stop_nfs) {
+		/* nfs:// has no writeback cache: nothing to send */
 		stop_fsync(DISK_NAME);
 	}
 	/* the root's descriptor reaches this mount even once it is detached */
