@@ -675,8 +675,9 @@ stop_thread(void *arg)
 		/* nfs:// has no writeback cache: nothing to send */
 		stop_fsync(DISK_NAME);
 	}
-	/* the root's descriptor reaches this mount even once it is detached */
-	fd = open(mnt_abs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* the root's descriptor reaches this mount even once it is
+	 * detached; O_PATH: no OPENDIR, so no RELEASEDIR left unserved */
+	fd = open(mnt_abs, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	fuse_session_exit(se);
 	if (fd >= 0) {
 		(void)fstatvfs(fd, &sv);
