@@ -1110,15 +1110,22 @@ static int node_relpath(void *arg, char *buf, size_t len);
 /* May the caller open n with acc, as the source decides (mountcreds.c)?
  * By its path from the source's root, so that every directory's search
  * right counts even where the kernel walked cached entries; a file
- * without a name (unlinked): the file's own rights. */
+ * without a name (unlinked), or with more than one (the caller may have
+ * come by another than the one its descriptor shows): the file's own
+ * rights. */
 static int
 open_access(fuse_req_t req, struct mnode *n, int acc)
 {
 	int mode = acc == O_RDONLY ? R_OK : acc == O_WRONLY ? W_OK : R_OK | W_OK;
 	char rel[PATH_MAX];
+	struct stat st;
+	int r;
 
-	if (node_relpath(n, rel, sizeof(rel)) == 0)
-		return mount_creds_access(req, fs_root.fd, rel, mode);
+	if (node_relpath(n, rel, sizeof(rel)) == 0) {
+		r = mount_creds_access(req, fs_root.fd, rel, mode);
+		if (r != -EACCES || fstat(n->fd, &st) < 0 || st.st_nlink <= 1)
+			return r;
+	}
 	return mount_creds_access(req, n->fd, "", mode);
 }
 

@@ -10,6 +10,8 @@
 #   also after root read the file through the mount (its data in the
 #   caches), and after an `ls -l` of the directory (readdirplus): its
 #   data at once, a stat beneath once the kernel's entries (1 s) expired;
+#   a file reached by a hard link in a directory open to the user, while
+#   its other name is in one the user cannot search: readable, as locally;
 #   with -o xattr, also what the ACL grants beyond the mode bits
 #   (user:U:r-- on a file of mode 0600), and a directory's default ACL
 #   decides the mode of what the user creates in it under umask 077,
@@ -56,7 +58,12 @@ acl() {
 
 # prepare DIR: the same objects and ACLs in each tree
 prepare() {
-	mkdir "$1/nox" "$1/nor" "$1/dacl"
+	mkdir "$1/nox" "$1/nor" "$1/dacl" "$1/hid" "$1/pub"
+	echo linked >"$1/hid/hl"
+	chmod 644 "$1/hid/hl"
+	ln "$1/hid/hl" "$1/pub/hl"
+	chmod 700 "$1/hid"
+	chmod 755 "$1/pub"
 	echo secret >"$1/deny"
 	echo granted >"$1/grant"
 	echo inside >"$1/nox/f"
@@ -83,6 +90,7 @@ try() {
 		nox) as_user cat "$d/nox/f" ;;
 		noxstat) as_user stat -c %s "$d/nox/f" ;;
 		nor) as_user ls "$d/nor" ;;
+		link) as_user cat "$d/pub/hl" ;;
 		dacl) as_user sh -c 'umask 077; : >"$1/dacl/f$2"; mkdir "$1/dacl/d$2";
 			stat -c "%a" "$1/dacl/f$2" "$1/dacl/d$2" | tr "\n" " "' sh "$d" "$n" ;;
 		esac >"$tmp/out" 2>&1 && echo "$c ok $(cat "$tmp/out")" || echo "$c refused"
@@ -102,9 +110,9 @@ prepare "$src"
 denials="deny nox noxstat nor"
 
 n=1
-try "$local" $denials grant dacl >"$tmp/local.res"
+try "$local" $denials grant dacl link >"$tmp/local.res"
 grep -q '^deny refused' "$tmp/local.res" && grep -q '^grant ok granted' "$tmp/local.res" &&
-	grep -q '^dacl ok 666 777' "$tmp/local.res" ||
+	grep -q '^dacl ok 666 777' "$tmp/local.res" && grep -q '^link ok linked' "$tmp/local.res" ||
 	fail "local reference: $(cat "$tmp/local.res")"
 
 # check LABEL CHECKS...: the user gets what it gets locally
@@ -123,6 +131,9 @@ check() {
 for o in allow_other allow_other,kernel_cache=off allow_other,xattr; do
 	mount_start "$src" "$mnt" -o $o
 	check "$o, cold" $denials
+	# the file's node by the name the user cannot reach
+	cat "$mnt/hid/hl" >/dev/null
+	check "$o, a hard link" link
 	cat "$mnt/deny" "$mnt/nox/f" >/dev/null
 	ls -l "$mnt/nox" "$mnt/nor" >/dev/null
 	as_user ls -l "$mnt/nox" >/dev/null 2>&1 || true
