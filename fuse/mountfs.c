@@ -106,7 +106,8 @@
  * enforces the source's POSIX ACLs itself): without, the source decides
  * for a caller other than root whether it may search a directory
  * (lookup, and readdirplus gives it no attributes otherwise), list it
- * (opendir) and open a file with the access asked for
+ * (opendir), add or remove names in it (link, unlink, rmdir, rename),
+ * open a file with the access asked for, and truncate it
  * (mount_creds_access), so that an ACL's denial holds; what an ACL
  * grants beyond the mode bits the kernel still refuses.
  */
@@ -896,7 +897,11 @@ fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 		return;
 	}
 	proc_path(path, sizeof(path), n->fd);
-	if (valid & FUSE_SET_ATTR_MODE)
+	/* a truncation by name needs write access, an ACL's refusal
+	 * included (ftruncate: the descriptor's) */
+	if ((valid & FUSE_SET_ATTR_SIZE) && fi == NULL)
+		r = mount_creds_access(req, n->fd, "", W_OK);
+	if (r == 0 && (valid & FUSE_SET_ATTR_MODE))
 		r = node_chmod(n, path, attr->st_mode & 07777);
 	if (r == 0 && (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))) {
 		uid_t uid = (valid & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1;
@@ -1028,6 +1033,18 @@ fs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name
 	reply_made(req, parent, name, r, e);
 }
 
+/* May the caller add or remove names in the directory parent, as the
+ * source decides (mountcreds.c)?  0, or it replied the error. */
+static int
+dir_change_ok(fuse_req_t req, fuse_ino_t parent)
+{
+	int r = mount_creds_access(req, node_of(parent)->fd, "", W_OK | X_OK);
+
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	return r;
+}
+
 static void
 fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
 {
@@ -1039,7 +1056,7 @@ fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newnam
 		fuse_reply_err(req, EPERM);
 		return;
 	}
-	if (stats_guard(req, newparent, newname))
+	if (stats_guard(req, newparent, newname) || dir_change_ok(req, newparent) < 0)
 		return;
 	r = linkat(n->fd, "", node_of(newparent)->fd, newname, AT_EMPTY_PATH);
 	if (r < 0 && (errno == ENOENT || errno == EPERM)) {
@@ -1055,7 +1072,7 @@ fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	int r;
 
-	if (stats_guard(req, parent, name))
+	if (stats_guard(req, parent, name) || dir_change_ok(req, parent) < 0)
 		return;
 	struct stat st;
 	bool last;
@@ -1075,7 +1092,7 @@ fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	int r;
 
-	if (stats_guard(req, parent, name))
+	if (stats_guard(req, parent, name) || dir_change_ok(req, parent) < 0)
 		return;
 	r = unlinkat(node_of(parent)->fd, name, AT_REMOVEDIR);
 
@@ -1088,7 +1105,9 @@ fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 {
 	int r;
 
-	if (stats_guard(req, parent, name) || stats_guard(req, newparent, newname))
+	if (stats_guard(req, parent, name) || stats_guard(req, newparent, newname) ||
+	    dir_change_ok(req, parent) < 0 ||
+	    (newparent != parent && dir_change_ok(req, newparent) < 0))
 		return;
 	struct stat st;
 	bool last;

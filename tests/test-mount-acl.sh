@@ -5,7 +5,9 @@
 # by a user made for the test (removed again with its group):
 #   a file whose ACL denies the user what its mode bits would give
 #   (user:U:---), a directory whose ACL denies the user search
-#   (user:U:r--), and one whose ACL denies it listing (user:U:--x): the
+#   (user:U:r--), one whose ACL denies it listing (user:U:--x), one
+#   whose ACL denies it changes (user:U:r-x: rm, rmdir, mv and ln into
+#   it) and a file whose ACL denies it writing (truncate, append): the
 #   user is refused through the mount exactly as in a local directory,
 #   also after root read the file through the mount (its data in the
 #   caches), and after an `ls -l` of the directory (readdirplus): its
@@ -58,12 +60,18 @@ acl() {
 
 # prepare DIR: the same objects and ACLs in each tree
 prepare() {
-	mkdir "$1/nox" "$1/nor" "$1/dacl" "$1/hid" "$1/pub"
+	mkdir "$1/nox" "$1/nor" "$1/dacl" "$1/hid" "$1/pub" "$1/nodel" "$1/nodel/sub"
+	echo victim >"$1/nodel/victim"
+	echo mine >"$1/pub/mine"
+	echo keep >"$1/wdeny"
+	chmod 666 "$1/nodel/victim" "$1/pub/mine" "$1/wdeny"
+	chmod 777 "$1/nodel" "$1/pub"
+	setfattr -n system.posix_acl_access -v "$(acl u:7 U:5:$uid g:7 m:7 o:7)" "$1/nodel"
+	setfattr -n system.posix_acl_access -v "$(acl u:6 U:4:$uid g:6 m:6 o:6)" "$1/wdeny"
 	echo linked >"$1/hid/hl"
 	chmod 644 "$1/hid/hl"
 	ln "$1/hid/hl" "$1/pub/hl"
 	chmod 700 "$1/hid"
-	chmod 755 "$1/pub"
 	echo secret >"$1/deny"
 	echo granted >"$1/grant"
 	echo inside >"$1/nox/f"
@@ -91,6 +99,12 @@ try() {
 		noxstat) as_user stat -c %s "$d/nox/f" ;;
 		nor) as_user ls "$d/nor" ;;
 		link) as_user cat "$d/pub/hl" ;;
+		rm) as_user rm "$d/nodel/victim" ;;
+		rmdir) as_user rmdir "$d/nodel/sub" ;;
+		mvin) as_user mv "$d/pub/mine" "$d/nodel/mine" ;;
+		lnin) as_user ln "$d/pub/mine" "$d/nodel/mine2" ;;
+		trunc) as_user truncate -s 0 "$d/wdeny" ;;
+		append) as_user sh -c 'echo more >>"$1/wdeny"' sh "$d" ;;
 		dacl) as_user sh -c 'umask 077; : >"$1/dacl/f$2"; mkdir "$1/dacl/d$2";
 			stat -c "%a" "$1/dacl/f$2" "$1/dacl/d$2" | tr "\n" " "' sh "$d" "$n" ;;
 		esac >"$tmp/out" 2>&1 && echo "$c ok $(cat "$tmp/out")" || echo "$c refused"
@@ -107,7 +121,7 @@ fi
 chmod 755 "$local" "$src" "$mnt"
 prepare "$local"
 prepare "$src"
-denials="deny nox noxstat nor"
+denials="deny nox noxstat nor rm rmdir mvin lnin trunc append"
 
 n=1
 try "$local" $denials grant dacl link >"$tmp/local.res"
