@@ -620,6 +620,8 @@ mount_init(void *userdata, struct fuse_conn_info *conn)
 static int stop_pipe[2] = {-1, -1};
 static pthread_t stop_tid;
 static bool stop_started;
+static pthread_mutex_t stop_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool stop_loop_over;	/* under stop_lock: the session may be gone */
 static bool stop_nfs;		/* an nfs:// source (mountnfs.c) */
 
 static void
@@ -678,7 +680,11 @@ stop_thread(void *arg)
 	/* the root's descriptor reaches this mount even once it is
 	 * detached; O_PATH: no OPENDIR, so no RELEASEDIR left unserved */
 	fd = open(mnt_abs, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	fuse_session_exit(se);
+	pthread_mutex_lock(&stop_lock);
+	if (!stop_loop_over)
+		fuse_session_exit(se);
+	pthread_mutex_unlock(&stop_lock);
+	/* a request no worker takes fails once the session is destroyed */
 	if (fd >= 0) {
 		(void)fstatvfs(fd, &sv);
 		close(fd);
@@ -713,7 +719,17 @@ stop_start(struct fuse_session *se)
 	return 0;
 }
 
-/* The loop is over and the signals ignored: the thread ends. */
+/* The loop is over: the thread leaves the session alone. */
+static void
+stop_loop_ended(void)
+{
+	pthread_mutex_lock(&stop_lock);
+	stop_loop_over = true;
+	pthread_mutex_unlock(&stop_lock);
+}
+
+/* The session is destroyed (what the thread still waits for on the
+ * mount fails) and the signals ignored: the thread ends. */
 static void
 stop_end(void)
 {
@@ -935,6 +951,7 @@ cmd_mount(int argc, char **argv)
 		/* > 0: the signal that ended it, a clean end */
 		if (fuse_session_loop_mt(se, &lcfg) < 0)
 			status = EX_SOFTWARE;
+		stop_loop_ended();
 	}
 
 	/*
@@ -947,9 +964,9 @@ cmd_mount(int argc, char **argv)
 	signal(SIGHUP, SIG_IGN);
 	signal(SIGINT, SIG_IGN);
 	signal(SIGTERM, SIG_IGN);
-	stop_end();
 	fuse_remove_signal_handlers(se);
 	fuse_session_destroy(se);
+	stop_end();
 	mount_ahead_stop();
 	if (cache != NULL) {
 		int w = clio_sync(cache);
