@@ -551,9 +551,11 @@ handle_open(struct mnode *n, struct fuse_file_info *fi, bool internal,
 	    const struct clio_validator *known)
 {
 	int acc = fi->flags & O_ACCMODE;
-	bool want_write = acc != O_RDONLY;
-	/* libfuse asks for atomic_o_trunc: O_TRUNC comes with the open */
-	int trunc = want_write ? fi->flags & O_TRUNC : 0;
+	/* libfuse asks for atomic_o_trunc: O_TRUNC comes with the open,
+	 * and truncates with O_RDONLY too (the kernel checked for write
+	 * access), as on a local file system */
+	int trunc = fi->flags & O_TRUNC;
+	bool want_write = acc != O_RDONLY || trunc;
 	struct clio_validator v;
 	struct mhandle *h;
 	int r, mode, changed = 0;
@@ -1126,16 +1128,18 @@ fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 
 static int node_relpath(void *arg, char *buf, size_t len);
 
-/* May the caller open n with acc, as the source decides (mountcreds.c)?
+/* May the caller open n with flags, as the source decides (mountcreds.c)?
  * By its path from the source's root, so that every directory's search
  * right counts even where the kernel walked cached entries; a file
  * without a name (unlinked), or with more than one (the caller may have
  * come by another than the one its descriptor shows): the file's own
  * rights. */
 static int
-open_access(fuse_req_t req, struct mnode *n, int acc)
+open_access(fuse_req_t req, struct mnode *n, int flags)
 {
-	int mode = acc == O_RDONLY ? R_OK : acc == O_WRONLY ? W_OK : R_OK | W_OK;
+	int acc = flags & O_ACCMODE;
+	int mode = (acc == O_RDONLY ? R_OK : acc == O_WRONLY ? W_OK : R_OK | W_OK) |
+		   (flags & O_TRUNC ? W_OK : 0);
 	char rel[PATH_MAX];
 	struct stat st;
 	int r;
@@ -1159,7 +1163,7 @@ fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	bool internal = mount_ahead_self(fuse_req_ctx(req)->pid);
 
-	r = internal ? 0 : open_access(req, node_of(ino), fi->flags & O_ACCMODE);
+	r = internal ? 0 : open_access(req, node_of(ino), fi->flags);
 	if (r == 0)
 		r = handle_open(node_of(ino), fi, internal, NULL);
 
