@@ -220,9 +220,19 @@ disk_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, EISDIR);
 		return;
 	}
-	if (opts.ro && (fi->flags & O_ACCMODE) != O_RDONLY) {
+	if (opts.ro && ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))) {
 		fuse_reply_err(req, EROFS);
 		return;
+	}
+	/* atomic_o_trunc: the kernel takes the size to be 0 after the
+	 * open, so O_TRUNC is the truncation setattr does (a device that
+	 * cannot resize refuses the open) */
+	if ((fi->flags & O_TRUNC) && clio_fsize(disk_cf) != 0) {
+		int r = clio_ftruncate(disk_cf, 0);
+		if (r < 0) {
+			fuse_reply_err(req, -r);
+			return;
+		}
 	}
 	fi->direct_io = 0;
 	fi->keep_cache = opts.kernel_cache;
