@@ -105,6 +105,8 @@ void mount_creds_conn(bool kernel_acl, bool dont_mask);
  * mode (R_OK, W_OK, X_OK) as the source's file system decides, its ACLs
  * included: 0 or -errno (-EACCES). */
 int mount_creds_access(fuse_req_t req, int fd, const char *path, int mode);
+/* Whether mount_creds_access would ask the source for req's caller. */
+bool mount_creds_asks(fuse_req_t req);
 
 /* Without -f (mountdaemon.c): fork; the caller goes on in the child, and
  * the command exits 0 at mount_daemon_ready, or with the child's status. */

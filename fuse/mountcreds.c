@@ -217,13 +217,20 @@ mount_creds_conn(bool kernel_acl, bool dont_mask)
 	conn_dont_mask = dont_mask;
 }
 
+bool
+mount_creds_asks(fuse_req_t req)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+
+	return !conn_kernel_acl && daemon_root && ctx != NULL && ctx->uid != 0;
+}
+
 int
 mount_creds_access(fuse_req_t req, int fd, const char *path, int mode)
 {
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	int r;
 
-	if (conn_kernel_acl || !daemon_root || ctx == NULL || ctx->uid == 0)
+	if (!mount_creds_asks(req))
 		return 0;
 	if ((r = mount_creds_enter(req)) < 0)
 		return r;

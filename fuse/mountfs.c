@@ -109,7 +109,10 @@
  * (opendir), add or remove names in it (link, unlink, rmdir, rename),
  * open a file with the access asked for, and truncate it
  * (mount_creds_access), so that an ACL's denial holds; what an ACL
- * grants beyond the mode bits the kernel still refuses.
+ * grants beyond the mode bits the kernel still refuses.  Except at an
+ * open (by path), the source is asked only about an object that has an
+ * access ACL (one getxattr tells), so that callers on objects without
+ * ACLs pay one system call for it, not a change of identity.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -792,6 +795,33 @@ handle_of(struct fuse_file_info *fi)
 	return (struct mhandle *)(uintptr_t)fi->fh;
 }
 
+/* ------------------------------------------------------------- ACLs */
+
+/* Whether n's object has an access ACL (or that cannot be told): only
+ * then may the source refuse what the mode bits, which the kernel
+ * checked, allow. */
+static bool
+node_has_acl(struct mnode *n)
+{
+	char path[64];
+
+	proc_path(path, sizeof(path), n->fd);
+	if (getxattr(path, "system.posix_acl_access", NULL, 0) >= 0)
+		return true;
+	return errno != ENODATA && errno != EOPNOTSUPP;
+}
+
+/* The source's verdict on the caller's access to n's object with mode
+ * (mountcreds.c), asked only where an ACL can differ from the mode
+ * bits: 0 or -errno. */
+static int
+acl_access(fuse_req_t req, struct mnode *n, int mode)
+{
+	if (!mount_creds_asks(req) || !node_has_acl(n))
+		return 0;
+	return mount_creds_access(req, n->fd, "", mode);
+}
+
 /* ----------------------------------------------------------------- ops */
 
 /* Refuse to make, change or remove the control file's name. */
@@ -808,7 +838,7 @@ fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	if (mount_stats_name(parent, name))
 		mount_stats_lookup(req);
-	else if ((r = mount_creds_access(req, node_of(parent)->fd, "", X_OK)) < 0)
+	else if ((r = acl_access(req, node_of(parent), X_OK)) < 0)
 		fuse_reply_err(req, -r);
 	else
 		reply_entry(req, node_of(parent), name);
@@ -902,7 +932,7 @@ fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 	/* a truncation by name needs write access, an ACL's refusal
 	 * included (ftruncate: the descriptor's) */
 	if ((valid & FUSE_SET_ATTR_SIZE) && fi == NULL)
-		r = mount_creds_access(req, n->fd, "", W_OK);
+		r = acl_access(req, n, W_OK);
 	if (r == 0 && (valid & FUSE_SET_ATTR_MODE))
 		r = node_chmod(n, path, attr->st_mode & 07777);
 	if (r == 0 && (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))) {
@@ -1040,7 +1070,7 @@ fs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name
 static int
 dir_change_ok(fuse_req_t req, fuse_ino_t parent)
 {
-	int r = mount_creds_access(req, node_of(parent)->fd, "", W_OK | X_OK);
+	int r = acl_access(req, node_of(parent), W_OK | X_OK);
 
 	if (r < 0)
 		fuse_reply_err(req, -r);
@@ -1442,7 +1472,7 @@ static void
 fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct mdir *d;
-	int fd = mount_creds_access(req, node_of(ino)->fd, "", R_OK);
+	int fd = acl_access(req, node_of(ino), R_OK);
 
 	if (fd < 0) {
 		fuse_reply_err(req, -fd);
@@ -1601,7 +1631,7 @@ fs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	char *buf, *p;
 	/* a caller the source refuses search gets no attributes: the
 	 * kernel's own lookup of each entry then fails as it should */
-	bool search = mount_creds_access(req, dir->fd, "", X_OK) == 0;
+	bool search = acl_access(req, dir, X_OK) == 0;
 
 	/* every entry takes at least the size of one with an empty name */
 	got = calloc(size / fuse_add_direntry_plus(req, NULL, 0, "", NULL, 0) + 1,
