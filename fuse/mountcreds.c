@@ -44,6 +44,7 @@
 #include <string.h>
 #include <grp.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/fsuid.h>
 #include <sys/stat.h>
@@ -60,7 +61,8 @@ static int daemon_ngroups;
 static bool daemon_root;
 static gid_t daemon_fsgid;
 
-static bool conn_kernel_acl, conn_dont_mask;
+/* set once at the connection's init, read by every worker */
+static atomic_bool conn_kernel_acl, conn_dont_mask;
 
 static _Thread_local bool thread_fs_private;
 static _Thread_local mode_t thread_umask;
@@ -170,7 +172,8 @@ mount_creds_enter(fuse_req_t req)
 		thread_fs_private = true;
 	}
 	/* invariant 1: the kernel sends the caller's umask with the mode */
-	if (conn_dont_mask && ctx != NULL && (ctx->umask & 0777) != thread_umask) {
+	if (atomic_load_explicit(&conn_dont_mask, memory_order_relaxed) && ctx != NULL &&
+	    (ctx->umask & 0777) != thread_umask) {
 		thread_umask = ctx->umask & 0777;
 		umask(thread_umask);
 	}
@@ -213,8 +216,8 @@ mount_creds_leave(void)
 void
 mount_creds_conn(bool kernel_acl, bool dont_mask)
 {
-	conn_kernel_acl = kernel_acl;
-	conn_dont_mask = dont_mask;
+	atomic_store(&conn_kernel_acl, kernel_acl);
+	atomic_store(&conn_dont_mask, dont_mask);
 }
 
 bool
@@ -222,7 +225,8 @@ mount_creds_asks(fuse_req_t req)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 
-	return !conn_kernel_acl && daemon_root && ctx != NULL && ctx->uid != 0;
+	return !atomic_load_explicit(&conn_kernel_acl, memory_order_relaxed) &&
+	       daemon_root && ctx != NULL && ctx->uid != 0;
 }
 
 int

@@ -1174,6 +1174,8 @@ open_access(fuse_req_t req, struct mnode *n, int flags)
 	struct stat st;
 	int r;
 
+	if (!mount_creds_asks(req))
+		return 0;
 	if (node_relpath(n, rel, sizeof(rel)) == 0) {
 		r = mount_creds_access(req, fs_root.fd, rel, mode);
 		if (r != -EACCES || fstat(n->fd, &st) < 0 || st.st_nlink <= 1)
