@@ -622,8 +622,9 @@ mount_init(void *userdata, struct fuse_conn_info *conn)
  * programs hold open for writing (mountfs_writers; a device's disk)
  * through the mount and fsyncs it: the kernel writes that file's pages
  * back and waits for them, served by the loop (syncfs does not wait for
- * a FUSE file system's pages).  Then it ends the loop and makes one last
- * request (a statfs of the mount's root), after which a worker sees the
+ * a FUSE file system's pages).  Then it ends the loop: the session's end,
+ * the signal again to the loop's thread (out of its wait), and one last
+ * request (a statfs of the mount's root) after which a worker sees the
  * end.  The close of the pipe's write end (the loop ended otherwise)
  * ends the thread.
  */
@@ -632,6 +633,7 @@ static pthread_t stop_tid;
 static bool stop_started;
 static pthread_mutex_t stop_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool stop_loop_over;	/* under stop_lock: the session may be gone */
+static pthread_t stop_main;	/* the thread that runs the loop */
 static bool stop_nfs;		/* an nfs:// source (mountnfs.c) */
 
 static void
@@ -691,8 +693,14 @@ stop_thread(void *arg)
 	 * detached; O_PATH: no OPENDIR, so no RELEASEDIR left unserved */
 	fd = open(mnt_abs, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	pthread_mutex_lock(&stop_lock);
-	if (!stop_loop_over)
+	if (!stop_loop_over) {
 		fuse_session_exit(se);
+		/* the loop's thread waits in sem_wait, which the signal's
+		 * handler interrupts: it sees the end and cancels the
+		 * workers, also when no request comes (the mount detached
+		 * here but alive in another mount namespace) */
+		pthread_kill(stop_main, c);
+	}
 	pthread_mutex_unlock(&stop_lock);
 	/* a request no worker takes fails once the session is destroyed */
 	if (fd >= 0) {
@@ -712,6 +720,7 @@ stop_start(struct fuse_session *se)
 	size_t i;
 	int r;
 
+	stop_main = pthread_self();
 	if (pipe2(stop_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
 		return -errno;
 	/* the reader waits; the handler must never block */

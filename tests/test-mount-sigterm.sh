@@ -6,7 +6,9 @@
 # kernel's pages, not yet sent to the daemon): the daemon ends, unmounted,
 # with status 0, and the source holds every byte, as a local file system
 # would after the program's write(2) returned.  A directory with
-# kernel_cache on and off, and an image file (the file disk).
+# kernel_cache on and off, and an image file (the file disk).  And a
+# daemon whose mount was unmounted here but lives on in a mount namespace
+# made meanwhile ends at SIGTERM too.
 set -e
 . "$(dirname "$0")/mount-common.sh"
 if ! command -v perl >/dev/null 2>&1; then
@@ -52,3 +54,30 @@ mount_start "$tmp/img" "$mnt"
 hold "$mnt/disk" TERM
 cmp -n 3000000 "$tmp/pat" "$tmp/img" || fail "disk: data written before SIGTERM is lost"
 echo "ok: SIGTERM: the disk's data written before it is in the image"
+
+# a mount unmounted here but alive in a mount namespace made meanwhile
+# (its copy there): no request comes any more, SIGTERM still ends it
+if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null 2>&1; then
+	ns_pid=
+	trap 'cleanup; [ -n "$ns_pid" ] && kill "$ns_pid" 2>/dev/null; true' EXIT
+	mount_start "$src" "$mnt"
+	unshare -m --propagation private sleep 30 &
+	ns_pid=$!
+	sleep 0.3
+	fusermount3 -u "$mnt" || fail "fusermount3 -u"
+	kill -TERM "$mount_pid"
+	i=0
+	while kill -0 "$mount_pid" 2>/dev/null; do
+		i=$((i + 1))
+		[ $i -le 50 ] || fail "SIGTERM: the daemon of a mount alive elsewhere stays"
+		sleep 0.1
+	done
+	rc=0
+	wait "$mount_pid" || rc=$?
+	mount_pid=
+	[ "$rc" -eq 0 ] || fail "SIGTERM, the mount alive elsewhere: the daemon exited $rc"
+	kill "$ns_pid"
+	wait "$ns_pid" 2>/dev/null || true
+	ns_pid=
+	echo "ok: SIGTERM ends a daemon whose mount lives on in another namespace"
+fi
