@@ -38,9 +38,11 @@
  * and the devices start threads; the command exits once the daemon
  * serves, or with its status); create the cache and open the source (a
  * relative device path from the caller's directory); run the loop, each
- * object made with the caller's identity (mountcreds.c).  When the
- * loop ends (SIGTERM, SIGINT, SIGHUP, or an unmount), everything dirty is
- * written back (clio_sync, then every handle and device is closed) and the
+ * object made with the caller's identity (mountcreds.c).  At SIGTERM,
+ * SIGINT or SIGHUP the files programs hold open for writing are first
+ * fsync'ed through the mount, so that the kernel's dirty pages of them
+ * reach clio (stop_thread).  When the loop ends (a signal, or an
+ * unmount), everything dirty is written back (clio_sync, then every handle and device is closed) and the
  * mount is removed; a write-back error makes the exit status 74.
  * The kernel's page cache and writeback cache: see mountfs.c; `disk`
  * follows the same rules, and both use mountahead.c (read-ahead for
@@ -51,6 +53,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -59,6 +63,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <sysexits.h>
 #include <unistd.h>
@@ -74,6 +79,7 @@
 #define DISK_NAME "disk"
 
 static struct mount_opts opts;
+static bool dir_source;		/* SOURCE is a directory (mountfs.c) */
 static char mnt_abs[4096];	/* the mount point, absolute */
 static char src_shown[4096];	/* the source: a directory's absolute path, or as given */
 
@@ -214,9 +220,19 @@ disk_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, EISDIR);
 		return;
 	}
-	if (opts.ro && (fi->flags & O_ACCMODE) != O_RDONLY) {
+	if (opts.ro && ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))) {
 		fuse_reply_err(req, EROFS);
 		return;
+	}
+	/* atomic_o_trunc: the kernel takes the size to be 0 after the
+	 * open, so O_TRUNC is the truncation setattr does (a device that
+	 * cannot resize refuses the open) */
+	if ((fi->flags & O_TRUNC) && clio_fsize(disk_cf) != 0) {
+		int r = clio_ftruncate(disk_cf, 0);
+		if (r < 0) {
+			fuse_reply_err(req, -r);
+			return;
+		}
 	}
 	fi->direct_io = 0;
 	fi->keep_cache = opts.kernel_cache;
@@ -583,6 +599,167 @@ mount_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
 	else
 		conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
+	if (dir_source) {
+		/* the source's umask and ACLs decide as on a local file
+		 * system (mountcreds.c); the kernel reads the ACLs only
+		 * with xattr on */
+		if (conn->capable & FUSE_CAP_DONT_MASK)
+			conn->want |= FUSE_CAP_DONT_MASK;
+		if (opts.xattr && (conn->capable & FUSE_CAP_POSIX_ACL))
+			conn->want |= FUSE_CAP_POSIX_ACL;
+		mount_creds_conn((conn->want & FUSE_CAP_POSIX_ACL) != 0,
+				 (conn->want & FUSE_CAP_DONT_MASK) != 0);
+	}
+}
+
+/* ------------------------------------------------ the end at a signal */
+
+/*
+ * SIGTERM, SIGINT and SIGHUP: the kernel's dirty pages (its writeback
+ * cache, of files still open) reach this daemon only while the loop
+ * serves, so the signal does not end the loop at once.  Its handler
+ * writes the signal to a pipe; a thread reading it opens each file that
+ * programs hold open for writing (mountfs_writers; a device's disk)
+ * through the mount and fsyncs it: the kernel writes that file's pages
+ * back and waits for them, served by the loop (syncfs does not wait for
+ * a FUSE file system's pages).  Then it ends the loop: the session's end,
+ * the signal again to the loop's thread (out of its wait), and one last
+ * request (a statfs of the mount's root) after which a worker sees the
+ * end.  The close of the pipe's write end (the loop ended otherwise)
+ * ends the thread.
+ */
+static int stop_pipe[2] = {-1, -1};
+static pthread_t stop_tid;
+static bool stop_started;
+static pthread_mutex_t stop_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool stop_loop_over;	/* under stop_lock: the session may be gone */
+static pthread_t stop_main;	/* the thread that runs the loop */
+static bool stop_nfs;		/* an nfs:// source (mountnfs.c) */
+
+static void
+stop_handler(int sig)
+{
+	unsigned char c = (unsigned char)sig;
+	int e = errno;
+
+	if (write(stop_pipe[1], &c, 1) < 0) {
+		/* a full pipe holds a signal already */
+	}
+	errno = e;
+}
+
+/* fsync rel (under the mount point) through the mount. */
+static void
+stop_fsync(const char *rel)
+{
+	char path[sizeof(mnt_abs) + PATH_MAX + 2];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", mnt_abs, rel);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (fsync(fd) < 0)
+		fprintf(stderr, "clio mount: %s: fsync at the signal: %s\n", path,
+			strerror(errno));
+	close(fd);
+}
+
+static void *
+stop_thread(void *arg)
+{
+	struct fuse_session *se = arg;
+	struct statvfs sv;
+	unsigned char c;
+	ssize_t n;
+	int fd;
+
+	while ((n = read(stop_pipe[0], &c, 1)) < 0 && errno == EINTR)
+		;
+	if (n <= 0)
+		return NULL;
+	if (dir_source) {
+		char **w = mountfs_writers();
+		for (size_t i = 0; w != NULL && w[i] != NULL; i++) {
+			stop_fsync(w[i]);
+			free(w[i]);
+		}
+		free(w);
+	} else if (!stop_nfs) {
+		/* nfs:// has no writeback cache: nothing to send */
+		stop_fsync(DISK_NAME);
+	}
+	/* the root's descriptor reaches this mount even once it is
+	 * detached; O_PATH: no OPENDIR, so no RELEASEDIR left unserved */
+	fd = open(mnt_abs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	pthread_mutex_lock(&stop_lock);
+	if (!stop_loop_over) {
+		fuse_session_exit(se);
+		/* the loop's thread waits in sem_wait, which the signal's
+		 * handler interrupts: it sees the end and cancels the
+		 * workers, also when no request comes (the mount detached
+		 * here but alive in another mount namespace) */
+		pthread_kill(stop_main, c);
+	}
+	pthread_mutex_unlock(&stop_lock);
+	/* a request no worker takes fails once the session is destroyed */
+	if (fd >= 0) {
+		(void)fstatvfs(fd, &sv);
+		close(fd);
+	}
+	return NULL;
+}
+
+/* After fuse_set_signal_handlers: the signals that end the loop go
+ * through stop_thread; 0 or -errno. */
+static int
+stop_start(struct fuse_session *se)
+{
+	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP };
+	struct sigaction sa;
+	size_t i;
+	int r;
+
+	stop_main = pthread_self();
+	if (pipe2(stop_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+		return -errno;
+	/* the reader waits; the handler must never block */
+	if (fcntl(stop_pipe[0], F_SETFL, 0) < 0)
+		return -errno;
+	if ((r = pthread_create(&stop_tid, NULL, stop_thread, se)) != 0)
+		return -r;
+	stop_started = true;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = stop_handler;
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		if (sigaction(sigs[i], &sa, NULL) < 0)
+			return -errno;
+	return 0;
+}
+
+/* The loop is over: the thread leaves the session alone. */
+static void
+stop_loop_ended(void)
+{
+	pthread_mutex_lock(&stop_lock);
+	stop_loop_over = true;
+	pthread_mutex_unlock(&stop_lock);
+}
+
+/* The session is destroyed (what the thread still waits for on the
+ * mount fails) and the signals ignored: the thread ends. */
+static void
+stop_end(void)
+{
+	if (stop_pipe[1] >= 0)
+		close(stop_pipe[1]);
+	if (stop_started)
+		pthread_join(stop_tid, NULL);
+	if (stop_pipe[0] >= 0)
+		close(stop_pipe[0]);
+	stop_pipe[0] = stop_pipe[1] = -1;
+	stop_started = false;
 }
 
 int
@@ -715,6 +892,8 @@ cmd_mount(int argc, char **argv)
 		return EX_OSERR;
 	}
 	ops = is_nfs ? mountnfs_ops : is_dir ? mountfs_ops : disk_ops;
+	dir_source = is_dir;
+	stop_nfs = is_nfs;
 	ops.init = mount_init;
 	if (!opts.xattr) {
 		/* ENOSYS once, and the kernel stops asking: else every
@@ -782,12 +961,16 @@ cmd_mount(int argc, char **argv)
 	} else {
 		status = 0;
 		mount_daemon_ready();
+		if ((r = stop_start(se)) < 0)
+			fprintf(stderr, "clio mount: no write-back of the kernel's pages at a signal: %s\n",
+				strerror(-r));
 		memset(&lcfg, 0, sizeof(lcfg));
 		lcfg.clone_fd = 0;
 		lcfg.max_idle_threads = 10;
 		/* > 0: the signal that ended it, a clean end */
 		if (fuse_session_loop_mt(se, &lcfg) < 0)
 			status = EX_SOFTWARE;
+		stop_loop_ended();
 	}
 
 	/*
@@ -802,6 +985,7 @@ cmd_mount(int argc, char **argv)
 	signal(SIGTERM, SIG_IGN);
 	fuse_remove_signal_handlers(se);
 	fuse_session_destroy(se);
+	stop_end();
 	mount_ahead_stop();
 	if (cache != NULL) {
 		int w = clio_sync(cache);

@@ -77,6 +77,9 @@ int mountfs_init(clio_cache *cache, int rootfd, int ro, int cache_off,
 /* Close every handle and device (after clio_sync) and free every inode;
  * returns the first write-back error. */
 int mountfs_fini(void);
+/* The files open for writing now: their paths under the source's root,
+ * malloc'ed, NULL-ended (NULL without memory). */
+char **mountfs_writers(void);
 
 /* The NFS file system over an export (mountnfs.c): source is
  * nfs://HOST/EXPORT[?QUERY]; 0, or -errno with a message in err. */
@@ -93,6 +96,17 @@ int mountnfs_fini(void);
 int mount_creds_init(void);
 int mount_creds_enter(fuse_req_t req);
 void mount_creds_leave(void);
+/* At the connection's init: the kernel enforces POSIX ACLs itself
+ * (FUSE_CAP_POSIX_ACL), the kernel leaves the umask to the daemon
+ * (FUSE_CAP_DONT_MASK). */
+void mount_creds_conn(bool kernel_acl, bool dont_mask);
+/* Whether the caller of req may access path under the directory fd, or
+ * with path "" the object open on fd (an O_PATH descriptor too), with
+ * mode (R_OK, W_OK, X_OK) as the source's file system decides, its ACLs
+ * included: 0 or -errno (-EACCES). */
+int mount_creds_access(fuse_req_t req, int fd, const char *path, int mode);
+/* Whether mount_creds_access would ask the source for req's caller. */
+bool mount_creds_asks(fuse_req_t req);
 
 /* Without -f (mountdaemon.c): fork; the caller goes on in the child, and
  * the command exits 0 at mount_daemon_ready, or with the child's status. */

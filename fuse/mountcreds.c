@@ -2,14 +2,19 @@
 /*
  * mountcreds.c - the caller's identity for the requests of `clio mount`
  * that create objects (create, mknod, mkdir, symlink), so that what they
- * make is what the same call would make on a local file system.
+ * make is what the same call would make on a local file system; and the
+ * source's own verdict on a caller's access (its POSIX ACLs) where the
+ * kernel's default_permissions sees only the mode bits.
  *
  * Invariants:
- *  1. The mode the kernel sends is final: the kernel has applied the
- *     caller's umask (the connection does not ask for FUSE_CAP_DONT_MASK),
- *     so the daemon applies none.  Each FUSE worker thread gets its own
- *     file system attributes (unshare(CLONE_FS), once per thread) with
- *     umask 0; the process's umask, and that of every other thread, stay.
+ *  1. The umask is applied once: by the kernel (the mode the kernel sends
+ *     is final, the daemon applies none), or, when the connection has
+ *     FUSE_CAP_DONT_MASK (mount_creds_conn), by the source's file system
+ *     with the caller's umask as the thread's, so that a default ACL of
+ *     the parent decides instead, as on a local file system.  Each FUSE
+ *     worker thread gets its own file system attributes (unshare(CLONE_FS),
+ *     once per thread) with umask 0 (or the caller's); the process's
+ *     umask, and that of every other thread, stay.
  *  2. As root, between mount_creds_enter and mount_creds_leave the thread
  *     has the caller's fsuid, fsgid and supplementary groups (one read
  *     of its /proc status file, else fuse_req_getgroups), so the local file system checks the directory
@@ -27,6 +32,11 @@
  *     and keeps a setgid bit it asks for: only its fsgid is set (for the
  *     new object's group), and only when it differs, so a root caller's
  *     create costs no system call of this file.
+ *  6. mount_creds_access asks the source (faccessat2 with the caller's
+ *     identity of invariant 2, so the walk of a path checks each
+ *     directory's search right too), unless the kernel enforces ACLs itself
+ *     (FUSE_CAP_POSIX_ACL, mount_creds_conn), the caller is root or the
+ *     daemon is not: then it is 0 at once, with no system call.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +44,7 @@
 #include <string.h>
 #include <grp.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/fsuid.h>
 #include <sys/stat.h>
@@ -50,7 +61,11 @@ static int daemon_ngroups;
 static bool daemon_root;
 static gid_t daemon_fsgid;
 
+/* set once at the connection's init, read by every worker */
+static atomic_bool conn_kernel_acl, conn_dont_mask;
+
 static _Thread_local bool thread_fs_private;
+static _Thread_local mode_t thread_umask;
 static _Thread_local bool cred_saved;
 static _Thread_local bool cred_gid_only;
 static _Thread_local uid_t cred_uid;
@@ -153,7 +168,14 @@ mount_creds_enter(fuse_req_t req)
 		if (unshare(CLONE_FS) < 0)
 			return -errno;
 		umask(0);
+		thread_umask = 0;
 		thread_fs_private = true;
+	}
+	/* invariant 1: the kernel sends the caller's umask with the mode */
+	if (atomic_load_explicit(&conn_dont_mask, memory_order_relaxed) && ctx != NULL &&
+	    (ctx->umask & 0777) != thread_umask) {
+		thread_umask = ctx->umask & 0777;
+		umask(thread_umask);
 	}
 	if (!daemon_root || ctx == NULL)
 		return 0;
@@ -189,4 +211,34 @@ mount_creds_leave(void)
 	setfsgid(cred_gid);
 	thread_setgroups(daemon_ngroups, daemon_groups);
 	cred_saved = false;
+}
+
+void
+mount_creds_conn(bool kernel_acl, bool dont_mask)
+{
+	atomic_store(&conn_kernel_acl, kernel_acl);
+	atomic_store(&conn_dont_mask, dont_mask);
+}
+
+bool
+mount_creds_asks(fuse_req_t req)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+
+	return !atomic_load_explicit(&conn_kernel_acl, memory_order_relaxed) &&
+	       daemon_root && ctx != NULL && ctx->uid != 0;
+}
+
+int
+mount_creds_access(fuse_req_t req, int fd, const char *path, int mode)
+{
+	int r;
+
+	if (!mount_creds_asks(req))
+		return 0;
+	if ((r = mount_creds_enter(req)) < 0)
+		return r;
+	r = faccessat(fd, path, mode, AT_EACCESS | (*path ? 0 : AT_EMPTY_PATH)) < 0 ? -errno : 0;
+	mount_creds_leave();
+	return r;
 }

@@ -27,7 +27,11 @@
  * then clio_dev_close) when more than idle_devices (mount.c; default
  * MOUNT_IDLE_MAX) are idle (the oldest first), when the file loses its last name through the mount
  * (unlink, rename over it), when the kernel forgets the inode, and at
- * the end.  getattr of an open file reports clio_fsize.  The O_DIRECT
+ * the end.  getattr of an open file reports clio_fsize.  A write (or
+ * copy_file_range) past the largest file the source's file system takes
+ * is refused with EFBIG, or cut short there, as the source would do it
+ * (its limit is found once per file with lseek, for writes beyond 2 GiB),
+ * so that no dirty data is cached that can never be written back.  The O_DIRECT
  * flag of an open on the mount is ignored: all data goes through clio
  * anyway.
  *
@@ -37,8 +41,10 @@
  * recorded; not while a handle of this mount writes the file (its own
  * write-behind moves the version).  After a handle's own writes are
  * written back (flush, and the last release of a file that was open for
- * writing) and after a truncation, the source's new version is recorded
- * with clio_validator_set, so the next open keeps what this mount wrote.
+ * writing) and after a truncation or a change of times, the source's new
+ * version is recorded with clio_validator_set, so the next open keeps what
+ * this mount wrote.  Setting mtime writes the object's dirty data back
+ * first, so that no later write-back moves the time that was set.
  *
  * Locks: tbl_lock, then a node's lock, then the idle list's (whose
  * walker only tries node locks); the cache's own locks come last.
@@ -95,7 +101,18 @@
  *
  * Permissions are checked by the kernel (default_permissions); objects
  * are created with the caller's identity and groups, with the mode the
- * kernel sends and no umask of the daemon's (mountcreds.c).
+ * kernel sends and the caller's umask, not the daemon's (mountcreds.c).
+ * The kernel sees only mode bits, unless xattr is on (it then reads and
+ * enforces the source's POSIX ACLs itself): without, the source decides
+ * for a caller other than root whether it may search a directory
+ * (lookup, and readdirplus gives it no attributes otherwise), list it
+ * (opendir), add or remove names in it (link, unlink, rmdir, rename),
+ * open a file with the access asked for, and truncate it
+ * (mount_creds_access), so that an ACL's denial holds; what an ACL
+ * grants beyond the mode bits the kernel still refuses.  Except at an
+ * open (by path), the source is asked only about an object that has an
+ * access ACL (one getxattr tells), so that callers on objects without
+ * ACLs pay one system call for it, not a change of identity.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -141,6 +158,7 @@ struct mnode {
 	struct mount_idle idle;	/* listed while cdev is open and nopen 0 */
 	bool have_v;		/* v: the source's version seen last */
 	struct clio_validator v;
+	_Atomic uint64_t maxbytes;	/* the source's file size limit, 0: unknown */
 };
 
 struct mhandle {
@@ -536,9 +554,11 @@ handle_open(struct mnode *n, struct fuse_file_info *fi, bool internal,
 	    const struct clio_validator *known)
 {
 	int acc = fi->flags & O_ACCMODE;
-	bool want_write = acc != O_RDONLY;
-	/* libfuse asks for atomic_o_trunc: O_TRUNC comes with the open */
-	int trunc = want_write ? fi->flags & O_TRUNC : 0;
+	/* libfuse asks for atomic_o_trunc: O_TRUNC comes with the open,
+	 * and truncates with O_RDONLY too (the kernel checked for write
+	 * access), as on a local file system */
+	int trunc = fi->flags & O_TRUNC;
+	bool want_write = acc != O_RDONLY || trunc;
 	struct clio_validator v;
 	struct mhandle *h;
 	int r, mode, changed = 0;
@@ -775,6 +795,33 @@ handle_of(struct fuse_file_info *fi)
 	return (struct mhandle *)(uintptr_t)fi->fh;
 }
 
+/* ------------------------------------------------------------- ACLs */
+
+/* Whether n's object has an access ACL (or that cannot be told): only
+ * then may the source refuse what the mode bits, which the kernel
+ * checked, allow. */
+static bool
+node_has_acl(struct mnode *n)
+{
+	char path[64];
+
+	proc_path(path, sizeof(path), n->fd);
+	if (getxattr(path, "system.posix_acl_access", NULL, 0) >= 0)
+		return true;
+	return errno != ENODATA && errno != EOPNOTSUPP;
+}
+
+/* The source's verdict on the caller's access to n's object with mode
+ * (mountcreds.c), asked only where an ACL can differ from the mode
+ * bits: 0 or -errno. */
+static int
+acl_access(fuse_req_t req, struct mnode *n, int mode)
+{
+	if (!mount_creds_asks(req) || !node_has_acl(n))
+		return 0;
+	return mount_creds_access(req, n->fd, "", mode);
+}
+
 /* ----------------------------------------------------------------- ops */
 
 /* Refuse to make, change or remove the control file's name. */
@@ -787,8 +834,12 @@ stats_guard(fuse_req_t req, fuse_ino_t parent, const char *name)
 static void
 fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	int r;
+
 	if (mount_stats_name(parent, name))
 		mount_stats_lookup(req);
+	else if ((r = acl_access(req, node_of(parent), X_OK)) < 0)
+		fuse_reply_err(req, -r);
 	else
 		reply_entry(req, node_of(parent), name);
 }
@@ -878,7 +929,11 @@ fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 		return;
 	}
 	proc_path(path, sizeof(path), n->fd);
-	if (valid & FUSE_SET_ATTR_MODE)
+	/* a truncation by name needs write access, an ACL's refusal
+	 * included (ftruncate: the descriptor's) */
+	if ((valid & FUSE_SET_ATTR_SIZE) && fi == NULL)
+		r = acl_access(req, n, W_OK);
+	if (r == 0 && (valid & FUSE_SET_ATTR_MODE))
 		r = node_chmod(n, path, attr->st_mode & 07777);
 	if (r == 0 && (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))) {
 		uid_t uid = (valid & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1;
@@ -900,6 +955,15 @@ fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 	}
 	if (r == 0 && (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME))) {
 		struct timespec tv[2];
+		/* a write-back after the times are set would move the
+		 * source's mtime again: dirty data goes first (its error
+		 * stays for the handles' flush and fsync) */
+		if ((valid & FUSE_SET_ATTR_MTIME) && !(valid & FUSE_SET_ATTR_MTIME_NOW)) {
+			pthread_mutex_lock(&n->lock);
+			if (n->cf != NULL && !n->cdev_ro && clio_writeback(n->cf) == 0)
+				node_settle_locked(n, n->cf);
+			pthread_mutex_unlock(&n->lock);
+		}
 		tv[0].tv_sec = tv[1].tv_sec = 0;
 		tv[0].tv_nsec = tv[1].tv_nsec = UTIME_OMIT;
 		if (valid & FUSE_SET_ATTR_ATIME_NOW)
@@ -911,6 +975,11 @@ fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 		else if (valid & FUSE_SET_ATTR_MTIME)
 			tv[1] = attr->st_mtim;
 		r = node_utimens(n, path, tv);
+		/* the source's new version is this mount's own */
+		pthread_mutex_lock(&n->lock);
+		if (r == 0 && n->cf != NULL)
+			node_settle_locked(n, n->cf);
+		pthread_mutex_unlock(&n->lock);
 	}
 	if (r == 0)
 		r = node_stat(n, &st);
@@ -996,6 +1065,18 @@ fs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name
 	reply_made(req, parent, name, r, e);
 }
 
+/* May the caller add or remove names in the directory parent, as the
+ * source decides (mountcreds.c)?  0, or it replied the error. */
+static int
+dir_change_ok(fuse_req_t req, fuse_ino_t parent)
+{
+	int r = acl_access(req, node_of(parent), W_OK | X_OK);
+
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	return r;
+}
+
 static void
 fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
 {
@@ -1007,7 +1088,7 @@ fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newnam
 		fuse_reply_err(req, EPERM);
 		return;
 	}
-	if (stats_guard(req, newparent, newname))
+	if (stats_guard(req, newparent, newname) || dir_change_ok(req, newparent) < 0)
 		return;
 	r = linkat(n->fd, "", node_of(newparent)->fd, newname, AT_EMPTY_PATH);
 	if (r < 0 && (errno == ENOENT || errno == EPERM)) {
@@ -1023,7 +1104,7 @@ fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	int r;
 
-	if (stats_guard(req, parent, name))
+	if (stats_guard(req, parent, name) || dir_change_ok(req, parent) < 0)
 		return;
 	struct stat st;
 	bool last;
@@ -1043,7 +1124,7 @@ fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	int r;
 
-	if (stats_guard(req, parent, name))
+	if (stats_guard(req, parent, name) || dir_change_ok(req, parent) < 0)
 		return;
 	r = unlinkat(node_of(parent)->fd, name, AT_REMOVEDIR);
 
@@ -1056,7 +1137,9 @@ fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 {
 	int r;
 
-	if (stats_guard(req, parent, name) || stats_guard(req, newparent, newname))
+	if (stats_guard(req, parent, name) || stats_guard(req, newparent, newname) ||
+	    dir_change_ok(req, parent) < 0 ||
+	    (newparent != parent && dir_change_ok(req, newparent) < 0))
 		return;
 	struct stat st;
 	bool last;
@@ -1073,6 +1156,34 @@ fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	fuse_reply_err(req, r < 0 ? e : 0);
 }
 
+static int node_relpath(void *arg, char *buf, size_t len);
+
+/* May the caller open n with flags, as the source decides (mountcreds.c)?
+ * By its path from the source's root, so that every directory's search
+ * right counts even where the kernel walked cached entries; a file
+ * without a name (unlinked), or with more than one (the caller may have
+ * come by another than the one its descriptor shows): the file's own
+ * rights. */
+static int
+open_access(fuse_req_t req, struct mnode *n, int flags)
+{
+	int acc = flags & O_ACCMODE;
+	int mode = (acc == O_RDONLY ? R_OK : acc == O_WRONLY ? W_OK : R_OK | W_OK) |
+		   (flags & O_TRUNC ? W_OK : 0);
+	char rel[PATH_MAX];
+	struct stat st;
+	int r;
+
+	if (!mount_creds_asks(req))
+		return 0;
+	if (node_relpath(n, rel, sizeof(rel)) == 0) {
+		r = mount_creds_access(req, fs_root.fd, rel, mode);
+		if (r != -EACCES || fstat(n->fd, &st) < 0 || st.st_nlink <= 1)
+			return r;
+	}
+	return mount_creds_access(req, n->fd, "", mode);
+}
+
 static void
 fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
@@ -1082,8 +1193,11 @@ fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		mount_stats_open(req, fi);
 		return;
 	}
-	r = handle_open(node_of(ino), fi,
-			mount_ahead_self(fuse_req_ctx(req)->pid), NULL);
+	bool internal = mount_ahead_self(fuse_req_ctx(req)->pid);
+
+	r = internal ? 0 : open_access(req, node_of(ino), fi->flags);
+	if (r == 0)
+		r = handle_open(node_of(ino), fi, internal, NULL);
 
 	if (r < 0)
 		fuse_reply_err(req, -r);
@@ -1222,6 +1336,60 @@ fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	mount_io_end(false, got, t0);
 }
 
+/* Below this every file system takes a file's end: no need to ask. */
+#define MAXBYTES_FLOOR (1ull << 31)
+
+/* The largest size the source's file system allows n (its s_maxbytes,
+ * per file on some: ext4's files without extents), found once by
+ * bisection with lseek(2), which refuses an offset beyond it; UINT64_MAX
+ * if it cannot be asked. */
+static uint64_t
+node_maxbytes(struct mnode *n)
+{
+	uint64_t max = atomic_load(&n->maxbytes), lo, hi;
+	char path[64];
+	int fd;
+
+	if (max != 0)
+		return max;
+	proc_path(path, sizeof(path), n->fd);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 &&
+	    (fd = open(path, O_WRONLY | O_CLOEXEC)) < 0)
+		return UINT64_MAX;
+	lo = MAXBYTES_FLOOR;	/* lseek to lo works, to hi + 1 fails */
+	hi = INT64_MAX;
+	if (lseek(fd, (off_t)hi, SEEK_SET) >= 0)
+		lo = hi;
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo + 1) / 2;
+		if (lseek(fd, (off_t)mid, SEEK_SET) >= 0)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	close(fd);
+	atomic_store(&n->maxbytes, lo);
+	return lo;
+}
+
+/* A write of *size bytes at off through the mount, checked as the
+ * source's file system would check it (generic_write_check_limits):
+ * -EFBIG at or past its limit, else *size cut to end there; 0. */
+static int
+write_limit(struct mnode *n, uint64_t off, size_t *size)
+{
+	uint64_t max;
+
+	if (off + *size <= MAXBYTES_FLOOR)
+		return 0;
+	max = node_maxbytes(n);
+	if (off >= max)
+		return -EFBIG;
+	if (*size > max - off)
+		*size = (size_t)(max - off);
+	return 0;
+}
+
 static void
 fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	 off_t off, struct fuse_file_info *fi)
@@ -1239,7 +1407,7 @@ fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		r = pwrite(h->fd, buf, size, off);
 		if (r < 0)
 			r = -errno;
-	} else {
+	} else if ((r = write_limit(h->node, (uint64_t)off, &size)) == 0) {
 		mount_ahead_write(&h->node->ahead, (uint64_t)off, size,
 				  node_relpath, node_pin, node_unpin, h->node);
 		r = clio_pwrite(h->cf, buf, size, (uint64_t)off);
@@ -1305,9 +1473,14 @@ fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi
 static void
 fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct mdir *d = calloc(1, sizeof(*d));
-	int fd;
+	struct mdir *d;
+	int fd = acl_access(req, node_of(ino), R_OK);
 
+	if (fd < 0) {
+		fuse_reply_err(req, -fd);
+		return;
+	}
+	d = calloc(1, sizeof(*d));
 	if (d == NULL) {
 		fuse_reply_err(req, ENOMEM);
 		return;
@@ -1458,6 +1631,9 @@ fs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct mnode *dir = node_of(ino), **got;
 	size_t left = size, ngot = 0, i;
 	char *buf, *p;
+	/* a caller the source refuses search gets no attributes: the
+	 * kernel's own lookup of each entry then fails as it should */
+	bool search = acl_access(req, dir, X_OK) == 0;
 
 	/* every entry takes at least the size of one with an empty name */
 	got = calloc(size / fuse_add_direntry_plus(req, NULL, 0, "", NULL, 0) + 1,
@@ -1489,7 +1665,7 @@ fs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		name = d->entry->d_name;
 		if (fuse_add_direntry_plus(req, NULL, 0, name, NULL, 0) > left)
 			break;
-		if (strcmp(name, ".") != 0 && strcmp(name, "..") != 0)
+		if (search && strcmp(name, ".") != 0 && strcmp(name, "..") != 0)
 			r = do_lookup(dir, name, &e);
 		if (r < 0) {
 			memset(&e, 0, sizeof(e));
@@ -1786,6 +1962,10 @@ fs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 			fuse_reply_write(req, (size_t)r);
 		return;
 	}
+	if ((r = write_limit(out->node, (uint64_t)off_out, &len)) < 0) {
+		fuse_reply_err(req, (int)-r);
+		return;
+	}
 	chunk = len < CHUNK ? len : CHUNK;
 	buf = malloc(chunk ? chunk : 1);
 	if (buf == NULL) {
@@ -1849,6 +2029,47 @@ const struct fuse_lowlevel_ops mountfs_ops = {
 	.fallocate = fs_fallocate,
 	.copy_file_range = fs_copy_file_range,
 };
+
+/* The paths under the source's root of the files that programs hold
+ * open for writing now (malloc'ed, NULL-ended; NULL without memory): at
+ * a signal mount.c fsyncs each through the mount, so that the kernel's
+ * dirty pages of it reach clio before the loop ends.  A file without a
+ * name (unlinked) is left out. */
+char **
+mountfs_writers(void)
+{
+	size_t n = 0, room = 16;
+	char **list = malloc(room * sizeof(*list)), rel[PATH_MAX];
+	unsigned b;
+
+	if (list == NULL)
+		return NULL;
+	pthread_mutex_lock(&tbl_lock);
+	for (b = 0; b < NBUCKETS; b++) {
+		struct mnode *m;
+		for (m = tbl[b]; m != NULL; m = m->hnext) {
+			bool w;
+
+			pthread_mutex_lock(&m->lock);
+			w = m->nwriters > 0;
+			pthread_mutex_unlock(&m->lock);
+			if (!w || node_relpath(m, rel, sizeof(rel)) < 0)
+				continue;
+			if (n + 1 == room) {
+				char **l2 = realloc(list, 2 * room * sizeof(*list));
+				if (l2 == NULL)
+					break;
+				list = l2;
+				room *= 2;
+			}
+			if ((list[n] = strdup(rel)) != NULL)
+				n++;
+		}
+	}
+	pthread_mutex_unlock(&tbl_lock);
+	list[n] = NULL;
+	return list;
+}
 
 /* ---------------------------------------------------------- life cycle */
 

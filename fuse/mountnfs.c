@@ -1120,7 +1120,9 @@ dev_version(struct nnode *n)
 static int
 node_open(struct nnode *n, int flags, struct nhandle **hp, bool *keep)
 {
-	bool wr = (flags & O_ACCMODE) != O_RDONLY, fresh = false;
+	/* O_TRUNC truncates with O_RDONLY too (the kernel checked for
+	 * write access), as on a local file system */
+	bool wr = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC), fresh = false;
 	struct nhandle *h;
 	char err[256];
 	int r;
