@@ -53,6 +53,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -789,8 +790,13 @@ cmd_mount(int argc, char **argv)
 		usage_mount(stdout);
 		return 0;
 	}
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+
 	optind = 1;
-	while ((c = getopt(argc, argv, "+fdho:")) != -1) {
+	while ((c = getopt_long(argc, argv, "+fdho:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f': foreground = true; break;
 		case 'd': debug = foreground = true; break;
