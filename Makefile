@@ -180,6 +180,12 @@ $(BUILD)/tests/tools/clioctl: tests/tools/clioctl.c include/clio.h $(BUILD)/libc
 	$(call say,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -o $@ $< $(INTERNAL) $(LDFLAGS) $(LDLIBS)
 
+# nfsthreads too: threads on one nfs:// object (tests/test-nfs-threads.sh)
+$(BUILD)/tests/tools/nfsthreads: tests/tools/nfsthreads.c include/clio.h $(BUILD)/libclio-internal.a
+	@mkdir -p $(dir $@)
+	$(call say,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $< $(INTERNAL) $(LDFLAGS) $(LDLIBS)
+
 # wbfault too: write-back across a device fault (tests/test-rbd-faults.sh)
 $(BUILD)/tests/tools/wbfault: tests/tools/wbfault.c include/clio.h $(BUILD)/libclio-internal.a
 	@mkdir -p $(dir $@)

@@ -3,7 +3,8 @@
  * nfs.c - the NFSv3 client backend: `nfs://HOST/EXPORT/PATH`, one regular
  * file of an export, through libnfs (lib/dev/nfsxprt.c).  libnfs's URL keys pass through
  * (`uid=`, `gid=`, `mountport=`, ...; clio's `port=` is libnfs's
- * `nfsport=`); clio's own are taken out first: `qd=N` (RPCs in flight,
+ * `nfsport=`), checked first: libnfs ignores an unknown key and reads a
+ * malformed number as 0; clio's own are taken out first: `qd=N` (RPCs in flight,
  * default 16, at most 128), `keep=SIZE` (the uncommitted data kept for a
  * resend, default 64M) and `timeo=S` (seconds before an RPC fails,
  * default 30; libnfs counts in whole seconds).
@@ -1141,6 +1142,39 @@ struct nfs_split {
 	char port[32];		/* port=N, given to libnfs as nfsport=N */
 };
 
+/* A key for libnfs: 0 (passed on) if libnfs 4.0 knows it and its value
+ * is well formed; libnfs itself ignores unknown keys and reads a bad
+ * number as 0 (uid=abc would be root). */
+static int
+libnfs_key_check(struct nfs_split *sp, const char *kv)
+{
+	static const char *const numeric[] = {
+		"uid", "gid", "mountport", "nfsport", "tcp-syncnt", "debug",
+		"autoreconnect", "dircache", "auto-traverse-mounts",
+	};
+	const char *eq = strchr(kv, '=');
+	size_t klen = eq != NULL ? (size_t)(eq - kv) : strlen(kv);
+	uint64_t n;
+	size_t i;
+
+	if (eq != NULL && klen == 2 && strncmp(kv, "if", 2) == 0 && eq[1] != '\0')
+		return 0;
+	for (i = 0; eq != NULL && i < sizeof(numeric) / sizeof(numeric[0]); i++) {
+		if (strlen(numeric[i]) != klen || strncmp(kv, numeric[i], klen) != 0)
+			continue;
+		if (parse_uint(eq + 1, &n) < 0 || n > INT32_MAX ||
+		    ((strcmp(numeric[i], "mountport") == 0 ||
+		      strcmp(numeric[i], "nfsport") == 0) && (n < 1 || n > 65535))) {
+			set_err(sp->err, sp->errlen, "nfs: bad %s '%s' in '%s'", numeric[i],
+				eq + 1, sp->spec);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	set_err(sp->err, sp->errlen, "nfs: unknown key '%s' in '%s'", kv, sp->spec);
+	return -EINVAL;
+}
+
 /* One pair of the URL's query: 1 if it is clio's (or port=, renamed). */
 static int
 nfs_take_key(void *arg, const char *kv)
@@ -1170,9 +1204,10 @@ nfs_take_key(void *arg, const char *kv)
 			return -EINVAL;
 		}
 		nd->timeo = (int)n;
-	} else if (strncmp(kv, "readahead=", 10) == 0 || strncmp(kv, "version=", 8) == 0) {
+	} else if (strncmp(kv, "readahead=", 10) == 0 || strncmp(kv, "version=", 8) == 0 ||
+		   strncmp(kv, "pagecache=", 10) == 0) {
 		set_err(sp->err, sp->errlen, "nfs: '%s' in '%s' is not for this device "
-			"(NFSv3, no readahead)", kv, sp->spec);
+			"(NFSv3, no readahead or page cache)", kv, sp->spec);
 		return -EINVAL;
 	} else if (strncmp(kv, "port=", 5) == 0) {
 		if (parse_uint(kv + 5, &n) < 0 || n < 1 || n > 65535) {
@@ -1182,7 +1217,7 @@ nfs_take_key(void *arg, const char *kv)
 		}
 		snprintf(sp->port, sizeof(sp->port), "%llu", (unsigned long long)n);
 	} else {
-		return 0;
+		return libnfs_key_check(sp, kv);
 	}
 	return 1;
 }
