@@ -1444,9 +1444,13 @@ const struct fuse_lowlevel_ops mountnfs_ops = {
 static char *
 libnfs_url(const char *src, const char *q)
 {
-	char *out = malloc(strlen(src) + 16), *copy, *kv, *save = NULL;
-	size_t base = q ? (size_t)(q - src) : strlen(src);
+	size_t base = q ? (size_t)(q - src) : strlen(src), keys = 1;
+	char *out, *copy, *kv, *save = NULL;
 
+	for (kv = q ? strchr(q, '&') : NULL; kv != NULL; kv = strchr(kv + 1, '&'))
+		keys++;
+	/* each key may grow by "nfs" (port= becomes nfsport=) */
+	out = malloc(strlen(src) + 3 * keys + 2);
 	if (out == NULL)
 		return NULL;
 	memcpy(out, src, base);

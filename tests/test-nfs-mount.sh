@@ -102,6 +102,11 @@ mkdir -p "$tmp/m2"
 	2>"$tmp/err"; rc=$?
 [ "$rc" -eq 66 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "export-none" "$tmp/err" ||
 	{ cat "$tmp/err"; fail "a missing export: exit $rc"; }
+p=$nfs_port
+"$CLIO" mount -f "nfs://127.0.0.1$export-none?port=$p&port=$p&port=$p&port=$p&port=$p&port=$p&port=$p&mountport=$mnt_port" \
+	"$tmp/m2" 2>"$tmp/err"; rc=$?
+[ "$rc" -eq 66 ] && grep -q "export-none" "$tmp/err" ||
+	{ cat "$tmp/err"; fail "a missing export with seven port= keys: exit $rc"; }
 echo "ok: a bad actimeo (exit 64) and a missing export (exit 66) are one line each"
 
 # written, then the unmount: everything on the server
