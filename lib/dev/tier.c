@@ -28,6 +28,9 @@
  * the slot's bytes; the data crc is checked on every read from DIR, so a
  * record and its data can be written in any order and torn anywhere:
  *  1. A torn or half-written record fails its own crc: the slot is empty.
+ *     A record carries its object's tag (index or data files copied
+ *     from another object are not entries), and meta a block size conf
+ *     allows (else it is not ours: the object starts empty).
  *  2. A record whose data was not (or not completely) written, or was
  *     overwritten by a later fill of the slot, fails the data crc at its
  *     first read: it is dropped and the block read from the device.  So
@@ -136,7 +139,7 @@ struct rec {
 	uint32_t dcrc;
 	uint32_t len;
 	uint32_t flags;
-	uint32_t pad0;
+	uint32_t obj;	/* the object's tag: entries copied from another are not ours */
 	uint8_t pad[24];
 };
 _Static_assert(sizeof(struct rec) == REC_SIZE, "an index record is 64 bytes");
@@ -200,6 +203,7 @@ struct tier {
 	pthread_cond_t cv;
 	char *dir, *objdir, *path; /* path: the regular file behind d */
 	char objname[17];
+	uint32_t tag;	/* the low 32 bits of objname's hash, in each record */
 	int dfd, ifd, lockfd;
 	int kind;
 	bool writeback;
@@ -579,6 +583,7 @@ rec_put(struct tier *t, uint32_t i, bool valid)
 		r.dcrc = s->crc;
 		r.len = s->len;
 		r.flags = R_VALID | (s->state == S_DIRTY ? R_DIRTY : 0);
+		r.obj = t->tag;
 		r.rcrc = crc32c(0, &r, sizeof(r));
 	}
 	return write_all(t->ifd, &r, sizeof(r), (off_t)i * REC_SIZE);
@@ -776,6 +781,9 @@ meta_read(struct tier *t, struct meta *m)
 		return r;
 	if (m->magic != META_MAGIC || m->version != META_VERSION ||
 	    m->crc != crc32c(0, m, offsetof(struct meta, crc)))
+		return -EBADMSG;
+	/* a block size conf could not have given: not a meta of ours */
+	if (m->bsize < 512 || m->bsize > (1u << 20) || (m->bsize & (m->bsize - 1)))
 		return -EBADMSG;
 	m->ident[sizeof(m->ident) - 1] = '\0';
 	return 0;
@@ -1049,6 +1057,7 @@ insert_fill(struct tier *t, struct fill *f, uint32_t b0, uint32_t n)
 			r->dcrc = s->crc;
 			r->len = s->len;
 			r->flags = R_VALID;
+			r->obj = t->tag;
 			r->rcrc = crc32c(0, r, sizeof(*r));
 		}
 		int w = write_all(t->ifd, rb, sizeof(*rb) * (c - b), (off_t)e[b].i * REC_SIZE);
@@ -1943,7 +1952,7 @@ load_index(struct tier *t, uint64_t maxblk)
 		s->pins = 0;
 		c->rcrc = 0;
 		if (c->magic != REC_MAGIC || rc != crc32c(0, c, sizeof(*c)) ||
-		    !(c->flags & R_VALID) || c->lbn >= maxblk || c->len == 0 ||
+		    c->obj != t->tag || !(c->flags & R_VALID) || c->lbn >= maxblk || c->len == 0 ||
 		    c->len > t->bs)
 			continue;
 		if (c->flags & R_DIRTY) {
@@ -2348,6 +2357,7 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 	}
 	snprintf(t->objname, sizeof(t->objname), "%016llx",
 		 (unsigned long long)fnv1a(ident));
+	t->tag = (uint32_t)fnv1a(ident);
 	t->objdir = xasprintf("%s/%s", t->dir, t->objname);
 	if (t->objdir == NULL) {
 		r = -ENOMEM;

@@ -689,6 +689,174 @@ test_truncate(void **state)
 	}
 }
 
+/* ------------------------------------------------------------ probes */
+
+/* Copy DIR file name of object from over object to (both 16-hex names). */
+static void
+copy_obj_file(const char *from, const char *to, const char *name)
+{
+	char a[400], b[400], buf[65536];
+	ssize_t n;
+	snprintf(a, sizeof(a), "%s/%s/%s", dcdir, from, name);
+	snprintf(b, sizeof(b), "%s/%s/%s", dcdir, to, name);
+	int in = open(a, O_RDONLY), out = open(b, O_WRONLY | O_TRUNC);
+	assert_true(in >= 0 && out >= 0);
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		assert_int_equal(write(out, buf, (size_t)n), n);
+	close(in);
+	close(out);
+}
+
+/* The object name (16 hex digits) of the file at p, cached once. */
+static void
+cache_obj(const char *p, uint64_t s, char name[17])
+{
+	struct stack st;
+	char *truth, saved[300];
+
+	snprintf(saved, sizeof(saved), "%s", path);
+	snprintf(path, sizeof(path), "%s", p);
+	make_file(s);
+	truth = file_read();
+	assert_int_equal(stack_open(&st, "writethrough", "64M", 8 * TU_MiB), 0);
+	read_all_check(&st, truth);
+	tier_fill_wait(st.d);
+	assert_int_equal(param(st.d, "insertions"), FSIZE / BS);
+	char buf[4096];
+	assert_true(clio_dev_params(st.d, buf, sizeof(buf)) > 0);
+	const char *o = strstr(buf, "\ndisk_cache.object=");
+	assert_non_null(o);
+	memcpy(name, o + strlen("\ndisk_cache.object="), 16);
+	name[16] = '\0';
+	assert_int_equal(stack_close(&st), 0);
+	free(truth);
+	snprintf(path, sizeof(path), "%s", saved);
+}
+
+/* Another object's index and data copied over this object's (its meta
+ * stays): the entries are another object's blocks, never served. */
+static void
+test_foreign_entries(void **state)
+{
+	char pa[300], pb[300], na[17], nb[17];
+	struct stack st;
+
+	(void)state;
+	nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	mkdir(dcdir, 0755);
+	snprintf(pa, sizeof(pa), "%s/a", dir);
+	snprintf(pb, sizeof(pb), "%s", path);
+	cache_obj(pa, 30, na);
+	cache_obj(pb, 31, nb);
+	assert_string_not_equal(na, nb);
+	copy_obj_file(na, nb, "index");
+	copy_obj_file(na, nb, "data");
+	char *truth = file_read();
+	assert_int_equal(stack_open(&st, "writethrough", "64M", 8 * TU_MiB), 0);
+	read_all_check(&st, truth);
+	assert_int_equal(stack_close(&st), 0);
+	free(truth);
+	unlink(pa);
+}
+
+/* Find the meta's crc (the 32-bit word that is the crc32c of all the
+ * bytes before it), set the 32-bit word at off to val, and reseal. */
+static void
+forge_meta(const char *p, size_t off, uint32_t val)
+{
+	unsigned char m[4096];
+	int fd = open(p, O_RDWR);
+	ssize_t n;
+	size_t k;
+
+	assert_true(fd >= 0);
+	n = pread(fd, m, sizeof(m), 0);
+	assert_true(n > 16);
+	for (k = 16; k + 4 <= (size_t)n; k += 4) {
+		uint32_t c;
+		memcpy(&c, m + k, 4);
+		if (c == crc32c(0, m, k))
+			break;
+	}
+	assert_true(k + 4 <= (size_t)n);
+	memcpy(m + off, &val, 4);
+	uint32_t c = crc32c(0, m, k);
+	memcpy(m + k, &c, 4);
+	assert_int_equal(pwrite(fd, m, (size_t)n, 0), n);
+	close(fd);
+}
+
+/* A meta whose crc holds but whose block size is nonsense (0, odd, huge):
+ * the object starts over, the reader sees the file's bytes. */
+static void
+test_meta_bsize(void **state)
+{
+	static const uint32_t bad[] = { 0, 3, BS / 2, BS * 2, 0x80000000u };
+	char meta[400];
+	struct stack st;
+
+	(void)state;
+	nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	mkdir(dcdir, 0755);
+	make_file(32);
+	char *truth = file_read();
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(stack_open(&st, "writethrough", "64M", 8 * TU_MiB), 0);
+		read_all_check(&st, truth);
+		tier_fill_wait(st.d);
+		assert_int_equal(stack_close(&st), 0);
+		obj_file(meta, sizeof(meta), "meta");
+		forge_meta(meta, 8, bad[i]); /* magic, version, bsize */
+		assert_int_equal(stack_open(&st, "writethrough", "64M", 8 * TU_MiB), 0);
+		read_all_check(&st, truth);
+		assert_int_equal(stack_close(&st), 0);
+	}
+	free(truth);
+}
+
+/* A zeroed index page, a data file cut short, a change of the file that
+ * keeps its size and mtime (only ctime tells): never a wrong byte. */
+static void
+test_damage(void **state)
+{
+	char p[400];
+	struct stack st;
+	struct stat sb;
+	char *truth, z[4096] = { 0 };
+
+	(void)state;
+	nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	mkdir(dcdir, 0755);
+	make_file(33);
+	truth = file_read();
+	assert_int_equal(stack_open(&st, "writethrough", "64M", 8 * TU_MiB), 0);
+	read_all_check(&st, truth);
+	tier_fill_wait(st.d);
+	assert_int_equal(stack_close(&st), 0);
+	obj_file(p, sizeof(p), "index");
+	int fd = open(p, O_RDWR);
+	assert_int_equal(pwrite(fd, z, sizeof(z), 4096), (ssize_t)sizeof(z));
+	close(fd);
+	obj_file(p, sizeof(p), "data");
+	assert_int_equal(truncate(p, FSIZE / 2 + 100), 0);
+	assert_int_equal(stack_open(&st, "writethrough", "64M", 8 * TU_MiB), 0);
+	read_all_check(&st, truth);
+	tier_fill_wait(st.d);
+	assert_int_equal(stack_close(&st), 0);
+
+	/* same size, mtime put back */
+	assert_int_equal(stat(path, &sb), 0);
+	file_write(3 * BS, 100, 34);
+	struct timespec ts[2] = { sb.st_atim, sb.st_mtim };
+	assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+	free(truth);
+	truth = file_read();
+	assert_int_equal(stack_open(&st, "writethrough", "64M", 8 * TU_MiB), 0);
+	read_all_check(&st, truth);
+	assert_int_equal(stack_close(&st), 0);
+	free(truth);
+}
+
 /* ------------------------------------------------------------ threads */
 
 struct thr {
@@ -784,6 +952,9 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_writeback_close),
 		cmocka_unit_test(test_truncate),
 		cmocka_unit_test(test_threads),
+		cmocka_unit_test(test_foreign_entries),
+		cmocka_unit_test(test_meta_bsize),
+		cmocka_unit_test(test_damage),
 	};
 	const char *e = getenv("TIER_SEED");
 	ssize_t n;
