@@ -60,7 +60,12 @@
  *  4. The validator in meta is that of the data the entries hold.
  *     Before the first write of a session meta says "writing" (durably);
  *     after a flush that no write overlapped, and at detach, it records
- *     the device's new validator and "clean".  An object found "writing"
+ *     the device's new validator and "clean" (if no write of this
+ *     session's came since the last record, a new validator is another
+ *     writer's: the clean entries are dropped first).  Another writer
+ *     that changed the file between a write of ours and the flush after
+ *     it is not told apart from ours: the promise is no other writer
+ *     while this process writes.  An object found "writing"
  *     or with another validator at attach has all its clean entries
  *     dropped before any read is served.  ("writing" is a second line of
  *     defence: a write of the tier's own changes the file's mtime and
@@ -1691,14 +1696,32 @@ dev_sync(struct tier *t, enum clio_op op, void *buf, size_t len, uint64_t off)
 
 /* ------------------------------------------------------------ write-back */
 
+static uint64_t drop_all(struct tier *t, bool dirty_too);
+
+/* Record the device's version as that of the entries.  With no write of
+ * ours since the last record, a new version is another writer's (a
+ * process that ran without the tier, say): the clean entries go first. */
 static void
 meta_clean(struct tier *t)
 {
 	struct meta m;
+	struct clio_validator v;
+	bool have;
 
 	pthread_mutex_lock(&t->meta_lock);
 	if (meta_read(t, &m) == 0) {
-		validator_of(t, &t->v, &t->has_v);
+		validator_of(t, &v, &have);
+		if (!t->meta_writing && HAS_VALIDATOR(t->kind) &&
+		    (have != t->has_v || (have && !validator_same(&v, &t->v)))) {
+			pthread_mutex_lock(&t->lock);
+			t->st.stale_drops += drop_all(t, false);
+			for (struct top *o = t->ops; o != NULL; o = o->next)
+				o->tainted = true;
+			fills_taint(t);
+			pthread_mutex_unlock(&t->lock);
+		}
+		t->v = v;
+		t->has_v = have;
 		if (meta_write(t, m.ident, M_CLEAN) == 0)
 			t->meta_writing = false;
 	}

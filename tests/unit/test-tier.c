@@ -857,6 +857,100 @@ test_damage(void **state)
 	free(truth);
 }
 
+/* Straight to the device while the tier holds its blocks: an unaligned
+ * write, write_zeroes, a shrink and a regrowth; the device's reads and a
+ * restarted cache's see the new bytes, zeros where it regrew. */
+static void
+test_dev_direct(void **state)
+{
+	struct stack st;
+	char *b = malloc(FSIZE), *z = calloc(1, FSIZE), *truth;
+	uint64_t cut = 40 * BS + 777;
+
+	(void)state;
+	nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	mkdir(dcdir, 0755);
+	make_file(40);
+	truth = file_read();
+	assert_int_equal(stack_open(&st, "writethrough", "64M", 8 * TU_MiB), 0);
+	read_all_check(&st, truth);
+	tier_fill_wait(st.d);
+	assert_int_equal(clio_dev_pread(st.d, b, FSIZE, 0), FSIZE); /* from DIR */
+	assert_memory_equal(b, truth, FSIZE);
+	tu_fill(b, 3 * BS, 5 * BS + 333, 41);
+	assert_int_equal(clio_dev_pwrite(st.d, b, 3 * BS, 5 * BS + 333), 3 * BS);
+	assert_int_equal(clio_dev_write_zeroes(st.d, 20 * BS + 5, 2 * BS), 0);
+	assert_int_equal(clio_dev_resize(st.d, cut), 0);
+	assert_int_equal(clio_dev_resize(st.d, FSIZE), 0);
+	assert_int_equal(clio_dev_flush(st.d), 0);
+	tu_fill(truth + 5 * BS + 333, 3 * BS, 5 * BS + 333, 41);
+	memset(truth + 20 * BS + 5, 0, 2 * BS);
+	memset(truth + cut, 0, FSIZE - cut);
+	char *f = file_read();
+	assert_memory_equal(f, truth, FSIZE);
+	free(f);
+	assert_int_equal(clio_dev_pread(st.d, b, FSIZE, 0), FSIZE);
+	for (size_t i = 0; i < FSIZE; i++)
+		if (b[i] != truth[i]) {
+			fprintf(stderr, "device read: byte %zu differs\n", i);
+			fail();
+		}
+	tier_fill_wait(st.d);
+	assert_int_equal(stack_close(&st), 0);
+	assert_int_equal(stack_open(&st, "writethrough", "64M", 8 * TU_MiB), 0);
+	read_all_check(&st, truth);
+	assert_int_equal(stack_close(&st), 0);
+	free(truth);
+	free(b);
+	free(z);
+}
+
+/* A second process on the same object while the first holds it: it runs
+ * without the tier, the first's entries stay good. */
+static void
+test_two_procs(void **state)
+{
+	struct stack a, bb;
+	char *truth;
+
+	(void)state;
+	nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	mkdir(dcdir, 0755);
+	make_file(42);
+	truth = file_read();
+	assert_int_equal(stack_open(&a, "writeback", "64M", 8 * TU_MiB), 0);
+	read_all_check(&a, truth);
+	tier_fill_wait(a.d);
+	pid_t p = fork();
+	assert_true(p >= 0);
+	if (p == 0) {
+		/* flock is per open file: the child's own open must see it held */
+		struct stack c;
+		char *w = malloc(BS);
+		if (stack_open(&c, "writeback", "64M", 256 * TU_KiB) != 0)
+			_exit(3);
+		tu_fill(w, BS, 7 * BS, 43);
+		if (clio_pwrite(c.f, w, BS, 7 * BS) != BS || clio_fsync(c.f) != 0)
+			_exit(4);
+		_exit(stack_close(&c) == 0 ? 0 : 5);
+	}
+	int stt;
+	assert_int_equal(waitpid(p, &stt, 0), p);
+	assert_true(WIFEXITED(stt));
+	assert_int_equal(WEXITSTATUS(stt), 0);
+	tu_fill(truth + 7 * BS, BS, 7 * BS, 43);
+	char *f = file_read();
+	assert_memory_equal(f, truth, FSIZE);
+	free(f);
+	assert_int_equal(stack_close(&a), 0);
+	/* the first's entries: the file changed under them, so they go */
+	assert_int_equal(stack_open(&a, "writethrough", "64M", 8 * TU_MiB), 0);
+	read_all_check(&a, truth);
+	assert_int_equal(stack_close(&a), 0);
+	free(truth);
+	(void)bb;
+}
+
 /* ------------------------------------------------------------ threads */
 
 struct thr {
@@ -955,6 +1049,8 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_foreign_entries),
 		cmocka_unit_test(test_meta_bsize),
 		cmocka_unit_test(test_damage),
+		cmocka_unit_test(test_dev_direct),
+		cmocka_unit_test(test_two_procs),
 	};
 	const char *e = getenv("TIER_SEED");
 	ssize_t n;
