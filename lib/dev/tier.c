@@ -1761,7 +1761,10 @@ wb_batch(struct tier *t, bool all, uint64_t first, uint64_t last)
 		return 0;
 	}
 	buf = malloc(t->bs);
-	err = buf == NULL ? -ENOMEM : meta_begin_write(t);
+	err = buf == NULL ? -ENOMEM : 0;
+	/* a full DIR that cannot say "writing" holds no write-back up: the
+	 * device's new validator differs from the recorded one anyway */
+	(void)meta_begin_write(t);
 	for (int k = 0; k < n; k++) {
 		b[k].r = err;
 		if (err < 0)
@@ -2348,6 +2351,7 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 	uint64_t size = clio_dev_size(d), cap;
 	uint32_t h;
 	int r;
+	bool loaded = false; /* the index is read: ndirty tells */
 
 	*tp = NULL;
 	if (t == NULL)
@@ -2433,6 +2437,7 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 	r = load_index(t, DIV_ROUND_UP(MAX(size, have_meta ? m.size : 0), t->bs) + 1);
 	if (r < 0)
 		goto fail;
+	loaded = true;
 
 	/* is what the entries hold still the device's? (crash safety 4) */
 	validator_of(t, &t->v, &t->has_v);
@@ -2508,6 +2513,21 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 	*tp = t;
 	return 0;
 fail:
+	if ((r == -ENOSPC || r == -EDQUOT) && t->objdir != NULL) {
+		/* DIR is full: the object runs without the tier (the reader
+		 * sees no error); with no dirty entry to keep, its entries go,
+		 * as a write this session makes to the device would outdate
+		 * them where nothing else tells */
+		fprintf(stderr, "clio: disk cache %s: %s; %s runs without it\n",
+			t->dir, strerror(-r), ident);
+		if (loaded && t->ndirty == 0) {
+			char *mp = xasprintf("%s/meta", t->objdir);
+			if (mp != NULL)
+				(void)unlink(mp);
+			free(mp);
+		}
+		r = 1;
+	}
 	tier_free(t);
 fail_quiet:
 	free(ident);
