@@ -2620,10 +2620,11 @@ tier_resize(clio_dev *d, uint64_t size, bool before)
 		return 0;
 	if (before) {
 		(void)meta_begin_write(t); /* the file changes */
-		/* the part of a dirty block below the new end stays */
-		return t->writeback && size % t->bs
-			       ? wb_all(t, false, size / t->bs, size / t->bs)
-			       : 0;
+		/* the part of a dirty block below the new end stays; and no
+		 * dirty block past it is left for the writer, whose write
+		 * after the device's resize would bring the old bytes back
+		 * (wb_all waits for a batch in flight) */
+		return t->writeback ? wb_all(t, false, size / t->bs, UINT64_MAX - 1) : 0;
 	}
 	pthread_mutex_lock(&t->lock);
 	/* the block holding the new end and all after it */

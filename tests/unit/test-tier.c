@@ -14,7 +14,9 @@
  * another object's index and data copied over, a forged meta block
  * size, a zeroed index page, a cut data file, a change that keeps size
  * and mtime; writes, zeroes, shrink and regrowth straight to the device;
- * a second process writing the file while the first holds the object.
+ * a second process writing the file while the first holds the object;
+ * threads writing and reading through a tiny memory cache, truncations
+ * between rounds, against a model.
  * TIER_SEED=N repeats a run, TIER_ITERS=N sets the kill -9 rounds (100;
  * 20 with CLIO_FLAVOUR=tsan).
  */
@@ -1040,6 +1042,116 @@ test_threads(void **state)
 	assert_int_equal(stack_close(&s), 0);
 }
 
+/* Threads, each owning a quarter of the file, write and read it through
+ * a tiny memory cache (blocks go through the tier constantly); between
+ * rounds one truncates the file and regrows it.  Each read, and the
+ * file at the end, is compared with a model. */
+#define TR_THREADS 4
+#define TR_ROUNDS 40
+static uint64_t lastcut; /* thread 0's, read after a barrier */
+struct trt {
+	struct stack *s;
+	pthread_barrier_t *bar;
+	char *model;
+	unsigned seed;
+	int id, bad;
+};
+
+static void *
+trt_main(void *arg)
+{
+	struct trt *t = arg;
+	uint64_t part = FSIZE / TR_THREADS, base = (uint64_t)t->id * part;
+	char *b = malloc(3 * BS);
+
+	for (int round = 0; round < TR_ROUNDS && b != NULL; round++) {
+		for (int n = 0; n < 40; n++) {
+			size_t len = 1 + (size_t)rand_r(&t->seed) % (3 * BS - 1);
+			uint64_t off = base + (uint64_t)rand_r(&t->seed) % (part - len);
+			if (rand_r(&t->seed) % 2) {
+				tu_fill(b, len, off, (uint64_t)t->seed);
+				if (clio_pwrite(t->s->f, b, len, off) != (ssize_t)len)
+					t->bad++;
+				memcpy(t->model + off, b, len);
+			} else if (clio_pread(t->s->f, b, len, off) != (ssize_t)len ||
+				   memcmp(b, t->model + off, len) != 0) {
+				size_t k = 0;
+				while (k < len && b[k] == t->model[off + k])
+					k++;
+				fprintf(stderr, "thread %d round %d: %zu at %llu differ at "
+					"+%zu: %02x, not %02x; last cut %llu (seed %u)\n",
+					t->id, round, len, (unsigned long long)off, k,
+					(unsigned char)b[k], (unsigned char)t->model[off + k],
+					(unsigned long long)lastcut, seed);
+				t->bad++;
+			}
+		}
+		pthread_barrier_wait(t->bar);
+		if (t->id == 0) {
+			uint64_t cut = (uint64_t)rand_r(&t->seed) % FSIZE;
+			if (clio_ftruncate(t->s->f, cut) != 0 ||
+			    (round % 3 == 0 && clio_fsync(t->s->f) != 0) ||
+			    clio_ftruncate(t->s->f, FSIZE) != 0)
+				t->bad++;
+			memset(t->model + cut, 0, FSIZE - cut);
+			lastcut = cut;
+		}
+		pthread_barrier_wait(t->bar);
+	}
+	free(b);
+	return NULL;
+}
+
+static void
+test_threads_truncate(void **state)
+{
+	static const char *const modes[] = { "writethrough", "writeback" };
+
+	(void)state;
+	for (int m = 0; m < 2; m++) {
+		struct stack s;
+		struct trt t[TR_THREADS];
+		pthread_t th[TR_THREADS];
+		pthread_barrier_t bar;
+		char *model;
+
+		nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+		mkdir(dcdir, 0755);
+		make_file(50);
+		model = file_read();
+		pthread_barrier_init(&bar, NULL, TR_THREADS);
+		assert_int_equal(stack_open(&s, modes[m], "1M", 128 * TU_KiB), 0);
+		for (int i = 0; i < TR_THREADS; i++) {
+			t[i] = (struct trt){ &s, &bar, model, seed * 7 + (unsigned)i, i, 0 };
+			assert_int_equal(pthread_create(&th[i], NULL, trt_main, &t[i]), 0);
+		}
+		int bad = 0;
+		for (int i = 0; i < TR_THREADS; i++) {
+			pthread_join(th[i], NULL);
+			bad += t[i].bad;
+		}
+		pthread_barrier_destroy(&bar);
+		if (bad)
+			fprintf(stderr, "%s: %d bad (seed %u)\n", modes[m], bad, seed);
+		assert_int_equal(bad, 0);
+		assert_int_equal(clio_fsync(s.f), 0);
+		assert_int_equal(stack_close(&s), 0);
+		char *f = file_read();
+		for (size_t i = 0; i < FSIZE; i++)
+			if (f[i] != model[i]) {
+				fprintf(stderr, "%s: file byte %zu differs (seed %u)\n",
+					modes[m], i, seed);
+				fail();
+			}
+		/* and a restart serves the same */
+		assert_int_equal(stack_open(&s, modes[m], "1M", 128 * TU_KiB), 0);
+		read_all_check(&s, model);
+		assert_int_equal(stack_close(&s), 0);
+		free(f);
+		free(model);
+	}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1060,6 +1172,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_damage),
 		cmocka_unit_test(test_dev_direct),
 		cmocka_unit_test(test_two_procs),
+		cmocka_unit_test(test_threads_truncate),
 	};
 	const char *e = getenv("TIER_SEED");
 	ssize_t n;
