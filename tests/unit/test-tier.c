@@ -16,7 +16,8 @@
  * and mtime; writes, zeroes, shrink and regrowth straight to the device;
  * a second process writing the file while the first holds the object;
  * threads writing and reading through a tiny memory cache, truncations
- * between rounds, against a model.
+ * between rounds, against a model; writeback killed at random moments
+ * of writes and fsyncs: every acknowledged fsync reaches the device.
  * TIER_SEED=N repeats a run, TIER_ITERS=N sets the kill -9 rounds (100;
  * 20 with CLIO_FLAVOUR=tsan).
  */
@@ -1152,6 +1153,105 @@ test_threads_truncate(void **state)
 	}
 }
 
+/* writeback, kill -9 at a random moment of writes and fsyncs: the child
+ * writes round r into its own 2-block region, fsyncs, and only then
+ * appends r to DIR/../acked.  After a restart every acknowledged round
+ * is on the device; every other byte is the old or the new one. */
+#define KR_ROUNDS 32
+static void
+kr_range(int r, uint64_t *off, size_t *len)
+{
+	*off = (uint64_t)r * 2 * BS + (uint64_t)(r * 13 % 100);
+	*len = BS + (size_t)(r * 37 % BS);
+}
+
+static int
+child_wb_rounds(void)
+{
+	struct stack st;
+	char *b = malloc(2 * BS), ack[300];
+	int fd;
+
+	snprintf(ack, sizeof(ack), "%s/acked", dir);
+	fd = open(ack, O_WRONLY | O_APPEND | O_CREAT, 0644);
+	if (b == NULL || fd < 0 || stack_open(&st, "writeback", "64M", 256 * TU_KiB) < 0)
+		return 2;
+	for (int r = 0; r < KR_ROUNDS; r++) {
+		uint64_t off;
+		size_t len;
+		kr_range(r, &off, &len);
+		tu_fill(b, len, off, 100 + (uint64_t)r);
+		if (clio_pwrite(st.f, b, len, off) != (ssize_t)len || clio_fsync(st.f) != 0)
+			return 3;
+		char line[16];
+		int n = snprintf(line, sizeof(line), "%d\n", r);
+		if (write(fd, line, (size_t)n) != n)
+			return 4;
+	}
+	for (;;)
+		pause();
+}
+
+static void
+test_writeback_kill_rounds(void **state)
+{
+	unsigned s = seed;
+	char ack[300];
+
+	(void)state;
+	snprintf(ack, sizeof(ack), "%s/acked", dir);
+	printf("writeback kill -9 (seed %u): rounds acknowledged:", seed);
+	for (int it = 0; it < 8; it++) {
+		struct stack st;
+		int status, last = -1;
+
+		nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+		mkdir(dcdir, 0755);
+		unlink(ack);
+		make_file(60);
+		pid_t p = spawn("child-wbr", 0, 0);
+		assert_true(p > 0);
+		usleep((useconds_t)(8000 + rand_r(&s) % 30000));
+		kill(p, SIGKILL);
+		assert_int_equal(waitpid(p, &status, 0), p);
+		assert_true(WIFSIGNALED(status));
+		FILE *af = fopen(ack, "r");
+		int v;
+		while (af != NULL && fscanf(af, "%d", &v) == 1)
+			last = v;
+		if (af != NULL)
+			fclose(af);
+		printf(" %d", last + 1);
+		/* the restart writes back what DIR holds */
+		assert_int_equal(stack_open(&st, "writeback", "64M", 256 * TU_KiB), 0);
+		assert_int_equal(stack_close(&st), 0);
+		char *f = file_read(), *old = malloc(FSIZE), *nw = malloc(2 * BS);
+		tu_fill(old, FSIZE, 0, 60);
+		for (int r = 0; r < KR_ROUNDS; r++) {
+			uint64_t off;
+			size_t len;
+			kr_range(r, &off, &len);
+			tu_fill(nw, len, off, 100 + (uint64_t)r);
+			bool isnew = memcmp(f + off, nw, len) == 0;
+			if (r <= last && !isnew) {
+				fprintf(stderr, "round %d (of %d acknowledged) is not on the "
+					"device (seed %u, iteration %d)\n", r, last, seed, it);
+				fail();
+			}
+			for (size_t k = 0; k < len; k++)
+				if (f[off + k] != nw[k] && f[off + k] != old[off + k]) {
+					fprintf(stderr, "round %d: byte %zu neither old nor new "
+						"(seed %u, iteration %d)\n", r, k, seed, it);
+					fail();
+				}
+		}
+		free(f);
+		free(old);
+		free(nw);
+	}
+	printf(" of %d\n", KR_ROUNDS);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1173,6 +1273,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_dev_direct),
 		cmocka_unit_test(test_two_procs),
 		cmocka_unit_test(test_threads_truncate),
+		cmocka_unit_test(test_writeback_kill_rounds),
 	};
 	const char *e = getenv("TIER_SEED");
 	ssize_t n;
@@ -1183,6 +1284,8 @@ main(int argc, char **argv)
 		snprintf(path, sizeof(path), "%s/file", dir);
 		if (strcmp(argv[1], "child-insert") == 0)
 			return child_insert((unsigned)atoi(argv[3]), atoi(argv[4]));
+		if (strcmp(argv[1], "child-wbr") == 0)
+			return child_wb_rounds();
 		if (strcmp(argv[1], "child-other") == 0)
 			return child_other();
 		if (strcmp(argv[1], "child-wb") == 0)
