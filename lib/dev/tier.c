@@ -28,6 +28,9 @@
  * the slot's bytes; the data crc is checked on every read from DIR, so a
  * record and its data can be written in any order and torn anywhere:
  *  1. A torn or half-written record fails its own crc: the slot is empty.
+ *     A record carries its object's tag (index or data files copied
+ *     from another object are not entries), and meta a block size conf
+ *     allows (else it is not ours: the object starts empty).
  *  2. A record whose data was not (or not completely) written, or was
  *     overwritten by a later fill of the slot, fails the data crc at its
  *     first read: it is dropped and the block read from the device.  So
@@ -57,7 +60,12 @@
  *  4. The validator in meta is that of the data the entries hold.
  *     Before the first write of a session meta says "writing" (durably);
  *     after a flush that no write overlapped, and at detach, it records
- *     the device's new validator and "clean".  An object found "writing"
+ *     the device's new validator and "clean" (if no write of this
+ *     session's came since the last record, a new validator is another
+ *     writer's: the clean entries are dropped first).  Another writer
+ *     that changed the file between a write of ours and the flush after
+ *     it is not told apart from ours: the promise is no other writer
+ *     while this process writes.  An object found "writing"
  *     or with another validator at attach has all its clean entries
  *     dropped before any read is served.  ("writing" is a second line of
  *     defence: a write of the tier's own changes the file's mtime and
@@ -136,7 +144,7 @@ struct rec {
 	uint32_t dcrc;
 	uint32_t len;
 	uint32_t flags;
-	uint32_t pad0;
+	uint32_t obj;	/* the object's tag: entries copied from another are not ours */
 	uint8_t pad[24];
 };
 _Static_assert(sizeof(struct rec) == REC_SIZE, "an index record is 64 bytes");
@@ -200,6 +208,7 @@ struct tier {
 	pthread_cond_t cv;
 	char *dir, *objdir, *path; /* path: the regular file behind d */
 	char objname[17];
+	uint32_t tag;	/* the low 32 bits of objname's hash, in each record */
 	int dfd, ifd, lockfd;
 	int kind;
 	bool writeback;
@@ -579,6 +588,7 @@ rec_put(struct tier *t, uint32_t i, bool valid)
 		r.dcrc = s->crc;
 		r.len = s->len;
 		r.flags = R_VALID | (s->state == S_DIRTY ? R_DIRTY : 0);
+		r.obj = t->tag;
 		r.rcrc = crc32c(0, &r, sizeof(r));
 	}
 	return write_all(t->ifd, &r, sizeof(r), (off_t)i * REC_SIZE);
@@ -776,6 +786,9 @@ meta_read(struct tier *t, struct meta *m)
 		return r;
 	if (m->magic != META_MAGIC || m->version != META_VERSION ||
 	    m->crc != crc32c(0, m, offsetof(struct meta, crc)))
+		return -EBADMSG;
+	/* a block size conf could not have given: not a meta of ours */
+	if (m->bsize < 512 || m->bsize > (1u << 20) || (m->bsize & (m->bsize - 1)))
 		return -EBADMSG;
 	m->ident[sizeof(m->ident) - 1] = '\0';
 	return 0;
@@ -1049,6 +1062,7 @@ insert_fill(struct tier *t, struct fill *f, uint32_t b0, uint32_t n)
 			r->dcrc = s->crc;
 			r->len = s->len;
 			r->flags = R_VALID;
+			r->obj = t->tag;
 			r->rcrc = crc32c(0, r, sizeof(*r));
 		}
 		int w = write_all(t->ifd, rb, sizeof(*rb) * (c - b), (off_t)e[b].i * REC_SIZE);
@@ -1682,14 +1696,32 @@ dev_sync(struct tier *t, enum clio_op op, void *buf, size_t len, uint64_t off)
 
 /* ------------------------------------------------------------ write-back */
 
+static uint64_t drop_all(struct tier *t, bool dirty_too);
+
+/* Record the device's version as that of the entries.  With no write of
+ * ours since the last record, a new version is another writer's (a
+ * process that ran without the tier, say): the clean entries go first. */
 static void
 meta_clean(struct tier *t)
 {
 	struct meta m;
+	struct clio_validator v;
+	bool have;
 
 	pthread_mutex_lock(&t->meta_lock);
 	if (meta_read(t, &m) == 0) {
-		validator_of(t, &t->v, &t->has_v);
+		validator_of(t, &v, &have);
+		if (!t->meta_writing && HAS_VALIDATOR(t->kind) &&
+		    (have != t->has_v || (have && !validator_same(&v, &t->v)))) {
+			pthread_mutex_lock(&t->lock);
+			t->st.stale_drops += drop_all(t, false);
+			for (struct top *o = t->ops; o != NULL; o = o->next)
+				o->tainted = true;
+			fills_taint(t);
+			pthread_mutex_unlock(&t->lock);
+		}
+		t->v = v;
+		t->has_v = have;
 		if (meta_write(t, m.ident, M_CLEAN) == 0)
 			t->meta_writing = false;
 	}
@@ -1729,7 +1761,10 @@ wb_batch(struct tier *t, bool all, uint64_t first, uint64_t last)
 		return 0;
 	}
 	buf = malloc(t->bs);
-	err = buf == NULL ? -ENOMEM : meta_begin_write(t);
+	err = buf == NULL ? -ENOMEM : 0;
+	/* a full DIR that cannot say "writing" holds no write-back up: the
+	 * device's new validator differs from the recorded one anyway */
+	(void)meta_begin_write(t);
 	for (int k = 0; k < n; k++) {
 		b[k].r = err;
 		if (err < 0)
@@ -1943,7 +1978,7 @@ load_index(struct tier *t, uint64_t maxblk)
 		s->pins = 0;
 		c->rcrc = 0;
 		if (c->magic != REC_MAGIC || rc != crc32c(0, c, sizeof(*c)) ||
-		    !(c->flags & R_VALID) || c->lbn >= maxblk || c->len == 0 ||
+		    c->obj != t->tag || !(c->flags & R_VALID) || c->lbn >= maxblk || c->len == 0 ||
 		    c->len > t->bs)
 			continue;
 		if (c->flags & R_DIRTY) {
@@ -2316,6 +2351,7 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 	uint64_t size = clio_dev_size(d), cap;
 	uint32_t h;
 	int r;
+	bool loaded = false; /* the index is read: ndirty tells */
 
 	*tp = NULL;
 	if (t == NULL)
@@ -2348,6 +2384,7 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 	}
 	snprintf(t->objname, sizeof(t->objname), "%016llx",
 		 (unsigned long long)fnv1a(ident));
+	t->tag = (uint32_t)fnv1a(ident);
 	t->objdir = xasprintf("%s/%s", t->dir, t->objname);
 	if (t->objdir == NULL) {
 		r = -ENOMEM;
@@ -2400,6 +2437,7 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 	r = load_index(t, DIV_ROUND_UP(MAX(size, have_meta ? m.size : 0), t->bs) + 1);
 	if (r < 0)
 		goto fail;
+	loaded = true;
 
 	/* is what the entries hold still the device's? (crash safety 4) */
 	validator_of(t, &t->v, &t->has_v);
@@ -2475,6 +2513,21 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 	*tp = t;
 	return 0;
 fail:
+	if ((r == -ENOSPC || r == -EDQUOT) && t->objdir != NULL) {
+		/* DIR is full: the object runs without the tier (the reader
+		 * sees no error); with no dirty entry to keep, its entries go,
+		 * as a write this session makes to the device would outdate
+		 * them where nothing else tells */
+		fprintf(stderr, "clio: disk cache %s: %s; %s runs without it\n",
+			t->dir, strerror(-r), ident);
+		if (loaded && t->ndirty == 0) {
+			char *mp = xasprintf("%s/meta", t->objdir);
+			if (mp != NULL)
+				(void)unlink(mp);
+			free(mp);
+		}
+		r = 1;
+	}
 	tier_free(t);
 fail_quiet:
 	free(ident);
@@ -2567,10 +2620,11 @@ tier_resize(clio_dev *d, uint64_t size, bool before)
 		return 0;
 	if (before) {
 		(void)meta_begin_write(t); /* the file changes */
-		/* the part of a dirty block below the new end stays */
-		return t->writeback && size % t->bs
-			       ? wb_all(t, false, size / t->bs, size / t->bs)
-			       : 0;
+		/* the part of a dirty block below the new end stays; and no
+		 * dirty block past it is left for the writer, whose write
+		 * after the device's resize would bring the old bytes back
+		 * (wb_all waits for a batch in flight) */
+		return t->writeback ? wb_all(t, false, size / t->bs, UINT64_MAX - 1) : 0;
 	}
 	pthread_mutex_lock(&t->lock);
 	/* the block holding the new end and all after it */

@@ -10,7 +10,14 @@
  * fsync reaches the device after kill -9 and a restart, and goes to
  * lost+found, the file untouched, when the file changed meanwhile;
  * a full insertion queue drops and counts, never waits or corrupts;
- * threads reading and writing through one tier.
+ * threads reading and writing through one tier; damage from outside:
+ * another object's index and data copied over, a forged meta block
+ * size, a zeroed index page, a cut data file, a change that keeps size
+ * and mtime; writes, zeroes, shrink and regrowth straight to the device;
+ * a second process writing the file while the first holds the object;
+ * threads writing and reading through a tiny memory cache, truncations
+ * between rounds, against a model; writeback killed at random moments
+ * of writes and fsyncs: every acknowledged fsync reaches the device.
  * TIER_SEED=N repeats a run, TIER_ITERS=N sets the kill -9 rounds (100;
  * 20 with CLIO_FLAVOUR=tsan).
  */
@@ -689,6 +696,273 @@ test_truncate(void **state)
 	}
 }
 
+/* ------------------------------------------------------------ probes */
+
+/* Copy DIR file name of object from over object to (both 16-hex names). */
+static void
+copy_obj_file(const char *from, const char *to, const char *name)
+{
+	char a[400], b[400], buf[65536];
+	ssize_t n;
+	snprintf(a, sizeof(a), "%s/%s/%s", dcdir, from, name);
+	snprintf(b, sizeof(b), "%s/%s/%s", dcdir, to, name);
+	int in = open(a, O_RDONLY), out = open(b, O_WRONLY | O_TRUNC);
+	assert_true(in >= 0 && out >= 0);
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		assert_int_equal(write(out, buf, (size_t)n), n);
+	close(in);
+	close(out);
+}
+
+/* The object name (16 hex digits) of the file at p, cached once. */
+static void
+cache_obj(const char *p, uint64_t s, char name[17])
+{
+	struct stack st;
+	char *truth, saved[300];
+
+	snprintf(saved, sizeof(saved), "%s", path);
+	snprintf(path, sizeof(path), "%s", p);
+	make_file(s);
+	truth = file_read();
+	assert_int_equal(stack_open(&st, "writethrough", "64M", 8 * TU_MiB), 0);
+	read_all_check(&st, truth);
+	tier_fill_wait(st.d);
+	assert_int_equal(param(st.d, "insertions"), FSIZE / BS);
+	char buf[4096];
+	assert_true(clio_dev_params(st.d, buf, sizeof(buf)) > 0);
+	const char *o = strstr(buf, "\ndisk_cache.object=");
+	assert_non_null(o);
+	memcpy(name, o + strlen("\ndisk_cache.object="), 16);
+	name[16] = '\0';
+	assert_int_equal(stack_close(&st), 0);
+	free(truth);
+	snprintf(path, sizeof(path), "%s", saved);
+}
+
+/* Another object's index and data copied over this object's (its meta
+ * stays): the entries are another object's blocks, never served. */
+static void
+test_foreign_entries(void **state)
+{
+	char pa[300], pb[300], na[17], nb[17];
+	struct stack st;
+
+	(void)state;
+	nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	mkdir(dcdir, 0755);
+	snprintf(pa, sizeof(pa), "%s/a", dir);
+	snprintf(pb, sizeof(pb), "%s", path);
+	cache_obj(pa, 30, na);
+	cache_obj(pb, 31, nb);
+	assert_string_not_equal(na, nb);
+	copy_obj_file(na, nb, "index");
+	copy_obj_file(na, nb, "data");
+	char *truth = file_read();
+	assert_int_equal(stack_open(&st, "writethrough", "64M", 8 * TU_MiB), 0);
+	read_all_check(&st, truth);
+	assert_int_equal(stack_close(&st), 0);
+	free(truth);
+	unlink(pa);
+}
+
+/* Find the meta's crc (the 32-bit word that is the crc32c of all the
+ * bytes before it), set the 32-bit word at off to val, and reseal. */
+static void
+forge_meta(const char *p, size_t off, uint32_t val)
+{
+	unsigned char m[4096];
+	int fd = open(p, O_RDWR);
+	ssize_t n;
+	size_t k;
+
+	assert_true(fd >= 0);
+	n = pread(fd, m, sizeof(m), 0);
+	assert_true(n > 16);
+	for (k = 16; k + 4 <= (size_t)n; k += 4) {
+		uint32_t c;
+		memcpy(&c, m + k, 4);
+		if (c == crc32c(0, m, k))
+			break;
+	}
+	assert_true(k + 4 <= (size_t)n);
+	memcpy(m + off, &val, 4);
+	uint32_t c = crc32c(0, m, k);
+	memcpy(m + k, &c, 4);
+	assert_int_equal(pwrite(fd, m, (size_t)n, 0), n);
+	close(fd);
+}
+
+/* A meta whose crc holds but whose block size is nonsense (0, odd, huge):
+ * the object starts over, the reader sees the file's bytes. */
+static void
+test_meta_bsize(void **state)
+{
+	static const uint32_t bad[] = { 0, 3, BS / 2, BS * 2, 0x80000000u };
+	char meta[400];
+	struct stack st;
+
+	(void)state;
+	nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	mkdir(dcdir, 0755);
+	make_file(32);
+	char *truth = file_read();
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(stack_open(&st, "writethrough", "64M", 8 * TU_MiB), 0);
+		read_all_check(&st, truth);
+		tier_fill_wait(st.d);
+		assert_int_equal(stack_close(&st), 0);
+		obj_file(meta, sizeof(meta), "meta");
+		forge_meta(meta, 8, bad[i]); /* magic, version, bsize */
+		assert_int_equal(stack_open(&st, "writethrough", "64M", 8 * TU_MiB), 0);
+		read_all_check(&st, truth);
+		assert_int_equal(stack_close(&st), 0);
+	}
+	free(truth);
+}
+
+/* A zeroed index page, a data file cut short, a change of the file that
+ * keeps its size and mtime (only ctime tells): never a wrong byte. */
+static void
+test_damage(void **state)
+{
+	char p[400];
+	struct stack st;
+	struct stat sb;
+	char *truth, z[4096] = { 0 };
+
+	(void)state;
+	nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	mkdir(dcdir, 0755);
+	make_file(33);
+	truth = file_read();
+	assert_int_equal(stack_open(&st, "writethrough", "64M", 8 * TU_MiB), 0);
+	read_all_check(&st, truth);
+	tier_fill_wait(st.d);
+	assert_int_equal(stack_close(&st), 0);
+	obj_file(p, sizeof(p), "index");
+	int fd = open(p, O_RDWR);
+	assert_int_equal(pwrite(fd, z, sizeof(z), 4096), (ssize_t)sizeof(z));
+	close(fd);
+	obj_file(p, sizeof(p), "data");
+	assert_int_equal(truncate(p, FSIZE / 2 + 100), 0);
+	assert_int_equal(stack_open(&st, "writethrough", "64M", 8 * TU_MiB), 0);
+	read_all_check(&st, truth);
+	tier_fill_wait(st.d);
+	assert_int_equal(stack_close(&st), 0);
+
+	/* same size, mtime put back */
+	assert_int_equal(stat(path, &sb), 0);
+	file_write(3 * BS, 100, 34);
+	struct timespec ts[2] = { sb.st_atim, sb.st_mtim };
+	assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+	free(truth);
+	truth = file_read();
+	assert_int_equal(stack_open(&st, "writethrough", "64M", 8 * TU_MiB), 0);
+	read_all_check(&st, truth);
+	assert_int_equal(stack_close(&st), 0);
+	free(truth);
+}
+
+/* Straight to the device while the tier holds its blocks: an unaligned
+ * write, write_zeroes, a shrink and a regrowth; the device's reads and a
+ * restarted cache's see the new bytes, zeros where it regrew. */
+static void
+test_dev_direct(void **state)
+{
+	struct stack st;
+	char *b = malloc(FSIZE), *z = calloc(1, FSIZE), *truth;
+	uint64_t cut = 40 * BS + 777;
+
+	(void)state;
+	nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	mkdir(dcdir, 0755);
+	make_file(40);
+	truth = file_read();
+	assert_int_equal(stack_open(&st, "writethrough", "64M", 8 * TU_MiB), 0);
+	read_all_check(&st, truth);
+	tier_fill_wait(st.d);
+	assert_int_equal(clio_dev_pread(st.d, b, FSIZE, 0), FSIZE); /* from DIR */
+	assert_memory_equal(b, truth, FSIZE);
+	tu_fill(b, 3 * BS, 5 * BS + 333, 41);
+	assert_int_equal(clio_dev_pwrite(st.d, b, 3 * BS, 5 * BS + 333), 3 * BS);
+	assert_int_equal(clio_dev_write_zeroes(st.d, 20 * BS + 5, 2 * BS), 0);
+	assert_int_equal(clio_dev_resize(st.d, cut), 0);
+	assert_int_equal(clio_dev_resize(st.d, FSIZE), 0);
+	assert_int_equal(clio_dev_flush(st.d), 0);
+	tu_fill(truth + 5 * BS + 333, 3 * BS, 5 * BS + 333, 41);
+	memset(truth + 20 * BS + 5, 0, 2 * BS);
+	memset(truth + cut, 0, FSIZE - cut);
+	char *f = file_read();
+	assert_memory_equal(f, truth, FSIZE);
+	free(f);
+	assert_int_equal(clio_dev_pread(st.d, b, FSIZE, 0), FSIZE);
+	for (size_t i = 0; i < FSIZE; i++)
+		if (b[i] != truth[i]) {
+			fprintf(stderr, "device read: byte %zu differs\n", i);
+			fail();
+		}
+	tier_fill_wait(st.d);
+	assert_int_equal(stack_close(&st), 0);
+	assert_int_equal(stack_open(&st, "writethrough", "64M", 8 * TU_MiB), 0);
+	read_all_check(&st, truth);
+	assert_int_equal(stack_close(&st), 0);
+	free(truth);
+	free(b);
+	free(z);
+}
+
+/* The second process of test_two_procs: writes one block of the file
+ * while the first holds the object (it runs without the tier). */
+static int
+child_other(void)
+{
+	struct stack c;
+	char *w = malloc(BS);
+
+	if (w == NULL || stack_open(&c, "writeback", "64M", 256 * TU_KiB) != 0)
+		return 3;
+	tu_fill(w, BS, 7 * BS, 43);
+	if (clio_pwrite(c.f, w, BS, 7 * BS) != BS || clio_fsync(c.f) != 0)
+		return 4;
+	free(w);
+	return stack_close(&c) == 0 ? 0 : 5;
+}
+
+/* A second process on the same object while the first holds it: it runs
+ * without the tier, the first's entries stay good. */
+static void
+test_two_procs(void **state)
+{
+	struct stack a;
+	char *truth;
+
+	(void)state;
+	nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	mkdir(dcdir, 0755);
+	make_file(42);
+	truth = file_read();
+	assert_int_equal(stack_open(&a, "writeback", "64M", 8 * TU_MiB), 0);
+	read_all_check(&a, truth);
+	tier_fill_wait(a.d);
+	pid_t p = spawn("child-other", 0, 0);
+	assert_true(p > 0);
+	int stt;
+	assert_int_equal(waitpid(p, &stt, 0), p);
+	assert_true(WIFEXITED(stt));
+	assert_int_equal(WEXITSTATUS(stt), 0);
+	tu_fill(truth + 7 * BS, BS, 7 * BS, 43);
+	char *f = file_read();
+	assert_memory_equal(f, truth, FSIZE);
+	free(f);
+	assert_int_equal(stack_close(&a), 0);
+	/* the first's entries: the file changed under them, so they go */
+	assert_int_equal(stack_open(&a, "writethrough", "64M", 8 * TU_MiB), 0);
+	read_all_check(&a, truth);
+	assert_int_equal(stack_close(&a), 0);
+	free(truth);
+}
+
 /* ------------------------------------------------------------ threads */
 
 struct thr {
@@ -769,6 +1043,217 @@ test_threads(void **state)
 	assert_int_equal(stack_close(&s), 0);
 }
 
+/* Threads, each owning a quarter of the file, write and read it through
+ * a tiny memory cache (blocks go through the tier constantly); between
+ * rounds one truncates the file and regrows it.  Each read, and the
+ * file at the end, is compared with a model. */
+#define TR_THREADS 4
+#define TR_ROUNDS 40
+static uint64_t lastcut; /* thread 0's, read after a barrier */
+struct trt {
+	struct stack *s;
+	pthread_barrier_t *bar;
+	char *model;
+	unsigned seed;
+	int id, bad;
+};
+
+static void *
+trt_main(void *arg)
+{
+	struct trt *t = arg;
+	uint64_t part = FSIZE / TR_THREADS, base = (uint64_t)t->id * part;
+	char *b = malloc(3 * BS);
+
+	for (int round = 0; round < TR_ROUNDS && b != NULL; round++) {
+		for (int n = 0; n < 40; n++) {
+			size_t len = 1 + (size_t)rand_r(&t->seed) % (3 * BS - 1);
+			uint64_t off = base + (uint64_t)rand_r(&t->seed) % (part - len);
+			if (rand_r(&t->seed) % 2) {
+				tu_fill(b, len, off, (uint64_t)t->seed);
+				if (clio_pwrite(t->s->f, b, len, off) != (ssize_t)len)
+					t->bad++;
+				memcpy(t->model + off, b, len);
+			} else if (clio_pread(t->s->f, b, len, off) != (ssize_t)len ||
+				   memcmp(b, t->model + off, len) != 0) {
+				size_t k = 0;
+				while (k < len && b[k] == t->model[off + k])
+					k++;
+				fprintf(stderr, "thread %d round %d: %zu at %llu differ at "
+					"+%zu: %02x, not %02x; last cut %llu (seed %u)\n",
+					t->id, round, len, (unsigned long long)off, k,
+					(unsigned char)b[k], (unsigned char)t->model[off + k],
+					(unsigned long long)lastcut, seed);
+				t->bad++;
+			}
+		}
+		pthread_barrier_wait(t->bar);
+		if (t->id == 0) {
+			uint64_t cut = (uint64_t)rand_r(&t->seed) % FSIZE;
+			if (clio_ftruncate(t->s->f, cut) != 0 ||
+			    (round % 3 == 0 && clio_fsync(t->s->f) != 0) ||
+			    clio_ftruncate(t->s->f, FSIZE) != 0)
+				t->bad++;
+			memset(t->model + cut, 0, FSIZE - cut);
+			lastcut = cut;
+		}
+		pthread_barrier_wait(t->bar);
+	}
+	free(b);
+	return NULL;
+}
+
+static void
+test_threads_truncate(void **state)
+{
+	static const char *const modes[] = { "writethrough", "writeback" };
+
+	(void)state;
+	for (int m = 0; m < 2; m++) {
+		struct stack s;
+		struct trt t[TR_THREADS];
+		pthread_t th[TR_THREADS];
+		pthread_barrier_t bar;
+		char *model;
+
+		nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+		mkdir(dcdir, 0755);
+		make_file(50);
+		model = file_read();
+		pthread_barrier_init(&bar, NULL, TR_THREADS);
+		assert_int_equal(stack_open(&s, modes[m], "1M", 128 * TU_KiB), 0);
+		for (int i = 0; i < TR_THREADS; i++) {
+			t[i] = (struct trt){ &s, &bar, model, seed * 7 + (unsigned)i, i, 0 };
+			assert_int_equal(pthread_create(&th[i], NULL, trt_main, &t[i]), 0);
+		}
+		int bad = 0;
+		for (int i = 0; i < TR_THREADS; i++) {
+			pthread_join(th[i], NULL);
+			bad += t[i].bad;
+		}
+		pthread_barrier_destroy(&bar);
+		if (bad)
+			fprintf(stderr, "%s: %d bad (seed %u)\n", modes[m], bad, seed);
+		assert_int_equal(bad, 0);
+		assert_int_equal(clio_fsync(s.f), 0);
+		assert_int_equal(stack_close(&s), 0);
+		char *f = file_read();
+		for (size_t i = 0; i < FSIZE; i++)
+			if (f[i] != model[i]) {
+				fprintf(stderr, "%s: file byte %zu differs (seed %u)\n",
+					modes[m], i, seed);
+				fail();
+			}
+		/* and a restart serves the same */
+		assert_int_equal(stack_open(&s, modes[m], "1M", 128 * TU_KiB), 0);
+		read_all_check(&s, model);
+		assert_int_equal(stack_close(&s), 0);
+		free(f);
+		free(model);
+	}
+}
+
+/* writeback, kill -9 at a random moment of writes and fsyncs: the child
+ * writes round r into its own 2-block region, fsyncs, and only then
+ * appends r to DIR/../acked.  After a restart every acknowledged round
+ * is on the device; every other byte is the old or the new one. */
+#define KR_ROUNDS 32
+static void
+kr_range(int r, uint64_t *off, size_t *len)
+{
+	*off = (uint64_t)r * 2 * BS + (uint64_t)(r * 13 % 100);
+	*len = BS + (size_t)(r * 37 % BS);
+}
+
+static int
+child_wb_rounds(void)
+{
+	struct stack st;
+	char *b = malloc(2 * BS), ack[300];
+	int fd;
+
+	snprintf(ack, sizeof(ack), "%s/acked", dir);
+	fd = open(ack, O_WRONLY | O_APPEND | O_CREAT, 0644);
+	if (b == NULL || fd < 0 || stack_open(&st, "writeback", "64M", 256 * TU_KiB) < 0)
+		return 2;
+	for (int r = 0; r < KR_ROUNDS; r++) {
+		uint64_t off;
+		size_t len;
+		kr_range(r, &off, &len);
+		tu_fill(b, len, off, 100 + (uint64_t)r);
+		if (clio_pwrite(st.f, b, len, off) != (ssize_t)len || clio_fsync(st.f) != 0)
+			return 3;
+		char line[16];
+		int n = snprintf(line, sizeof(line), "%d\n", r);
+		if (write(fd, line, (size_t)n) != n)
+			return 4;
+	}
+	for (;;)
+		pause();
+}
+
+static void
+test_writeback_kill_rounds(void **state)
+{
+	unsigned s = seed;
+	char ack[300];
+
+	(void)state;
+	snprintf(ack, sizeof(ack), "%s/acked", dir);
+	const char *fl = getenv("CLIO_FLAVOUR");
+	unsigned slow = fl && strcmp(fl, "tsan") == 0 ? 3 : 1; /* TSan starts slowly */
+	printf("writeback kill -9 (seed %u): rounds acknowledged:", seed);
+	for (int it = 0; it < 8; it++) {
+		struct stack st;
+		int status, last = -1;
+
+		nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+		mkdir(dcdir, 0755);
+		unlink(ack);
+		make_file(60);
+		pid_t p = spawn("child-wbr", 0, 0);
+		assert_true(p > 0);
+		usleep((useconds_t)(8000 + rand_r(&s) % 30000) * slow); /* past the child's start */
+		kill(p, SIGKILL);
+		assert_int_equal(waitpid(p, &status, 0), p);
+		assert_true(WIFSIGNALED(status));
+		FILE *af = fopen(ack, "r");
+		int v;
+		while (af != NULL && fscanf(af, "%d", &v) == 1)
+			last = v;
+		if (af != NULL)
+			fclose(af);
+		printf(" %d", last + 1);
+		/* the restart writes back what DIR holds */
+		assert_int_equal(stack_open(&st, "writeback", "64M", 256 * TU_KiB), 0);
+		assert_int_equal(stack_close(&st), 0);
+		char *f = file_read(), *old = malloc(FSIZE), *nw = malloc(2 * BS);
+		tu_fill(old, FSIZE, 0, 60);
+		for (int r = 0; r < KR_ROUNDS; r++) {
+			uint64_t off;
+			size_t len;
+			kr_range(r, &off, &len);
+			tu_fill(nw, len, off, 100 + (uint64_t)r);
+			bool isnew = memcmp(f + off, nw, len) == 0;
+			if (r <= last && !isnew) {
+				fprintf(stderr, "round %d (of %d acknowledged) is not on the "
+					"device (seed %u, iteration %d)\n", r, last, seed, it);
+				fail();
+			}
+			for (size_t k = 0; k < len; k++)
+				if (f[off + k] != nw[k] && f[off + k] != old[off + k]) {
+					fprintf(stderr, "round %d: byte %zu neither old nor new "
+						"(seed %u, iteration %d)\n", r, k, seed, it);
+					fail();
+				}
+		}
+		free(f);
+		free(old);
+		free(nw);
+	}
+	printf(" of %d\n", KR_ROUNDS);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -784,6 +1269,13 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_writeback_close),
 		cmocka_unit_test(test_truncate),
 		cmocka_unit_test(test_threads),
+		cmocka_unit_test(test_foreign_entries),
+		cmocka_unit_test(test_meta_bsize),
+		cmocka_unit_test(test_damage),
+		cmocka_unit_test(test_dev_direct),
+		cmocka_unit_test(test_two_procs),
+		cmocka_unit_test(test_threads_truncate),
+		cmocka_unit_test(test_writeback_kill_rounds),
 	};
 	const char *e = getenv("TIER_SEED");
 	ssize_t n;
@@ -794,6 +1286,10 @@ main(int argc, char **argv)
 		snprintf(path, sizeof(path), "%s/file", dir);
 		if (strcmp(argv[1], "child-insert") == 0)
 			return child_insert((unsigned)atoi(argv[3]), atoi(argv[4]));
+		if (strcmp(argv[1], "child-wbr") == 0)
+			return child_wb_rounds();
+		if (strcmp(argv[1], "child-other") == 0)
+			return child_other();
 		if (strcmp(argv[1], "child-wb") == 0)
 			return child_wb((unsigned)atoi(argv[3]));
 		return 2;

@@ -1,0 +1,45 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+# test-tier-full.sh - the disk tier on a full file system: DIR on a 2 MiB
+# tmpfs (in a mount namespace of the test's own).  Full at open: clio dd
+# copies the right bytes without the tier (a message says so) and exits 0.
+# Nearly full, writeback: the dirty blocks that do not fit go through,
+# those that do are written back though meta cannot be rewritten; the
+# copy is the file's bytes and no error reaches clio dd.
+# the mount namespace first, before functions.sh makes $tmp
+if [ "${TIER_FULL_NS:-}" != 1 ]; then
+	unshare -m true 2>/dev/null ||
+		{ echo "unshare -m is not permitted here (needs root or user namespaces)"; exit 77; }
+	TIER_FULL_NS=1 exec unshare -m sh "$0" "$@"
+fi
+. "$(dirname "$0")/functions.sh"
+
+small="$tmp/small"
+mkdir "$small"
+mount --make-rprivate / 2>/dev/null
+mount -t tmpfs -o size=2m tmpfs "$small" || { echo "cannot mount a tmpfs"; exit 77; }
+trap 'umount "$small" 2>/dev/null; rm -rf "$tmp"' EXIT
+head -c 4194304 /dev/urandom >"$tmp/f"
+
+# ------------------------------------------------------------ full at open
+mkdir "$small/dc"
+head -c 3000000 /dev/zero >"$small/filler" 2>/dev/null
+[ "$(df -k --output=avail "$small" | tail -n 1)" -eq 0 ] || fail "the tmpfs is not full"
+for run in 1 2; do
+	"$CLIO" dd if="$tmp/f" of="$tmp/out$run" bs=64k --disk-cache="$small/dc" \
+		--disk-cache-size=64M >/dev/null 2>"$tmp/err" ||
+		{ cat "$tmp/err"; fail "clio dd with DIR full (run $run)"; }
+	cmp "$tmp/f" "$tmp/out$run" || fail "the copy differs (run $run)"
+done
+grep -q "runs without it" "$tmp/err" || { cat "$tmp/err"; fail "no message about the full DIR"; }
+echo "ok: a full DIR at open: the copy runs without the tier"
+
+# ------------------------------------------------------------ writeback, filling up
+rm -rf "$small/dc" "$small/filler"
+mkdir "$small/dc"
+head -c 800000 /dev/zero >"$small/filler"
+"$CLIO" dd if="$tmp/f" of="$tmp/outwb" bs=64k --disk-cache="$small/dc" \
+	--disk-cache-mode=writeback --disk-cache-size=64M >/dev/null 2>"$tmp/err" ||
+	{ cat "$tmp/err"; fail "clio dd writeback with DIR filling up"; }
+cmp "$tmp/f" "$tmp/outwb" || fail "the writeback copy differs"
+echo "ok: writeback into a DIR that fills up: every byte reaches the device"
