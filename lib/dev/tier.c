@@ -30,7 +30,10 @@
  *  1. A torn or half-written record fails its own crc: the slot is empty.
  *     A record carries its object's tag (index or data files copied
  *     from another object are not entries), and meta a block size conf
- *     allows (else it is not ours: the object starts empty).
+ *     allows (else it is not ours: the object starts empty).  A dirty
+ *     record of tag 0 (written before records had tags) is taken as
+ *     ours, so that an older binary's crash loses no dirty data; clean
+ *     ones of tag 0 are dropped.
  *  2. A record whose data was not (or not completely) written, or was
  *     overwritten by a later fill of the slot, fails the data crc at its
  *     first read: it is dropped and the block read from the device.  So
@@ -1978,7 +1981,8 @@ load_index(struct tier *t, uint64_t maxblk)
 		s->pins = 0;
 		c->rcrc = 0;
 		if (c->magic != REC_MAGIC || rc != crc32c(0, c, sizeof(*c)) ||
-		    c->obj != t->tag || !(c->flags & R_VALID) || c->lbn >= maxblk || c->len == 0 ||
+		    (c->obj != t->tag && !(c->obj == 0 && (c->flags & R_DIRTY))) ||
+		    !(c->flags & R_VALID) || c->lbn >= maxblk || c->len == 0 ||
 		    c->len > t->bs)
 			continue;
 		if (c->flags & R_DIRTY) {
