@@ -34,15 +34,6 @@ small_cache(void)
 	return c;
 }
 
-static clio_file *
-open_file(clio_cache *c, clio_dev *d, int flags)
-{
-	clio_file *f = NULL;
-
-	assert_int_equal(clio_open(c, d, flags, &f), 0);
-	return f;
-}
-
 static uint64_t
 back_reads(clio_dev *d)
 {
@@ -83,7 +74,7 @@ test_revalidate(void **state)
 
 	(void)state;
 	change_behind(d, 32 * KiB, 1);
-	f = open_file(c, d, CLIO_RDWR);
+	f = tu_open(c, d, CLIO_RDWR);
 	/* the first word: nothing to drop, the size is the source's */
 	assert_int_equal(clio_revalidate(f, &v1), 0);
 	assert_int_equal(clio_fsize(f), 32 * KiB);
@@ -148,19 +139,19 @@ test_keep(void **state)
 
 	(void)state;
 	change_behind(d, 16 * KiB, 4);
-	f = open_file(c, d, CLIO_RDONLY | CLIO_KEEP);
+	f = tu_open(c, d, CLIO_RDONLY | CLIO_KEEP);
 	assert_int_equal(clio_pread(f, buf, 16 * KiB, 0), 16 * KiB);
 	assert_int_equal(clio_close(f), 0);
 	reads = back_reads(d);
 
 	/* the last close kept the buffers: a reopen reads nothing */
-	f = open_file(c, d, CLIO_RDONLY);
+	f = tu_open(c, d, CLIO_RDONLY);
 	assert_int_equal(clio_pread(f, buf, 16 * KiB, 0), 16 * KiB);
 	assert_int_equal(tu_check(buf, 16 * KiB, 0, 4), -1);
 	assert_true(back_reads(d) == reads);
 	/* forgetting needs the handles closed */
 	assert_int_equal(clio_cache_forget(c, d), -EBUSY);
-	g = open_file(c, d, CLIO_RDWR);
+	g = tu_open(c, d, CLIO_RDWR);
 	tu_fill(buf, 4 * KiB, 0, 5);
 	assert_int_equal(clio_pwrite(g, buf, 4 * KiB, 0), 4 * KiB);
 	assert_int_equal(clio_close(g), 0);
@@ -169,7 +160,7 @@ test_keep(void **state)
 	/* forget: written back, dropped; a new open reads from the device */
 	assert_int_equal(clio_cache_forget(c, d), 0);
 	assert_int_equal(clio_cache_forget(c, d), 0); /* nothing left: fine */
-	f = open_file(c, d, CLIO_RDONLY);
+	f = tu_open(c, d, CLIO_RDONLY);
 	assert_int_equal(clio_pread(f, buf, 4 * KiB, 0), 4 * KiB);
 	assert_int_equal(tu_check(buf, 4 * KiB, 0, 5), -1);
 	assert_true(back_reads(d) > reads);
@@ -188,7 +179,7 @@ test_writeback(void **state)
 	uint64_t flushes;
 
 	(void)state;
-	f = open_file(c, d, CLIO_RDWR);
+	f = tu_open(c, d, CLIO_RDWR);
 	tu_fill(buf, sizeof(buf), 0, 6);
 	assert_int_equal(clio_pwrite(f, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
 	flushes = back_flushes(d);
@@ -204,7 +195,7 @@ test_writeback(void **state)
 
 	/* a failed write-back is reported by it, once */
 	bad = tu_dev_open("fault:write=EIO@mem:size=1M", 0);
-	f = open_file(c, bad, CLIO_RDWR);
+	f = tu_open(c, bad, CLIO_RDWR);
 	assert_int_equal(clio_pwrite(f, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
 	assert_int_equal(clio_writeback(f), -EIO);
 	assert_int_equal(clio_close(f), -EIO); /* the retry at close fails too */
@@ -222,7 +213,7 @@ reopen_rounds(clio_cache *c, clio_dev *d, int n)
 	int i;
 
 	for (i = 0; i < n; i++) {
-		clio_file *f = open_file(c, d, CLIO_RDONLY | CLIO_KEEP);
+		clio_file *f = tu_open(c, d, CLIO_RDONLY | CLIO_KEEP);
 
 		assert_int_equal(clio_pread(f, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
 		assert_int_equal(clio_close(f), 0);

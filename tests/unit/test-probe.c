@@ -90,23 +90,6 @@ cache_of(uint32_t bsize, uint64_t size, uint32_t maxphys)
 	return c;
 }
 
-static clio_file *
-open_file(clio_cache *c, clio_dev *d, int flags)
-{
-	clio_file *f = NULL;
-
-	assert_int_equal(clio_open(c, d, flags, &f), 0);
-	return f;
-}
-
-static char *
-tmp_spec(char *path, size_t plen, char *spec, size_t slen, const char *query)
-{
-	close(tu_tmpfile(path, plen));
-	snprintf(spec, slen, "file:%s%s", path, query);
-	return spec;
-}
-
 /* ------------------------------------------------------------ a device of callbacks */
 
 /* Memory behind callbacks; a write of exactly hold_len bytes at hold_off
@@ -234,8 +217,8 @@ test_direct_buffered_block(void **state)
 	(void)state;
 	c = cache_of(4096, 256 * KiB, 64 * KiB);
 	d = cbdev_open(&m, 64 * KiB);
-	fd = open_file(c, d, CLIO_RDWR | CLIO_DIRECT);
-	fb = open_file(c, d, CLIO_RDWR);
+	fd = tu_open(c, d, CLIO_RDWR | CLIO_DIRECT);
+	fb = tu_open(c, d, CLIO_RDWR);
 	tu_fill(a, sizeof(a), 0, 1);
 	tu_fill(b, sizeof(b), 1024, 2);
 	m.hold_off = 0;
@@ -325,7 +308,7 @@ test_direct_truncate(void **state)
 	(void)state;
 	memset(&t, 0, sizeof(t));
 	c = cache_of(4096, 512 * KiB, 64 * KiB);
-	tmp_spec(path, sizeof(path), spec, sizeof(spec), "?qd=4");
+	tu_file_spec(path, sizeof(path), spec, sizeof(spec), "?qd=4");
 	d = tu_dev_open(spec, 0);
 	fd = open(path, O_RDONLY);
 	assert_true(fd >= 0);
@@ -336,8 +319,8 @@ test_direct_truncate(void **state)
 	assert_non_null(t.buf);
 	assert_non_null(back);
 	tu_fill(t.buf, t.len, 0, seed);
-	t.f = open_file(c, d, CLIO_RDWR | CLIO_DIRECT);
-	g = open_file(c, d, CLIO_RDWR);
+	t.f = tu_open(c, d, CLIO_RDWR | CLIO_DIRECT);
+	g = tu_open(c, d, CLIO_RDWR);
 	t.rounds = 40;
 	for (i = 0; i < t.rounds; i++)
 		*(i % 2 ? &t.delay_ns[i] : &t.wdelay_ns[i]) =
@@ -470,7 +453,7 @@ test_overlap(void **state)
 		}
 		pthread_barrier_init(&bar, NULL, 3);
 		for (t = 0; t < 2; t++) {
-			v[t] = (struct ov){ open_file(c, d, CLIO_RDWR | (t ? CLIO_DIRECT : 0)),
+			v[t] = (struct ov){ tu_open(c, d, CLIO_RDWR | (t ? CLIO_DIRECT : 0)),
 					    &bar, NULL, tu_rand_init(seed + (uint64_t)(k * 2 + t)),
 					    rounds, t == 1, &errors };
 			assert_int_equal(posix_memalign((void **)&v[t].buf, 4096, 64 * KiB), 0);
@@ -540,17 +523,17 @@ test_truncate_direct_starve(void **state)
 {
 	char path[256], spec[300];
 	clio_cache *c = cache_of(4096, 64 * 4096, 64 * KiB);
-	clio_dev *d = tu_dev_open(tmp_spec(path, sizeof(path), spec, sizeof(spec),
+	clio_dev *d = tu_dev_open(tu_file_spec(path, sizeof(path), spec, sizeof(spec),
 					   "?qd=4"), 0);
 	struct sv v[2];
 	pthread_t th[2];
-	clio_file *g = open_file(c, d, CLIO_RDWR);
+	clio_file *g = tu_open(c, d, CLIO_RDWR);
 	int t, i, done = 0;
 	double t0;
 
 	(void)state;
 	for (t = 0; t < 2; t++) {
-		v[t].f = open_file(c, d, CLIO_RDWR | CLIO_DIRECT);
+		v[t].f = tu_open(c, d, CLIO_RDWR | CLIO_DIRECT);
 		assert_int_equal(posix_memalign((void **)&v[t].buf, 4096, 64 * KiB), 0);
 		tu_fill(v[t].buf, 64 * KiB, 0, 101);
 		atomic_init(&v[t].stop, false);
@@ -611,8 +594,8 @@ test_werr_once(void **state)
 	(void)state;
 	c = cache_of(4096, 256 * KiB, 64 * KiB);
 	d = cbdev_open(&m, 256 * KiB);
-	f = open_file(c, d, CLIO_RDWR);
-	g = open_file(c, d, CLIO_RDWR);
+	f = tu_open(c, d, CLIO_RDWR);
+	g = tu_open(c, d, CLIO_RDWR);
 	tu_fill(buf, sizeof(buf), 4096, 11);
 	assert_int_equal(clio_pwrite(f, buf, sizeof(buf), 4096), (ssize_t)sizeof(buf));
 
@@ -623,7 +606,7 @@ test_werr_once(void **state)
 	/* the data is still what reads see */
 	assert_int_equal(clio_pread(g, back, sizeof(back), 4096), (ssize_t)sizeof(back));
 	assert_memory_equal(back, buf, sizeof(buf));
-	h = open_file(c, d, CLIO_RDWR); /* opened after the failure */
+	h = tu_open(c, d, CLIO_RDWR); /* opened after the failure */
 	atomic_store(&m.fail_writes, false);
 	assert_int_equal(clio_fsync(f), 0);
 	dev_expect(&m, 4096, sizeof(buf), 11);
@@ -675,8 +658,8 @@ test_flush_err(void **state)
 	(void)state;
 	c = cache_of(4096, 256 * KiB, 64 * KiB);
 	d = cbdev_open(&m, 256 * KiB);
-	f = open_file(c, d, CLIO_RDWR);
-	g = open_file(c, d, CLIO_RDWR);
+	f = tu_open(c, d, CLIO_RDWR);
+	g = tu_open(c, d, CLIO_RDWR);
 	tu_fill(buf, sizeof(buf), 0, 121);
 
 	assert_int_equal(clio_pwrite(g, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
@@ -726,8 +709,8 @@ test_werr_fault(void **state)
 			 "fault:write=ENOSPC,offset=64K,length=8K@file:%s%s",
 			 path, queries[e]);
 		d = tu_dev_open(spec, 0);
-		f = open_file(c, d, CLIO_RDWR);
-		g = open_file(c, d, CLIO_RDWR);
+		f = tu_open(c, d, CLIO_RDWR);
+		g = tu_open(c, d, CLIO_RDWR);
 		assert_int_equal(clio_pwrite(f, buf, 256 * KiB, 0), (ssize_t)(256 * KiB));
 		assert_int_equal(clio_fsync(f), -ENOSPC);
 		assert_int_equal(clio_fsync(g), -ENOSPC);
@@ -778,7 +761,7 @@ test_werr_busy(void **state)
 		conf.flusher = 0;
 		assert_int_equal(clio_cache_new(&conf, &c), 0);
 		d = cbdev_open(&m, 1 * MiB);
-		f = open_file(c, d, CLIO_RDWR);
+		f = tu_open(c, d, CLIO_RDWR);
 		tu_fill(buf, 512 * KiB, 0, 71 + (uint64_t)round);
 		/* two blocks whose write-back fails */
 		atomic_store(&m.fail_len, 8 * KiB);
@@ -833,7 +816,7 @@ test_werr_pressure(void **state)
 	assert_non_null(back);
 	c = cache_of(4096, 64 * KiB, 64 * KiB); /* 16 buffers */
 	d = cbdev_open(&m, total);
-	f = open_file(c, d, CLIO_RDWR);
+	f = tu_open(c, d, CLIO_RDWR);
 	tu_fill(buf, total, 0, 21);
 	atomic_store(&m.fail_writes, true);
 	for (off = 0; off < total; off += 4096) {
@@ -900,7 +883,7 @@ test_rerr(void **state)
 		assert_int_equal(clio_cache_new(&conf, &c), 0);
 		d = cbdev_open(&m, 1 * MiB);
 		tu_fill(m.mem, 1 * MiB, 0, 51);
-		f = open_file(c, d, CLIO_RDWR);
+		f = tu_open(c, d, CLIO_RDWR);
 
 		atomic_store(&m.fail_reads, true);
 		assert_int_equal(clio_pread(f, back, 100, 5000), -EIO);
@@ -967,7 +950,7 @@ test_rerr_ahead(void **state)
 			tu_fill(buf, n, off, 81);
 			assert_int_equal(clio_dev_pwrite(d, buf, n, off), (ssize_t)n);
 		}
-		f = open_file(c, d, CLIO_RDONLY);
+		f = tu_open(c, d, CLIO_RDONLY);
 		for (off = 0; off < 2 * MiB; off += len) {
 			uint64_t n = MIN(len, 2 * MiB - off);
 			/* the blocks the read touches */
@@ -1234,7 +1217,7 @@ test_boundaries(void **state)
 	(void)state;
 	c = cache_of(4096, 256 * KiB, 64 * KiB);
 	d = tu_dev_open("mem:size=10000", 0);
-	f = open_file(c, d, CLIO_RDWR);
+	f = tu_open(c, d, CLIO_RDWR);
 	tu_fill(buf, sizeof(buf), 0, 31);
 
 	/* lengths of 0 anywhere do nothing */
@@ -1312,10 +1295,10 @@ test_modes(void **state)
 	tu_fill(buf, sizeof(buf), 0, 111);
 	assert_int_equal(clio_open(c, d, CLIO_ACCMODE, &f), -EINVAL);
 	assert_int_equal(clio_open(c, d, CLIO_RDWR | 0x4000, &f), -EINVAL);
-	f = open_file(c, d, CLIO_RDWR);
-	r = open_file(c, d, CLIO_RDONLY);
-	w = open_file(c, d, CLIO_WRONLY);
-	fd = open_file(c, d, CLIO_RDWR | CLIO_DIRECT);
+	f = tu_open(c, d, CLIO_RDWR);
+	r = tu_open(c, d, CLIO_RDONLY);
+	w = tu_open(c, d, CLIO_WRONLY);
+	fd = tu_open(c, d, CLIO_RDWR | CLIO_DIRECT);
 	assert_int_equal(clio_pwrite(f, buf, 6000, 0), 6000);
 	assert_int_equal(clio_pwrite(r, buf, 1, 0), -EBADF);
 	assert_int_equal(clio_ftruncate(r, 0), -EBADF);
@@ -1353,7 +1336,7 @@ test_modes(void **state)
 	ro = tu_dev_open("mem:size=4096", CLIO_DEV_RDONLY);
 	assert_int_equal(clio_open(c, ro, CLIO_RDWR, &f), -EROFS);
 	assert_int_equal(clio_open(c, ro, CLIO_WRONLY, &f), -EROFS);
-	f = open_file(c, ro, CLIO_RDONLY);
+	f = tu_open(c, ro, CLIO_RDONLY);
 	assert_int_equal(clio_pread(f, buf, sizeof(buf), 0), 4096);
 	assert_int_equal(clio_close(f), 0);
 	assert_int_equal(clio_cache_free(c), 0);
@@ -1384,8 +1367,8 @@ test_odd_sizes(void **state)
 	assert_int_equal(write(fdr, buf, 1000), 1000);
 	snprintf(spec, sizeof(spec), "file:%s?direct=1", path);
 	d = tu_dev_open(spec, 0);
-	f = open_file(c, d, CLIO_RDWR);
-	fd = open_file(c, d, CLIO_RDWR | CLIO_DIRECT);
+	f = tu_open(c, d, CLIO_RDWR);
+	fd = tu_open(c, d, CLIO_RDWR | CLIO_DIRECT);
 	assert_int_equal(clio_fsize(f), 1000);
 	memset(back, 0, sizeof(back));
 	assert_int_equal(clio_pread(f, back, sizeof(back), 0), 1000);
@@ -1421,7 +1404,7 @@ test_odd_sizes(void **state)
 	assert_int_equal(ftruncate(fdr, 0), 0);
 	snprintf(spec, sizeof(spec), "file:%s", path);
 	d = tu_dev_open(spec, 0);
-	f = open_file(c, d, CLIO_RDWR);
+	f = tu_open(c, d, CLIO_RDWR);
 	assert_int_equal(clio_fsize(f), 0);
 	assert_int_equal(clio_pread(f, back, sizeof(back), 0), 0);
 	assert_int_equal(clio_pwrite(f, buf, 1, 0), 1);
@@ -1434,8 +1417,8 @@ test_odd_sizes(void **state)
 
 	/* a fixed device whose size is no multiple of the sector */
 	d = cbdev_open(&m, 10001);
-	f = open_file(c, d, CLIO_RDWR);
-	fd = open_file(c, d, CLIO_RDWR | CLIO_DIRECT);
+	f = tu_open(c, d, CLIO_RDWR);
+	fd = tu_open(c, d, CLIO_RDWR | CLIO_DIRECT);
 	assert_int_equal(clio_fsize(f), 10001);
 	assert_int_equal(clio_pwrite(f, buf, 8192, 8192), 10001 - 8192);
 	assert_int_equal(clio_pwrite(f, buf, 1, 10001), -ENOSPC);

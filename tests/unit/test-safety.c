@@ -60,23 +60,6 @@ cache_with(uint32_t bsize, uint64_t size)
 	return c;
 }
 
-static clio_file *
-open_file(clio_cache *c, clio_dev *d, int flags)
-{
-	clio_file *f = NULL;
-
-	assert_int_equal(clio_open(c, d, flags, &f), 0);
-	return f;
-}
-
-static char *
-tmp_spec(char *path, size_t plen, char *spec, size_t slen, const char *query)
-{
-	close(tu_tmpfile(path, plen));
-	snprintf(spec, slen, "file:%s%s", path, query);
-	return spec;
-}
-
 /* ------------------------------------------------------------ sync vs close */
 
 struct syncer {
@@ -109,11 +92,11 @@ test_sync_close(void **state)
 	(void)state;
 	s.c = cache_with(4096, 1 * MiB);
 	/* a file: each device flush is an fdatasync, a window for the race */
-	d = tu_dev_open(tmp_spec(path, sizeof(path), spec, sizeof(spec), ""), 0);
+	d = tu_dev_open(tu_file_spec(path, sizeof(path), spec, sizeof(spec), ""), 0);
 	unlink(path);
 	assert_int_equal(pthread_create(&th, NULL, syncer_main, &s), 0);
 	for (i = 0; i < 400; i++) {
-		clio_file *f = open_file(s.c, d, CLIO_RDWR);
+		clio_file *f = tu_open(s.c, d, CLIO_RDWR);
 
 		tu_fill(buf, sizeof(buf), 0, (uint64_t)i + 1);
 		assert_int_equal(clio_pwrite(f, buf, sizeof(buf), 0),
@@ -175,13 +158,13 @@ test_truncate_write(void **state)
 	(void)state;
 	c = cache_with(4096, 1 * MiB);
 	/* the device's resize sleeps: a writer gets in while it runs */
-	d = tu_dev_open(tmp_spec(path, sizeof(path), spec, sizeof(spec), ""), 0);
+	d = tu_dev_open(tu_file_spec(path, sizeof(path), spec, sizeof(spec), ""), 0);
 	clio_dev_close(d);
 	snprintf(spec, sizeof(spec), "fault:resize_delay=0.002@file:%s", path);
 	d = tu_dev_open(spec, 0);
 	unlink(path);
-	t.f = open_file(c, d, CLIO_RDWR);
-	t.g = open_file(c, d, CLIO_RDWR);
+	t.f = tu_open(c, d, CLIO_RDWR);
+	t.g = tu_open(c, d, CLIO_RDWR);
 	t.rounds = 150;
 	pthread_barrier_init(&t.bar, NULL, 2);
 	assert_int_equal(pthread_create(&th, NULL, tw_writer, &t), 0);
@@ -238,9 +221,9 @@ test_failed_truncate(void **state)
 
 	(void)state;
 	c = cache_with(4096, 1 * MiB);
-	d = tu_dev_open(tmp_spec(path, sizeof(path), spec, sizeof(spec), ""), 0);
+	d = tu_dev_open(tu_file_spec(path, sizeof(path), spec, sizeof(spec), ""), 0);
 	unlink(path);
-	f = open_file(c, d, CLIO_RDWR);
+	f = tu_open(c, d, CLIO_RDWR);
 	tu_fill(buf, sizeof(buf), 0, 3);
 	assert_int_equal(clio_pwrite(f, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
 
@@ -378,7 +361,7 @@ test_enobufs(void **state)
 
 	/* every buffer held by a reader's view: one more reader waits for
 	 * one of them to let go, it does not fail */
-	f = open_file(c, d, CLIO_RDONLY);
+	f = tu_open(c, d, CLIO_RDONLY);
 	for (i = 0; i < NBUF; i++) {
 		hold[i] = (struct holder){ f, &hv, (uint64_t)i * 8192, 0 };
 		assert_int_equal(pthread_create(&th[i], NULL, holder_main, &hold[i]), 0);
@@ -440,8 +423,8 @@ test_poison(void **state)
 	c = cache_with(4096, 64 * 4096); /* 64 buffers */
 	bad = tu_dev_open("fault:write=EIO@mem:size=4M", 0);
 	good = tu_dev_open("mem:size=4M", 0);
-	fb = open_file(c, bad, CLIO_RDWR);
-	fg = open_file(c, good, CLIO_RDWR);
+	fb = tu_open(c, bad, CLIO_RDWR);
+	fg = tu_open(c, good, CLIO_RDWR);
 	/* four times the cache in writes that all fail */
 	for (i = 0; i < 256; i++) {
 		tu_fill(buf, sizeof(buf), (uint64_t)i * 4096, 5);
@@ -492,7 +475,7 @@ close_rounds(uint64_t nbuf, int n)
 	int i;
 
 	for (i = 0; i < n; i++) {
-		clio_file *f = open_file(c, d, CLIO_RDWR);
+		clio_file *f = tu_open(c, d, CLIO_RDWR);
 
 		assert_int_equal(clio_pwrite(f, buf, sizeof(buf), 0),
 				 (ssize_t)sizeof(buf));
@@ -718,7 +701,7 @@ chaos_run(const char *spec)
 	assert_int_equal(ch.bad, 0);
 
 	/* after an fsync the device holds what the cache shows */
-	f = open_file(ch.c, ch.d, CLIO_RDWR);
+	f = tu_open(ch.c, ch.d, CLIO_RDWR);
 	assert_int_equal(clio_fsync(f), 0);
 	size = clio_fsize(f);
 	assert_true(size >= 0 && size <= (int64_t)CHAOS_SIZE);
@@ -751,7 +734,7 @@ test_chaos_file(void **state)
 	char path[256], spec[300];
 
 	(void)state;
-	tmp_spec(path, sizeof(path), spec, sizeof(spec), "?qd=4");
+	tu_file_spec(path, sizeof(path), spec, sizeof(spec), "?qd=4");
 	chaos_run(spec);
 	unlink(path);
 }

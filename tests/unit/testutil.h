@@ -98,6 +98,26 @@ tu_tmpfile(char *path, size_t len)
 	return fd;
 }
 
+/* A handle on d through c, or the test fails. */
+static inline clio_file *
+tu_open(clio_cache *c, clio_dev *d, int flags)
+{
+	clio_file *f = NULL;
+
+	assert_int_equal(clio_open(c, d, flags, &f), 0);
+	return f;
+}
+
+/* A new empty file (path filled in) and its device string, "file:PATH"
+ * followed by query ("" or "?k=v..."), in spec. */
+static inline char *
+tu_file_spec(char *path, size_t plen, char *spec, size_t slen, const char *query)
+{
+	close(tu_tmpfile(path, plen));
+	snprintf(spec, slen, "file:%s%s", path, query);
+	return spec;
+}
+
 /* The size_hist bucket of a transfer of len bytes (clio.h's rule:
  * bucket k holds [512 << (k-1), 512 << k)). */
 static inline int
