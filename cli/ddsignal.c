@@ -22,7 +22,8 @@
  *  4. The copy loop looks at the recorded signals (atomics) before each
  *     block: no system call per block.
  *  5. An ending signal that comes while one is recorded ends the process
- *     at once: the watcher unblocks it for itself and raises it.  While
+ *     at once (but a SIGPIPE, which the copy's own writes bring): the
+ *     thread that took it unblocks it for itself and raises it.  While
  *     the first one has not ended the copy after 2 s, the watcher says
  *     so once on standard error (and that a second one loses what is
  *     not written).
@@ -70,7 +71,8 @@ die_now(int sig)
 }
 
 /* Record one signal taken from the signalfd; true if it was an ending
- * one that came while another was recorded. */
+ * one sent by someone (not a SIGPIPE, which each write to a closed pipe
+ * brings) that came while another was recorded. */
 static bool
 record(int sig)
 {
@@ -80,7 +82,7 @@ record(int sig)
 		atomic_fetch_add(&usr1_seen, 1);
 		return false;
 	}
-	return !atomic_compare_exchange_strong(&ending, &none, sig);
+	return !atomic_compare_exchange_strong(&ending, &none, sig) && sig != SIGPIPE;
 }
 
 static void
