@@ -1682,7 +1682,7 @@ mx_run(uint64_t seed, int config)
 	x.seed = seed;
 	x.config = config;
 	x.nops = flavour == NULL || strcmp(flavour, "plain") == 0 ? 300 :
-		 strcmp(flavour, "tsan") == 0 ? 80 : 150;
+		 strcmp(flavour, "tsan") == 0 ? 40 : 150;
 	conf.bsize = bsizes[tu_rand(&rng) % 6];
 	conf.maxbsize = conf.bsize > 65536 ? conf.bsize : 65536;
 	conf.maxphys = conf.maxbsize << (tu_rand(&rng) % 5);
