@@ -42,6 +42,20 @@ nbd_wait_pid() {
 # words) in its environment; returns once it serves (its pid file is
 # written).
 nbd_env=""
+
+# nbd_with_clio: $filter and $plugin name the build's nbdkit modules (the
+# test fails without them); nbdkit is no sanitized program, so under ASan
+# its environment preloads the runtimes the modules need (their leaks are
+# not checked).
+nbd_with_clio() {
+	filter="$(dirname "$CLIO")/nbdkit-clio-filter.so"
+	plugin="$(dirname "$CLIO")/nbdkit-clio-plugin.so"
+	[ -f "$filter" ] && [ -f "$plugin" ] || fail "no $filter or $plugin"
+	if [ "${CLIO_FLAVOUR:-plain}" = asan ]; then
+		nbd_env="LD_PRELOAD=$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so) ASAN_OPTIONS=detect_leaks=0"
+	fi
+}
+
 nbd_start() {
 	nbd_stop
 	rm -f "$tmp/nbdkit.pid"

@@ -9,12 +9,7 @@
 # are flushed and read back.
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/nbd-common.sh"
-filter="$(dirname "$CLIO")/nbdkit-clio-filter.so"
-plugin="$(dirname "$CLIO")/nbdkit-clio-plugin.so"
-[ -f "$filter" ] && [ -f "$plugin" ] || fail "no $filter or $plugin"
-if [ "${CLIO_FLAVOUR:-plain}" = asan ]; then
-	nbd_env="LD_PRELOAD=$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so) ASAN_OPTIONS=detect_leaks=0"
-fi
+nbd_with_clio
 policy="--filter=blocksize-policy"
 limits="blocksize-minimum=4096 blocksize-error-policy=error"
 head -c 1048576 /dev/urandom >"$tmp/pat"

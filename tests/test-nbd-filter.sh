@@ -14,14 +14,7 @@
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/nbd-common.sh"
 command -v nbdcopy >/dev/null 2>&1 || { echo "nbdcopy not found (apt-get install libnbd-bin)"; exit 77; }
-filter="$(dirname "$CLIO")/nbdkit-clio-filter.so"
-[ -f "$filter" ] || fail "no $filter"
-
-# nbdkit is no sanitized program: under ASan the filter needs the runtime
-# loaded first (the filter's leaks are not checked)
-if [ "${CLIO_FLAVOUR:-plain}" = asan ]; then
-	nbd_env="LD_PRELOAD=$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so) ASAN_OPTIONS=detect_leaks=0"
-fi
+nbd_with_clio
 
 head -c 16777216 /dev/urandom >"$tmp/img"
 head -c 16777216 /dev/urandom >"$tmp/new"

@@ -11,16 +11,9 @@
 . "$(dirname "$0")/nbd-common.sh"
 command -v fio >/dev/null 2>&1 || { echo "fio not found (apt-get install fio)"; exit 77; }
 fio --enghelp=nbd >/dev/null 2>&1 || { echo "fio lacks its nbd engine"; exit 77; }
-filter="$(dirname "$CLIO")/nbdkit-clio-filter.so"
-[ -f "$filter" ] || fail "no $filter"
+nbd_with_clio
 seed=${SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
 fail_seed() { fail "$* (SEED=$seed)"; }
-
-# nbdkit is no sanitized program: under ASan the filter and the plugin
-# need the runtime loaded first (their leaks are not checked)
-if [ "${CLIO_FLAVOUR:-plain}" = asan ]; then
-	nbd_env="LD_PRELOAD=$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so) ASAN_OPTIONS=detect_leaks=0"
-fi
 
 # job ENGINE-OPTIONS...: four jobs, each its own 4 MiB of the 16 MiB image
 job() {

@@ -11,12 +11,7 @@
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/nbd-common.sh"
 command -v nbdcopy >/dev/null 2>&1 || { echo "nbdcopy not found (apt-get install libnbd-bin)"; exit 77; }
-filter="$(dirname "$CLIO")/nbdkit-clio-filter.so"
-plugin="$(dirname "$CLIO")/nbdkit-clio-plugin.so"
-[ -f "$filter" ] && [ -f "$plugin" ] || fail "no $filter or $plugin"
-if [ "${CLIO_FLAVOUR:-plain}" = asan ]; then
-	nbd_env="LD_PRELOAD=$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so) ASAN_OPTIONS=detect_leaks=0"
-fi
+nbd_with_clio
 size=1000001
 head -c $size /dev/urandom >"$tmp/img"
 head -c $size /dev/urandom >"$tmp/new"
