@@ -232,7 +232,8 @@ struct tier {
 	struct top *ops;	/* requests in flight */
 	int nops;
 	uint64_t wgen;		/* writes started */
-	bool meta_writing;	/* meta says M_WRITING */
+	atomic_bool meta_writing;	/* meta says M_WRITING; written under
+				 * meta_lock, read without it in top_finish */
 	pthread_mutex_t meta_lock;
 	pthread_mutex_t wb_lock;	/* one write-back batch at a time */
 	struct clio_validator v;
@@ -978,7 +979,8 @@ top_finish(struct top *op)
 	else
 		req->result = (ssize_t)op->len;
 	req->t_done = op->t_done;
-	if (op->op == CLIO_OP_FLUSH && e == 0 && !t->writeback && t->meta_writing) {
+	if (op->op == CLIO_OP_FLUSH && e == 0 && !t->writeback &&
+	    atomic_load(&t->meta_writing)) {
 		/* the device has every write before it: the reader records
 		 * its version if no write came since (crash safety 4); not
 		 * here, in the device's completion path, which a GETATTR of
@@ -1574,13 +1576,13 @@ meta_begin_write(struct tier *t)
 	int r = 0;
 
 	pthread_mutex_lock(&t->meta_lock);
-	if (!t->meta_writing && HAS_VALIDATOR(t->kind)) {
+	if (!atomic_load(&t->meta_writing) && HAS_VALIDATOR(t->kind)) {
 		struct meta m;
 		r = meta_read(t, &m);
 		if (r == 0)
 			r = meta_write(t, m.ident, M_WRITING);
 		if (r == 0)
-			t->meta_writing = true;
+			atomic_store(&t->meta_writing, true);
 	}
 	pthread_mutex_unlock(&t->meta_lock);
 	return r;
@@ -1714,7 +1716,7 @@ meta_clean(struct tier *t)
 	pthread_mutex_lock(&t->meta_lock);
 	if (meta_read(t, &m) == 0) {
 		validator_of(t, &v, &have);
-		if (!t->meta_writing && HAS_VALIDATOR(t->kind) &&
+		if (!atomic_load(&t->meta_writing) && HAS_VALIDATOR(t->kind) &&
 		    (have != t->has_v || (have && !validator_same(&v, &t->v)))) {
 			pthread_mutex_lock(&t->lock);
 			t->st.stale_drops += drop_all(t, false);
@@ -1726,7 +1728,7 @@ meta_clean(struct tier *t)
 		t->v = v;
 		t->has_v = have;
 		if (meta_write(t, m.ident, M_CLEAN) == 0)
-			t->meta_writing = false;
+			atomic_store(&t->meta_writing, false);
 	}
 	pthread_mutex_unlock(&t->meta_lock);
 }
@@ -2590,7 +2592,7 @@ tier_detach(clio_dev *d)
 	if (t->ndirty > 0)
 		r = wb_all(t, true, 0, 0);
 	__atomic_store_n(&d->tier, NULL, __ATOMIC_RELEASE);
-	if (t->meta_writing || HAS_VALIDATOR(t->kind))
+	if (atomic_load(&t->meta_writing) || HAS_VALIDATOR(t->kind))
 		meta_clean(t);
 	pthread_mutex_lock(&attach_lock);
 	pool_leave(t);
