@@ -17,6 +17,7 @@ command -v python3 >/dev/null 2>&1 || { echo "python3 not found"; exit 77; }
 command -v nbdkit >/dev/null 2>&1 || { echo "nbdkit not found (apt-get install nbdkit)"; exit 77; }
 command -v ganesha.nfsd >/dev/null 2>&1 || { echo "ganesha.nfsd not found (apt-get install nfs-ganesha nfs-ganesha-vfs)"; exit 77; }
 [ "$(id -u)" -eq 0 ] || { echo "the NFS rows need root (a private namespace)"; exit 77; }
+[ "${CLIO_FLAVOUR:-plain}" = plain ] || { echo "the bench's tables are checked in the plain run"; exit 77; }
 [ -x "$(dirname "$CLIO")/tests/tools/rpcproxy" ] || fail "rpcproxy not built (make tests)"
 mkdir "$tmp/dir"
 
