@@ -2,7 +2,7 @@
 # functions.sh - what the end-to-end tests share.  Source it first:
 #   . "$(dirname "$0")/functions.sh"
 # It checks $CLIO, makes $tmp (removed on exit), and defines fail,
-# json_num and in_range.
+# json_num, in_range and running.
 : "${CLIO:?CLIO must name the clio command}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -22,4 +22,13 @@ in_range() {
 	else
 		fail "$1 = '$2', not in [$3, $4]"
 	fi
+}
+
+# running PID: PID is a live process.  A daemon that ended is no child of
+# the test: it stays a zombie, which kill -0 still finds, until init
+# reaps it, which may take a second or more.
+running() {
+	kill -0 "$1" 2>/dev/null || return 1
+	state=$(sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' "/proc/$1/status" 2>/dev/null)
+	[ -n "$state" ] && [ "$state" != Z ]
 }

@@ -17,7 +17,7 @@ nbd_stop() {
 	for p in $nbd_pids; do
 		kill "$p" 2>/dev/null
 		i=0
-		while kill -0 "$p" 2>/dev/null && [ $i -lt 50 ]; do
+		while running "$p" && [ $i -lt 50 ]; do
 			sleep 0.1; i=$((i + 1))
 		done
 		kill -9 "$p" 2>/dev/null
