@@ -56,6 +56,29 @@ bench_reap(pid_t *pid)
 }
 
 bool
+bench_running(pid_t pid)
+{
+	char path[64], buf[256];
+	ssize_t n;
+	int fd;
+
+	if (kill(pid, 0) < 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	/* "pid (comm) S ...": the state follows the last ')' */
+	const char *e = strrchr(buf, ')');
+	return e == NULL || e[1] != ' ' || e[2] != 'Z';
+}
+
+bool
 bench_wait_for(const char *path, const char *text, pid_t alive, int ms)
 {
 	static char buf[65536];

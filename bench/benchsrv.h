@@ -26,6 +26,9 @@ struct bench_nfs {
 pid_t bench_spawn(char *const argv[], const char *out);
 /* SIGTERM, then SIGKILL after 5 s; reaped; *pid set to 0. */
 void bench_reap(pid_t *pid);
+/* pid is a live process: a daemon that ended stays a zombie, which
+ * kill(pid, 0) still finds, until init reaps it. */
+bool bench_running(pid_t pid);
 /* Wait up to ms for path to exist (with text: to contain it); false if
  * alive (> 0) exits first or the time runs out. */
 bool bench_wait_for(const char *path, const char *text, pid_t alive, int ms);

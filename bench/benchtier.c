@@ -131,7 +131,7 @@ nbdkit_stop(struct tctx *x)
 	if (x->nbdkit <= 0)
 		return;
 	kill(x->nbdkit, SIGTERM);
-	for (int i = 0; i < 50 && kill(x->nbdkit, 0) == 0; i++)
+	for (int i = 0; i < 50 && bench_running(x->nbdkit); i++)
 		usleep(100000);
 	kill(x->nbdkit, SIGKILL);
 	x->nbdkit = 0;
