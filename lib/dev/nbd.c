@@ -14,6 +14,18 @@
  * flush; otherwise it succeeds at once and clio info shows can_flush=0
  * (such a server offers no way to make writes durable).
  *
+ * An export whose size is no multiple of its minimum block size (odd):
+ * a client that asked for the block sizes with NBD_OPT_GO MUST keep to
+ * them, and no request may end past the size, so its last bytes (the
+ * tail, from the size rounded down to the minimum) are out of reach.  A
+ * client that did not ask is bound to nothing, and the server MUST then
+ * fail a request it cannot serve cleanly.  So each connection learns the
+ * sizes with NBD_OPT_INFO, which commits to nothing; for an odd export it
+ * enters NBD_OPT_GO without asking for them, keeps every request to the
+ * minimum but those of the tail, which go as they are (a piece across
+ * the tail's start is cut there, a short count), and open reads the
+ * tail once: a server that refuses it fails the open, with the sizes.
+ *
  * Threading model:
  *  1. Each connection has one libnbd handle and one thread that drives
  *     it (conn_main): poll(2) on the handle's socket, in the direction
@@ -62,6 +74,7 @@ struct nbd_dev;
 struct nbd_cmd {
 	struct dev_io *p;
 	struct nbd_conn *c;
+	size_t len;		/* of p moved by this command (odd exports) */
 	void *bounce;		/* several iovecs: the data in one buffer */
 	int err;		/* errno from libnbd, 0 on success */
 	struct nbd_cmd *next;	/* c->done */
@@ -80,6 +93,10 @@ struct nbd_conn {
 	pthread_mutex_t lock;	/* done, stop */
 	struct nbd_cmd *done_head, *done_tail;
 	bool stop;
+	/* NBD_OPT_INFO's block sizes (0: none), and whether NBD_OPT_GO went
+	 * without asking for them (an odd export) */
+	int64_t info_min, info_pref, info_max;
+	bool odd;
 };
 
 struct nbd_dev {
@@ -89,6 +106,8 @@ struct nbd_dev {
 	uint32_t qd;
 	atomic_uint next;	/* round robin over the connections */
 	int64_t bmin, bpref, bmax;
+	bool odd;		/* an odd export (the header) */
+	uint64_t tail;		/* where its tail starts (may be 0) */
 	bool can_flush, can_fua, can_multi_conn, can_trim, can_zero, server_ro;
 };
 
@@ -165,10 +184,22 @@ cmd_buffer(struct nbd_cmd *cmd)
 
 	if (flat != NULL)
 		return flat;
-	cmd->bounce = malloc(p->len ? p->len : 1);
+	cmd->bounce = malloc(cmd->len ? cmd->len : 1);
 	if (cmd->bounce != NULL && p->op == CLIO_OP_WRITE)
-		iov_to_buf(p->iov, p->iovcnt, 0, cmd->bounce, p->len);
+		iov_to_buf(p->iov, p->iovcnt, 0, cmd->bounce, cmd->len);
 	return cmd->bounce;
+}
+
+/* The bytes of p one command moves: all, but on an odd export a piece
+ * across the tail's start stops there (the device layer issues the rest
+ * again, dev.h rule 3), so that only the tail is unaligned. */
+static size_t
+cmd_len(const struct nbd_dev *nd, const struct dev_io *p)
+{
+	if (nd->odd && p->op != CLIO_OP_FLUSH && p->off < nd->tail &&
+	    p->off + p->len > nd->tail)
+		return (size_t)(nd->tail - p->off);
+	return p->len;
 }
 
 /* Start cmd's command with a completion callback: 0, 1 when it is done
@@ -191,9 +222,9 @@ cmd_start(struct nbd_cmd *cmd)
 		if ((buf = cmd_buffer(cmd)) == NULL)
 			return -ENOMEM;
 		if (p->op == CLIO_OP_READ)
-			cookie = nbd_aio_pread(c->h, buf, p->len, p->off, cb, 0);
+			cookie = nbd_aio_pread(c->h, buf, cmd->len, p->off, cb, 0);
 		else
-			cookie = nbd_aio_pwrite(c->h, buf, p->len, p->off, cb, 0);
+			cookie = nbd_aio_pwrite(c->h, buf, cmd->len, p->off, cb, 0);
 	}
 	if (cookie == -1) {
 		int e = nbd_errno_of(c->h);
@@ -214,9 +245,9 @@ cmd_finish(struct nbd_cmd *cmd)
 	if (cmd->err != 0)
 		r = -cmd->err;
 	else
-		r = p->op == CLIO_OP_FLUSH ? 0 : (ssize_t)p->len;
+		r = p->op == CLIO_OP_FLUSH ? 0 : (ssize_t)cmd->len;
 	if (r > 0 && p->op == CLIO_OP_READ && cmd->bounce != NULL)
-		buf_to_iov(p->iov, p->iovcnt, 0, cmd->bounce, p->len);
+		buf_to_iov(p->iov, p->iovcnt, 0, cmd->bounce, cmd->len);
 	free(cmd->bounce);
 	cmd->bounce = NULL;
 	return r;
@@ -244,6 +275,7 @@ nbd_submit(clio_dev *d, struct dev_io *p)
 	}
 	cmd->p = p;
 	cmd->c = c;
+	cmd->len = cmd_len(nd, p);
 	r = cmd_start(cmd);
 	if (r != 0) {
 		cmd->err = r < 0 ? -r : 0;
@@ -261,7 +293,8 @@ nbd_io(clio_dev *d, struct dev_io *p)
 	struct nbd_dev *nd = d->priv;
 	pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
 	pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-	struct nbd_cmd cmd = { .p = p, .sync = true, .m = &m, .cv = &cv };
+	struct nbd_cmd cmd = { .p = p, .len = cmd_len(nd, p), .sync = true,
+			       .m = &m, .cv = &cv };
 	int r;
 
 	cmd.c = pick_conn(nd);
@@ -274,8 +307,8 @@ nbd_io(clio_dev *d, struct dev_io *p)
 		} else if ((buf = cmd_buffer(&cmd)) == NULL) {
 			return -ENOMEM;
 		} else if ((p->op == CLIO_OP_READ
-				    ? nbd_pread(cmd.c->h, buf, p->len, p->off, 0)
-				    : nbd_pwrite(cmd.c->h, buf, p->len, p->off, 0)) == -1) {
+				    ? nbd_pread(cmd.c->h, buf, cmd.len, p->off, 0)
+				    : nbd_pwrite(cmd.c->h, buf, cmd.len, p->off, 0)) == -1) {
 			cmd.err = nbd_errno_of(cmd.c->h);
 		}
 		return cmd_finish(&cmd);
@@ -423,6 +456,9 @@ nbd_params(clio_dev *d, struct dev_params *o)
 	dev_param(o, "block_min", "%lld", (long long)nd->bmin);
 	dev_param(o, "block_preferred", "%lld", (long long)nd->bpref);
 	dev_param(o, "block_max", "%lld", (long long)nd->bmax);
+	if (nd->odd)
+		dev_param(o, "unaligned_tail", "%llu",
+			  (unsigned long long)(d->size - nd->tail));
 	dev_param(o, "read_only", "%d", nd->server_ro);
 	dev_param(o, "can_flush", "%d", nd->can_flush);
 	dev_param(o, "can_fua", "%d", nd->can_fua);
@@ -490,24 +526,83 @@ split_uri(struct nbd_dev *nd, const char *spec, char *err, size_t errlen)
 	return uri_take_query(spec, nbd_take_key, &sp, &nd->uri);
 }
 
+/* The connection's handshake: NBD_OPT_INFO learns the block sizes
+ * without committing to them, then NBD_OPT_GO asks for them unless the
+ * export is odd (the header).  A server that offers no options (or no
+ * NBD_OPT_INFO) goes the usual way. */
 static int
 conn_connect(struct nbd_conn *c, const char *spec, char *err, size_t errlen)
 {
+	struct nbd_handle *h;
 	int r;
 
-	c->h = nbd_create();
-	if (c->h == NULL) {
+	c->h = h = nbd_create();
+	if (h == NULL) {
 		r = nbd_errno();
 		set_err(err, errlen, "%s: %s", spec, nbd_get_error());
 		return -r;
 	}
-	(void)nbd_set_pread_initialize(c->h, false);
-	if (nbd_connect_uri(c->h, c->nd->uri) == -1) {
-		r = nbd_errno();
-		set_err(err, errlen, "%s: %s", spec, nbd_get_error());
-		return -r;
+	(void)nbd_set_pread_initialize(h, false);
+	if (nbd_set_opt_mode(h, true) == -1 || nbd_connect_uri(h, c->nd->uri) == -1)
+		goto fail;
+	if (nbd_aio_is_negotiating(h) != 1)
+		return 0;
+	if (nbd_opt_info(h) == 0) {
+		int64_t size = nbd_get_size(h);
+
+		c->info_min = nbd_get_block_size(h, LIBNBD_SIZE_MINIMUM);
+		c->info_pref = nbd_get_block_size(h, LIBNBD_SIZE_PREFERRED);
+		c->info_max = nbd_get_block_size(h, LIBNBD_SIZE_MAXIMUM);
+		if (size > 0 && c->info_min > 1 && size % c->info_min != 0) {
+			c->odd = true;
+			if (nbd_set_request_block_size(h, false) == -1 ||
+			    nbd_set_strict_mode(h, nbd_get_strict_mode(h) &
+						       ~LIBNBD_STRICT_ALIGN) == -1)
+				goto fail;
+		}
 	}
-	return 0;
+	if (nbd_opt_go(h) == 0)
+		return 0;
+	if (c->odd) { /* -ENOTSUP: the export is fine, this client cannot */
+		int64_t size = nbd_get_size(h);
+
+		set_err(err, errlen,
+			"%s: export size %lld is not a multiple of the server's minimum block size %lld, "
+			"and the server serves only clients bound to it, which cannot reach its last %lld bytes (%s)",
+			spec, (long long)size, (long long)c->info_min,
+			(long long)(size % c->info_min), nbd_get_error());
+		return -ENOTSUP;
+	}
+fail:
+	r = nbd_errno_of(h);
+	set_err(err, errlen, "%s: %s", spec, nbd_get_error());
+	return -r;
+}
+
+/* An odd export's tail, read once at open: the server serves it, or the
+ * open fails saying why. */
+static int
+probe_tail(clio_dev *d, struct nbd_dev *nd, const char *spec, char *err,
+	   size_t errlen)
+{
+	struct nbd_handle *h = nd->conns[0].h;
+	size_t n = (size_t)(d->size - nd->tail);
+	void *buf = malloc(n);
+	int r = 0;
+
+	if (buf == NULL)
+		return -ENOMEM;
+	if (nbd_pread(h, buf, n, nd->tail, 0) == -1) {
+		r = -ENOTSUP;
+		set_err(err, errlen,
+			"%s: export size %llu is not a multiple of the server's minimum block size %lld, "
+			"and the server refuses a read of its last %zu bytes (%s); "
+			"NBD allows no request past the end of an export",
+			spec, (unsigned long long)d->size, (long long)nd->bmin, n,
+			strerror(nbd_errno_of(h)));
+	}
+	free(buf);
+	return r;
 }
 
 /* What the server says about the export (the first connection). */
@@ -533,6 +628,11 @@ read_export(clio_dev *d, struct nbd_dev *nd, const char *spec, char *err,
 	nd->bmin = nbd_get_block_size(h, LIBNBD_SIZE_MINIMUM);
 	nd->bpref = nbd_get_block_size(h, LIBNBD_SIZE_PREFERRED);
 	nd->bmax = nbd_get_block_size(h, LIBNBD_SIZE_MAXIMUM);
+	if (nd->conns[0].odd) { /* NBD_OPT_GO did not ask: NBD_OPT_INFO's */
+		nd->bmin = nd->conns[0].info_min;
+		nd->bpref = nd->conns[0].info_pref;
+		nd->bmax = nd->conns[0].info_max;
+	}
 	d->sector = nd->bmin > 512 ? (uint32_t)nd->bmin : 512;
 	d->maxio = nd->bmax > 0 && nd->bmax < NBD_MAXIO_LIMIT ? (uint32_t)nd->bmax
 							      : NBD_MAXIO_LIMIT;
@@ -540,6 +640,11 @@ read_export(clio_dev *d, struct nbd_dev *nd, const char *spec, char *err,
 		set_err(err, errlen, "%s: minimum block size %lld above the maximum %u",
 			spec, (long long)nd->bmin, d->maxio);
 		return -EINVAL;
+	}
+	if (nd->conns[0].odd && nd->bmin > 1 && d->size % (uint64_t)nd->bmin != 0) {
+		nd->odd = true;
+		nd->tail = d->size - d->size % (uint64_t)nd->bmin;
+		return probe_tail(d, nd, spec, err, errlen);
 	}
 	return 0;
 }
