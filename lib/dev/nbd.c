@@ -330,28 +330,34 @@ nbd_io(clio_dev *d, struct dev_io *p)
 }
 
 /* Complete what the callbacks queued (threading rule 2); false once the
- * connection is to stop. */
+ * connection is to stop.  A completion may start pieces whose commands
+ * this thread queues at once (a dead handle refuses them) without a
+ * wake: the queue is taken again until it is empty, or poll(2) would
+ * wait for them forever. */
 static bool
 conn_dispatch(struct nbd_conn *c)
 {
 	struct nbd_cmd *list, *cmd;
 	bool stop;
 
-	pthread_mutex_lock(&c->lock);
-	list = c->done_head;
-	c->done_head = c->done_tail = NULL;
-	stop = c->stop;
-	pthread_mutex_unlock(&c->lock);
-	while ((cmd = list) != NULL) {
-		struct dev_io *p = cmd->p;
-		ssize_t r;
+	for (;;) {
+		pthread_mutex_lock(&c->lock);
+		list = c->done_head;
+		c->done_head = c->done_tail = NULL;
+		stop = c->stop;
+		pthread_mutex_unlock(&c->lock);
+		if (list == NULL)
+			return !stop;
+		while ((cmd = list) != NULL) {
+			struct dev_io *p = cmd->p;
+			ssize_t r;
 
-		list = cmd->next;
-		r = cmd_finish(cmd);
-		free(cmd);
-		dev_piece_done(p, r);
+			list = cmd->next;
+			r = cmd_finish(cmd);
+			free(cmd);
+			dev_piece_done(p, r);
+		}
 	}
-	return !stop;
 }
 
 static void *
