@@ -7,7 +7,10 @@
 # wake by the connection's own thread, and clio dd waited for them for
 # ever), so that clio dd fails within seconds with exit 74, saying the
 # write-back failed (at fsync with conv=fsync, at close without): the
-# dirty data is reported lost, never silently dropped.
+# dirty data is reported lost, never silently dropped.  Behind clio
+# serve, the device's server killed in a copy out: the reads fail with
+# EIO (ENOTCONN, which NBD cannot carry, went out as EINVAL, blaming the
+# client's request).
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/nbd-common.sh"
 
@@ -37,4 +40,28 @@ die() {
 
 die notrunc,fsync "fsync failed for"
 die notrunc "error closing"
+
+# ------------------------------------------------------------ clio serve
+nbdkit -U "$tmp/inner" --pidfile "$tmp/inner.pid" --filter=delay memory 64M rdelay=300ms ||
+	fail "the inner nbdkit did not start"
+nbd_wait_pid "$tmp/inner.pid"
+inner=$nbd_pids
+rm -f "$sock" # left by the server killed last
+"$CLIO" serve "nbd+unix:///?socket=$tmp/inner" --socket "$sock" --pidfile "$tmp/serve.pid" ||
+	fail "clio serve did not start"
+nbd_wait_pid "$tmp/serve.pid"
+nbd_pids="$nbd_pids $inner"
+( sleep 1; kill -9 "$inner" ) &
+killer=$!
+start=$(date +%s)
+timeout -s KILL 30 "$CLIO" dd if="$uri" of=/dev/null bs=64k 2>"$tmp/err"
+rc=$?
+wait $killer
+secs=$(( $(date +%s) - start ))
+cat "$tmp/err"
+[ $rc -ne 0 ] && [ $rc -ne 137 ] || fail "clio serve: clio dd from it exit $rc"
+[ $secs -le 10 ] || fail "clio serve: clio dd took ${secs}s to fail"
+grep -q "error reading '$uri': Input/output error" "$tmp/err" ||
+	fail "clio serve: the dead device's reads do not fail with EIO"
+echo "ok: clio serve: its device's server killed, reads through it fail with EIO in ${secs}s"
 exit 0
