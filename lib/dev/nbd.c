@@ -647,7 +647,15 @@ read_export(clio_dev *d, struct nbd_dev *nd, const char *spec, char *err,
 			spec, (long long)nd->bmin, d->maxio);
 		return -EINVAL;
 	}
-	if (nd->conns[0].odd && nd->bmin > 1 && d->size % (uint64_t)nd->bmin != 0) {
+	if (nd->bmin > 1 && d->size % (uint64_t)nd->bmin != 0) {
+		if (!nd->conns[0].odd) { /* no NBD_OPT_INFO: bound to the minimum */
+			set_err(err, errlen,
+				"%s: export size %llu is not a multiple of the server's minimum block size %lld, "
+				"which binds this client (the server has no NBD_OPT_INFO): its last %llu bytes are out of reach",
+				spec, (unsigned long long)d->size, (long long)nd->bmin,
+				(unsigned long long)(d->size % (uint64_t)nd->bmin));
+			return -ENOTSUP;
+		}
 		nd->odd = true;
 		nd->tail = d->size - d->size % (uint64_t)nd->bmin;
 		return probe_tail(d, nd, spec, err, errlen);
