@@ -9,7 +9,8 @@
 # writes of clio dd conv=fsync spread over the connections and the FLUSH
 # is sent only once every write before it has been answered (NBD: a
 # flush covers the writes whose replies came before it), as nbdkit's log
-# filter records.  Every server is stopped by its pid (nbd_stop).
+# filter records; a server that takes one connection (nbdkit's limit
+# filter) serves conns=4 over the one it takes.  Every server is stopped by its pid (nbd_stop).
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/nbd-common.sh"
 
@@ -88,4 +89,15 @@ assert len(conns) >= 2, ("the writes used one connection", conns)
 print("ok: conns=4: writes on %d connections, %d FLUSH after every write answered"
       % (len(conns), flushes))
 PY
+
+# ------------------------------------------------------------ fewer connections
+nbd_start --filter=limit memory 64M limit=1
+"$CLIO" dd if="$tmp/pat" of="$uri&conns=4" bs=1M conv=notrunc,fsync 2>"$tmp/err" ||
+	{ cat "$tmp/err"; fail "limit=1, conns=4: clio dd in"; }
+"$CLIO" dd if="$uri&conns=4" of="$tmp/back" bs=1M count=8 2>"$tmp/err" && cmp "$tmp/back" "$tmp/pat" ||
+	{ cat "$tmp/err"; fail "limit=1, conns=4: read back"; }
+"$CLIO" info "$uri&conns=4" >"$tmp/info" || fail "limit=1, conns=4: clio info"
+grep -qx "  connections=1" "$tmp/info" && grep -qx "  connections_asked=4" "$tmp/info" ||
+	{ cat "$tmp/info"; fail "limit=1, conns=4: clio info does not show 1 of 4 connections"; }
+echo "ok: a server taking one connection: conns=4 runs on it, written and read back"
 exit 0

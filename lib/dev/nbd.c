@@ -5,7 +5,8 @@
  * URIs, with two query keys of clio's own that are taken out before the
  * URI goes to nbd_connect_uri: `qd=N` (requests in flight on a
  * connection, default 16) and `conns=N` (connections, default 1; more
- * only when the server offers multi-conn).
+ * only when the server offers multi-conn, and as many of them as the
+ * server takes: a connection after the first that fails is left out).
  *
  * What the server says is the device: its size (fixed), read-only
  * (nbd_is_read_only), the minimum block size as the sector size (512
@@ -697,8 +698,26 @@ dev_nbd_open(const char *spec, int flags, clio_dev **dp, char *err,
 		pthread_mutex_init(&c->lock, NULL);
 		nd->nconns = i + 1;
 		r = conn_connect(c, spec, err, errlen);
+		if (r < 0 && i > 0) {
+			/* a server that takes fewer connections than asked
+			 * (nbdkit's limit filter): those it took */
+			nbd_close(c->h);
+			c->h = NULL;
+			pthread_mutex_destroy(&c->lock);
+			nd->nconns = i;
+			if (err != NULL && errlen > 0)
+				err[0] = '\0';
+			break;
+		}
 		if (r < 0)
 			goto fail;
+		if (i > 0 && nbd_get_size(c->h) != (int64_t)d->size) {
+			set_err(err, errlen, "%s: connection %d has size %lld, the first %llu",
+				spec, i + 1, (long long)nbd_get_size(c->h),
+				(unsigned long long)d->size);
+			r = -EIO;
+			goto fail;
+		}
 		if (i == 0) {
 			r = read_export(d, nd, spec, err, errlen);
 			if (r < 0)
