@@ -20,9 +20,10 @@
  * them, and no request may end past the size, so its last bytes (the
  * tail, from the size rounded down to the minimum) are out of reach.  A
  * client that did not ask is bound to nothing, and the server MUST then
- * fail a request it cannot serve cleanly.  So each connection learns the
- * sizes with NBD_OPT_INFO, which commits to nothing; for an odd export it
- * enters NBD_OPT_GO without asking for them, keeps every request to the
+ * fail a request it cannot serve cleanly.  So the first connection that
+ * finds an odd export is made again, and so are the later ones: they
+ * learn the sizes with NBD_OPT_INFO, which commits to nothing, enter
+ * NBD_OPT_GO without asking for them, keep every request to the
  * minimum but those of the tail, which go as they are (a piece across
  * the tail's start is cut there, a short count), and open reads the
  * tail once: a server that refuses it fails the open, with the sizes.
@@ -108,6 +109,7 @@ struct nbd_dev {
 	atomic_uint next;	/* round robin over the connections */
 	int64_t bmin, bpref, bmax;
 	bool odd;		/* an odd export (the header) */
+	bool odd_handshake;	/* connect with conn_connect_odd */
 	uint64_t tail;		/* where its tail starts (may be 0) */
 	bool can_flush, can_fua, can_multi_conn, can_trim, can_zero, server_ro;
 };
@@ -533,23 +535,16 @@ split_uri(struct nbd_dev *nd, const char *spec, char *err, size_t errlen)
 	return uri_take_query(spec, nbd_take_key, &sp, &nd->uri);
 }
 
-/* The connection's handshake: NBD_OPT_INFO learns the block sizes
- * without committing to them, then NBD_OPT_GO asks for them unless the
- * export is odd (the header).  A server that offers no options (or no
- * NBD_OPT_INFO) goes the usual way. */
+/* The handshake of an odd export (the header): NBD_OPT_INFO learns the
+ * block sizes without committing to them, then NBD_OPT_GO goes without
+ * asking for them.  A server that offers no options (or no NBD_OPT_INFO)
+ * goes the usual way, bound to its minimum (read_export refuses that). */
 static int
-conn_connect(struct nbd_conn *c, const char *spec, char *err, size_t errlen)
+conn_connect_odd(struct nbd_conn *c, const char *spec, char *err, size_t errlen)
 {
-	struct nbd_handle *h;
+	struct nbd_handle *h = c->h;
 	int r;
 
-	c->h = h = nbd_create();
-	if (h == NULL) {
-		r = nbd_errno();
-		set_err(err, errlen, "%s: %s", spec, nbd_get_error());
-		return -r;
-	}
-	(void)nbd_set_pread_initialize(h, false);
 	if (nbd_set_opt_mode(h, true) == -1 || nbd_connect_uri(h, c->nd->uri) == -1)
 		goto fail;
 	if (nbd_aio_is_negotiating(h) != 1)
@@ -584,6 +579,42 @@ fail:
 	r = nbd_errno_of(h);
 	set_err(err, errlen, "%s: %s", spec, nbd_get_error());
 	return -r;
+}
+
+/* A handle for c, connected: the usual handshake (bound to the block
+ * sizes), unless it shows an odd export, which is connected again with
+ * conn_connect_odd (and so are the device's later connections). */
+static int
+conn_connect(struct nbd_conn *c, const char *spec, char *err, size_t errlen)
+{
+	struct nbd_dev *nd = c->nd;
+	int64_t size, min;
+	int r;
+
+	for (;;) {
+		c->h = nbd_create();
+		if (c->h == NULL) {
+			r = nbd_errno();
+			set_err(err, errlen, "%s: %s", spec, nbd_get_error());
+			return -r;
+		}
+		(void)nbd_set_pread_initialize(c->h, false);
+		if (nd->odd_handshake)
+			return conn_connect_odd(c, spec, err, errlen);
+		if (nbd_connect_uri(c->h, nd->uri) == -1) {
+			r = nbd_errno();
+			set_err(err, errlen, "%s: %s", spec, nbd_get_error());
+			return -r;
+		}
+		size = nbd_get_size(c->h);
+		min = nbd_get_block_size(c->h, LIBNBD_SIZE_MINIMUM);
+		if (!(size > 0 && min > 1 && size % min != 0))
+			return 0;
+		nd->odd_handshake = true;
+		conn_shutdown(c);
+		nbd_close(c->h);
+		c->h = NULL;
+	}
 }
 
 /* An odd export's tail, read once at open: the server serves it, or the
