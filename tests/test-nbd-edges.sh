@@ -10,7 +10,8 @@
 # is sent only once every write before it has been answered (NBD: a
 # flush covers the writes whose replies came before it), as nbdkit's log
 # filter records; a server that takes one connection (nbdkit's limit
-# filter) serves conns=4 over the one it takes.  Every server is stopped by its pid (nbd_stop).
+# filter) serves conns=4 over the one it takes; through clio serve, one
+# FLUSH makes the writes of four connections durable.  Every server is stopped by its pid (nbd_stop).
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/nbd-common.sh"
 
@@ -100,4 +101,21 @@ nbd_start --filter=limit memory 64M limit=1
 grep -qx "  connections=1" "$tmp/info" && grep -qx "  connections_asked=4" "$tmp/info" ||
 	{ cat "$tmp/info"; fail "limit=1, conns=4: clio info does not show 1 of 4 connections"; }
 echo "ok: a server taking one connection: conns=4 runs on it, written and read back"
+
+# ------------------------------------------------------------ clio serve, one FLUSH
+# clio serve offers multi-conn: one FLUSH, on one of four connections,
+# makes the writes of all four durable (the server killed with SIGKILL
+# right after, the file holds them)
+truncate -s 8M "$tmp/disk"
+nbd_stop
+"$CLIO" serve "file:$tmp/disk" --socket "$sock" --pidfile "$tmp/serve.pid" ||
+	fail "clio serve did not start"
+nbd_wait_pid "$tmp/serve.pid"
+"$CLIO" dd if="$tmp/pat" of="$uri&conns=4" bs=1M conv=notrunc,fsync 2>"$tmp/err" ||
+	{ cat "$tmp/err"; fail "clio serve, conns=4: clio dd in"; }
+grep -q "^$uri&conns=4: 0 reads, 8 writes" "$tmp/err" || { cat "$tmp/err"; fail "clio serve, conns=4: not 8 writes"; }
+kill -9 $nbd_pids
+cmp "$tmp/disk" "$tmp/pat" || fail "clio serve: writes on four connections not durable after one FLUSH"
+nbd_pids=""
+echo "ok: clio serve: one FLUSH made the writes of four connections durable (SIGKILL after)"
 exit 0
