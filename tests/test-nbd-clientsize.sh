@@ -13,6 +13,7 @@
 # and qemu-img copy the odd export whole through clio serve.
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/nbd-common.sh"
+nbd_with_clio # clio serve: the sanitizer runtimes preloaded under ASan
 seed=${SEED:-$(date +%s)}
 trap 'rc=$?; [ $rc -ne 0 ] && echo "seed $seed (SEED=$seed to repeat)"; nbd_stop; rm -rf "$tmp"' EXIT
 # gen FILE SIZE SALT: SIZE seeded random bytes
@@ -97,7 +98,7 @@ for peer in nbdcopy qemu-img; do
 	echo "info: $peer directly on size $size, minimum 4096: $res"
 done
 mv "$sock" "$tmp/inner"
-"$CLIO" serve "nbd+unix:///?socket=$tmp/inner" --socket "$sock" --pidfile "$tmp/serve.pid" ||
+env $nbd_env "$CLIO" serve "nbd+unix:///?socket=$tmp/inner" --socket "$sock" --pidfile "$tmp/serve.pid" ||
 	fail "clio serve of the odd export did not start"
 nbd_wait_pid "$tmp/serve.pid"
 nbd_pids="$nbd_pids $inner"

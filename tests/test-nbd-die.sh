@@ -13,6 +13,7 @@
 # client's request).
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/nbd-common.sh"
+nbd_with_clio # clio serve: the sanitizer runtimes preloaded under ASan
 
 head -c 33554432 /dev/urandom >"$tmp/pat"
 
@@ -47,7 +48,7 @@ nbdkit -U "$tmp/inner" --pidfile "$tmp/inner.pid" --filter=delay memory 64M rdel
 nbd_wait_pid "$tmp/inner.pid"
 inner=$nbd_pids
 rm -f "$sock" # left by the server killed last
-"$CLIO" serve "nbd+unix:///?socket=$tmp/inner" --socket "$sock" --pidfile "$tmp/serve.pid" ||
+env $nbd_env "$CLIO" serve "nbd+unix:///?socket=$tmp/inner" --socket "$sock" --pidfile "$tmp/serve.pid" ||
 	fail "clio serve did not start"
 nbd_wait_pid "$tmp/serve.pid"
 nbd_pids="$nbd_pids $inner"

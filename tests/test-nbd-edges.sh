@@ -14,6 +14,7 @@
 # FLUSH makes the writes of four connections durable.  Every server is stopped by its pid (nbd_stop).
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/nbd-common.sh"
+nbd_with_clio # clio serve: the sanitizer runtimes preloaded under ASan
 
 # ------------------------------------------------------------ zero size
 nbd_start memory 0
@@ -108,7 +109,7 @@ echo "ok: a server taking one connection: conns=4 runs on it, written and read b
 # right after, the file holds them)
 truncate -s 8M "$tmp/disk"
 nbd_stop
-"$CLIO" serve "file:$tmp/disk" --socket "$sock" --pidfile "$tmp/serve.pid" ||
+env $nbd_env "$CLIO" serve "file:$tmp/disk" --socket "$sock" --pidfile "$tmp/serve.pid" ||
 	fail "clio serve did not start"
 nbd_wait_pid "$tmp/serve.pid"
 "$CLIO" dd if="$tmp/pat" of="$uri&conns=4" bs=1M conv=notrunc,fsync 2>"$tmp/err" ||
