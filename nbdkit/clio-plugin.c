@@ -43,7 +43,7 @@
  *     cache (a zero) or left alone (a trim, which promises nothing).
  *     Trim is offered when the device trims.
  * Errors go through nbdkit_error (one line naming the value) and
- * nbdkit_set_error(errno).
+ * nbdkit_set_error(errno), as an errno NBD has (wire_errno).
  */
 #define NBDKIT_API_VERSION 2
 #include <nbdkit-plugin.h>
@@ -118,6 +118,27 @@ clio_config_complete(void)
 	return 0;
 }
 
+/* NBD carries EPERM, EIO, ENOMEM, EINVAL, ENOSPC, EOVERFLOW, ENOTSUP and
+ * ESHUTDOWN (nbdkit maps EROFS, EDQUOT, EFBIG and EOPNOTSUPP to them);
+ * nbdkit sends any other errno as EINVAL, which would blame the client's
+ * request for what is the device's failure (ENOTCONN: a network device
+ * whose server died): those are EIO. */
+static int
+wire_errno(int e)
+{
+	switch (e) {
+	case EPERM: case EROFS: case EIO: case ENOMEM: case EINVAL:
+	case ENOSPC: case EDQUOT: case EFBIG: case EOVERFLOW:
+	case ENOTSUP: case ESHUTDOWN:
+#if EOPNOTSUPP != ENOTSUP
+	case EOPNOTSUPP:
+#endif
+		return e;
+	default:
+		return EIO;
+	}
+}
+
 static int
 open_device(void)
 {
@@ -130,7 +151,7 @@ open_device(void)
 	if (r < 0) {
 		nbdkit_error("cannot open device '%s': %s", device,
 			     err[0] ? err : strerror(-r));
-		nbdkit_set_error(-r);
+		nbdkit_set_error(wire_errno(-r));
 		return -1;
 	}
 	clio_dev_info(dev, &dev_info);
@@ -227,7 +248,7 @@ clio_plugin_open(int readonly)
 	if (r < 0) {
 		nbdkit_error("cannot open '%s' through the cache: %s", device,
 			     strerror(-r));
-		nbdkit_set_error(-r);
+		nbdkit_set_error(wire_errno(-r));
 		free(h);
 		return NULL;
 	}
@@ -268,7 +289,7 @@ clio_get_size(void *handle)
 
 	if (s < 0) {
 		nbdkit_error("size of '%s': %s", device, strerror((int)-s));
-		nbdkit_set_error((int)-s);
+		nbdkit_set_error(wire_errno((int)-s));
 		return -1;
 	}
 	return s;
@@ -322,7 +343,7 @@ fail_with(const char *what, uint32_t count, uint64_t offset, ssize_t r)
 {
 	nbdkit_error("%s of %u bytes at %llu on '%s': %s", what, count,
 		     (unsigned long long)offset, device, strerror((int)-r));
-	nbdkit_set_error((int)-r);
+	nbdkit_set_error(wire_errno((int)-r));
 	return -1;
 }
 
@@ -375,7 +396,7 @@ fua(struct conn *h, uint32_t flags)
 	r = clio_fsync(h->f);
 	if (r < 0) {
 		nbdkit_error("flush of '%s': %s", device, strerror(-r));
-		nbdkit_set_error(-r);
+		nbdkit_set_error(wire_errno(-r));
 		return -1;
 	}
 	return 0;

@@ -5,7 +5,8 @@
  * URIs, with two query keys of clio's own that are taken out before the
  * URI goes to nbd_connect_uri: `qd=N` (requests in flight on a
  * connection, default 16) and `conns=N` (connections, default 1; more
- * only when the server offers multi-conn).
+ * only when the server offers multi-conn, and as many of them as the
+ * server takes: a connection after the first that fails is left out).
  *
  * What the server says is the device: its size (fixed), read-only
  * (nbd_is_read_only), the minimum block size as the sector size (512
@@ -13,6 +14,19 @@
  * NBD's portable limit).  A flush is NBD_CMD_FLUSH when the server can
  * flush; otherwise it succeeds at once and clio info shows can_flush=0
  * (such a server offers no way to make writes durable).
+ *
+ * An export whose size is no multiple of its minimum block size (odd):
+ * a client that asked for the block sizes with NBD_OPT_GO MUST keep to
+ * them, and no request may end past the size, so its last bytes (the
+ * tail, from the size rounded down to the minimum) are out of reach.  A
+ * client that did not ask is bound to nothing, and the server MUST then
+ * fail a request it cannot serve cleanly.  So the first connection that
+ * finds an odd export is made again, and so are the later ones: they
+ * learn the sizes with NBD_OPT_INFO, which commits to nothing, enter
+ * NBD_OPT_GO without asking for them, keep every request to the
+ * minimum but those of the tail, which go as they are (a piece across
+ * the tail's start is cut there, a short count), and open reads the
+ * tail once: a server that refuses it fails the open, with the sizes.
  *
  * Threading model:
  *  1. Each connection has one libnbd handle and one thread that drives
@@ -62,6 +76,7 @@ struct nbd_dev;
 struct nbd_cmd {
 	struct dev_io *p;
 	struct nbd_conn *c;
+	size_t len;		/* of p moved by this command (odd exports) */
 	void *bounce;		/* several iovecs: the data in one buffer */
 	int err;		/* errno from libnbd, 0 on success */
 	struct nbd_cmd *next;	/* c->done */
@@ -80,6 +95,10 @@ struct nbd_conn {
 	pthread_mutex_t lock;	/* done, stop */
 	struct nbd_cmd *done_head, *done_tail;
 	bool stop;
+	/* NBD_OPT_INFO's block sizes (0: none), and whether NBD_OPT_GO went
+	 * without asking for them (an odd export) */
+	int64_t info_min, info_pref, info_max;
+	bool odd;
 };
 
 struct nbd_dev {
@@ -89,6 +108,9 @@ struct nbd_dev {
 	uint32_t qd;
 	atomic_uint next;	/* round robin over the connections */
 	int64_t bmin, bpref, bmax;
+	bool odd;		/* an odd export (the header) */
+	bool odd_handshake;	/* connect with conn_connect_odd */
+	uint64_t tail;		/* where its tail starts (may be 0) */
 	bool can_flush, can_fua, can_multi_conn, can_trim, can_zero, server_ro;
 };
 
@@ -165,10 +187,22 @@ cmd_buffer(struct nbd_cmd *cmd)
 
 	if (flat != NULL)
 		return flat;
-	cmd->bounce = malloc(p->len ? p->len : 1);
+	cmd->bounce = malloc(cmd->len ? cmd->len : 1);
 	if (cmd->bounce != NULL && p->op == CLIO_OP_WRITE)
-		iov_to_buf(p->iov, p->iovcnt, 0, cmd->bounce, p->len);
+		iov_to_buf(p->iov, p->iovcnt, 0, cmd->bounce, cmd->len);
 	return cmd->bounce;
+}
+
+/* The bytes of p one command moves: all, but on an odd export a piece
+ * across the tail's start stops there (the device layer issues the rest
+ * again, dev.h rule 3), so that only the tail is unaligned. */
+static size_t
+cmd_len(const struct nbd_dev *nd, const struct dev_io *p)
+{
+	if (nd->odd && p->op != CLIO_OP_FLUSH && p->off < nd->tail &&
+	    p->off + p->len > nd->tail)
+		return (size_t)(nd->tail - p->off);
+	return p->len;
 }
 
 /* Start cmd's command with a completion callback: 0, 1 when it is done
@@ -191,9 +225,9 @@ cmd_start(struct nbd_cmd *cmd)
 		if ((buf = cmd_buffer(cmd)) == NULL)
 			return -ENOMEM;
 		if (p->op == CLIO_OP_READ)
-			cookie = nbd_aio_pread(c->h, buf, p->len, p->off, cb, 0);
+			cookie = nbd_aio_pread(c->h, buf, cmd->len, p->off, cb, 0);
 		else
-			cookie = nbd_aio_pwrite(c->h, buf, p->len, p->off, cb, 0);
+			cookie = nbd_aio_pwrite(c->h, buf, cmd->len, p->off, cb, 0);
 	}
 	if (cookie == -1) {
 		int e = nbd_errno_of(c->h);
@@ -214,9 +248,9 @@ cmd_finish(struct nbd_cmd *cmd)
 	if (cmd->err != 0)
 		r = -cmd->err;
 	else
-		r = p->op == CLIO_OP_FLUSH ? 0 : (ssize_t)p->len;
+		r = p->op == CLIO_OP_FLUSH ? 0 : (ssize_t)cmd->len;
 	if (r > 0 && p->op == CLIO_OP_READ && cmd->bounce != NULL)
-		buf_to_iov(p->iov, p->iovcnt, 0, cmd->bounce, p->len);
+		buf_to_iov(p->iov, p->iovcnt, 0, cmd->bounce, cmd->len);
 	free(cmd->bounce);
 	cmd->bounce = NULL;
 	return r;
@@ -244,6 +278,7 @@ nbd_submit(clio_dev *d, struct dev_io *p)
 	}
 	cmd->p = p;
 	cmd->c = c;
+	cmd->len = cmd_len(nd, p);
 	r = cmd_start(cmd);
 	if (r != 0) {
 		cmd->err = r < 0 ? -r : 0;
@@ -261,7 +296,8 @@ nbd_io(clio_dev *d, struct dev_io *p)
 	struct nbd_dev *nd = d->priv;
 	pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
 	pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-	struct nbd_cmd cmd = { .p = p, .sync = true, .m = &m, .cv = &cv };
+	struct nbd_cmd cmd = { .p = p, .len = cmd_len(nd, p), .sync = true,
+			       .m = &m, .cv = &cv };
 	int r;
 
 	cmd.c = pick_conn(nd);
@@ -274,8 +310,8 @@ nbd_io(clio_dev *d, struct dev_io *p)
 		} else if ((buf = cmd_buffer(&cmd)) == NULL) {
 			return -ENOMEM;
 		} else if ((p->op == CLIO_OP_READ
-				    ? nbd_pread(cmd.c->h, buf, p->len, p->off, 0)
-				    : nbd_pwrite(cmd.c->h, buf, p->len, p->off, 0)) == -1) {
+				    ? nbd_pread(cmd.c->h, buf, cmd.len, p->off, 0)
+				    : nbd_pwrite(cmd.c->h, buf, cmd.len, p->off, 0)) == -1) {
 			cmd.err = nbd_errno_of(cmd.c->h);
 		}
 		return cmd_finish(&cmd);
@@ -297,28 +333,34 @@ nbd_io(clio_dev *d, struct dev_io *p)
 }
 
 /* Complete what the callbacks queued (threading rule 2); false once the
- * connection is to stop. */
+ * connection is to stop.  A completion may start pieces whose commands
+ * this thread queues at once (a dead handle refuses them) without a
+ * wake: the queue is taken again until it is empty, or poll(2) would
+ * wait for them forever. */
 static bool
 conn_dispatch(struct nbd_conn *c)
 {
 	struct nbd_cmd *list, *cmd;
 	bool stop;
 
-	pthread_mutex_lock(&c->lock);
-	list = c->done_head;
-	c->done_head = c->done_tail = NULL;
-	stop = c->stop;
-	pthread_mutex_unlock(&c->lock);
-	while ((cmd = list) != NULL) {
-		struct dev_io *p = cmd->p;
-		ssize_t r;
+	for (;;) {
+		pthread_mutex_lock(&c->lock);
+		list = c->done_head;
+		c->done_head = c->done_tail = NULL;
+		stop = c->stop;
+		pthread_mutex_unlock(&c->lock);
+		if (list == NULL)
+			return !stop;
+		while ((cmd = list) != NULL) {
+			struct dev_io *p = cmd->p;
+			ssize_t r;
 
-		list = cmd->next;
-		r = cmd_finish(cmd);
-		free(cmd);
-		dev_piece_done(p, r);
+			list = cmd->next;
+			r = cmd_finish(cmd);
+			free(cmd);
+			dev_piece_done(p, r);
+		}
 	}
-	return !stop;
 }
 
 static void *
@@ -423,6 +465,9 @@ nbd_params(clio_dev *d, struct dev_params *o)
 	dev_param(o, "block_min", "%lld", (long long)nd->bmin);
 	dev_param(o, "block_preferred", "%lld", (long long)nd->bpref);
 	dev_param(o, "block_max", "%lld", (long long)nd->bmax);
+	if (nd->odd)
+		dev_param(o, "unaligned_tail", "%llu",
+			  (unsigned long long)(d->size - nd->tail));
 	dev_param(o, "read_only", "%d", nd->server_ro);
 	dev_param(o, "can_flush", "%d", nd->can_flush);
 	dev_param(o, "can_fua", "%d", nd->can_fua);
@@ -490,24 +535,112 @@ split_uri(struct nbd_dev *nd, const char *spec, char *err, size_t errlen)
 	return uri_take_query(spec, nbd_take_key, &sp, &nd->uri);
 }
 
+/* The handshake of an odd export (the header): NBD_OPT_INFO learns the
+ * block sizes without committing to them, then NBD_OPT_GO goes without
+ * asking for them.  A server that offers no options (or no NBD_OPT_INFO)
+ * goes the usual way, bound to its minimum (read_export refuses that). */
+static int
+conn_connect_odd(struct nbd_conn *c, const char *spec, char *err, size_t errlen)
+{
+	struct nbd_handle *h = c->h;
+	int r;
+
+	if (nbd_set_opt_mode(h, true) == -1 || nbd_connect_uri(h, c->nd->uri) == -1)
+		goto fail;
+	if (nbd_aio_is_negotiating(h) != 1)
+		return 0;
+	if (nbd_opt_info(h) == 0) {
+		int64_t size = nbd_get_size(h);
+
+		c->info_min = nbd_get_block_size(h, LIBNBD_SIZE_MINIMUM);
+		c->info_pref = nbd_get_block_size(h, LIBNBD_SIZE_PREFERRED);
+		c->info_max = nbd_get_block_size(h, LIBNBD_SIZE_MAXIMUM);
+		if (size > 0 && c->info_min > 1 && size % c->info_min != 0) {
+			c->odd = true;
+			if (nbd_set_request_block_size(h, false) == -1 ||
+			    nbd_set_strict_mode(h, nbd_get_strict_mode(h) &
+						       ~LIBNBD_STRICT_ALIGN) == -1)
+				goto fail;
+		}
+	}
+	if (nbd_opt_go(h) == 0)
+		return 0;
+	if (c->odd) { /* -ENOTSUP: the export is fine, this client cannot */
+		int64_t size = nbd_get_size(h);
+
+		set_err(err, errlen,
+			"%s: export size %lld is not a multiple of the server's minimum block size %lld, "
+			"and the server serves only clients bound to it, which cannot reach its last %lld bytes (%s)",
+			spec, (long long)size, (long long)c->info_min,
+			(long long)(size % c->info_min), nbd_get_error());
+		return -ENOTSUP;
+	}
+fail:
+	r = nbd_errno_of(h);
+	set_err(err, errlen, "%s: %s", spec, nbd_get_error());
+	return -r;
+}
+
+/* A handle for c, connected: the usual handshake (bound to the block
+ * sizes), unless it shows an odd export, which is connected again with
+ * conn_connect_odd (and so are the device's later connections). */
 static int
 conn_connect(struct nbd_conn *c, const char *spec, char *err, size_t errlen)
 {
+	struct nbd_dev *nd = c->nd;
+	int64_t size, min;
 	int r;
 
-	c->h = nbd_create();
-	if (c->h == NULL) {
-		r = nbd_errno();
-		set_err(err, errlen, "%s: %s", spec, nbd_get_error());
-		return -r;
+	for (;;) {
+		c->h = nbd_create();
+		if (c->h == NULL) {
+			r = nbd_errno();
+			set_err(err, errlen, "%s: %s", spec, nbd_get_error());
+			return -r;
+		}
+		(void)nbd_set_pread_initialize(c->h, false);
+		if (nd->odd_handshake)
+			return conn_connect_odd(c, spec, err, errlen);
+		if (nbd_connect_uri(c->h, nd->uri) == -1) {
+			r = nbd_errno();
+			set_err(err, errlen, "%s: %s", spec, nbd_get_error());
+			return -r;
+		}
+		size = nbd_get_size(c->h);
+		min = nbd_get_block_size(c->h, LIBNBD_SIZE_MINIMUM);
+		if (!(size > 0 && min > 1 && size % min != 0))
+			return 0;
+		nd->odd_handshake = true;
+		conn_shutdown(c);
+		nbd_close(c->h);
+		c->h = NULL;
 	}
-	(void)nbd_set_pread_initialize(c->h, false);
-	if (nbd_connect_uri(c->h, c->nd->uri) == -1) {
-		r = nbd_errno();
-		set_err(err, errlen, "%s: %s", spec, nbd_get_error());
-		return -r;
+}
+
+/* An odd export's tail, read once at open: the server serves it, or the
+ * open fails saying why. */
+static int
+probe_tail(clio_dev *d, struct nbd_dev *nd, const char *spec, char *err,
+	   size_t errlen)
+{
+	struct nbd_handle *h = nd->conns[0].h;
+	size_t n = (size_t)(d->size - nd->tail);
+	void *buf = malloc(n);
+	int r = 0;
+
+	if (buf == NULL)
+		return -ENOMEM;
+	if (nbd_pread(h, buf, n, nd->tail, 0) == -1) {
+		r = -ENOTSUP;
+		set_err(err, errlen,
+			"%s: export size %llu is not a multiple of the server's minimum block size %lld, "
+			"and the server refuses a read of its last %zu bytes (%s); "
+			"NBD allows no request past the end of an export",
+			spec, (unsigned long long)d->size, (long long)nd->bmin, n,
+			strerror(nbd_errno_of(h)));
 	}
-	return 0;
+	free(buf);
+	return r;
 }
 
 /* What the server says about the export (the first connection). */
@@ -533,6 +666,11 @@ read_export(clio_dev *d, struct nbd_dev *nd, const char *spec, char *err,
 	nd->bmin = nbd_get_block_size(h, LIBNBD_SIZE_MINIMUM);
 	nd->bpref = nbd_get_block_size(h, LIBNBD_SIZE_PREFERRED);
 	nd->bmax = nbd_get_block_size(h, LIBNBD_SIZE_MAXIMUM);
+	if (nd->conns[0].odd) { /* NBD_OPT_GO did not ask: NBD_OPT_INFO's */
+		nd->bmin = nd->conns[0].info_min;
+		nd->bpref = nd->conns[0].info_pref;
+		nd->bmax = nd->conns[0].info_max;
+	}
 	d->sector = nd->bmin > 512 ? (uint32_t)nd->bmin : 512;
 	d->maxio = nd->bmax > 0 && nd->bmax < NBD_MAXIO_LIMIT ? (uint32_t)nd->bmax
 							      : NBD_MAXIO_LIMIT;
@@ -540,6 +678,19 @@ read_export(clio_dev *d, struct nbd_dev *nd, const char *spec, char *err,
 		set_err(err, errlen, "%s: minimum block size %lld above the maximum %u",
 			spec, (long long)nd->bmin, d->maxio);
 		return -EINVAL;
+	}
+	if (nd->bmin > 1 && d->size % (uint64_t)nd->bmin != 0) {
+		if (!nd->conns[0].odd) { /* no NBD_OPT_INFO: bound to the minimum */
+			set_err(err, errlen,
+				"%s: export size %llu is not a multiple of the server's minimum block size %lld, "
+				"which binds this client (the server has no NBD_OPT_INFO): its last %llu bytes are out of reach",
+				spec, (unsigned long long)d->size, (long long)nd->bmin,
+				(unsigned long long)(d->size % (uint64_t)nd->bmin));
+			return -ENOTSUP;
+		}
+		nd->odd = true;
+		nd->tail = d->size - d->size % (uint64_t)nd->bmin;
+		return probe_tail(d, nd, spec, err, errlen);
 	}
 	return 0;
 }
@@ -578,8 +729,26 @@ dev_nbd_open(const char *spec, int flags, clio_dev **dp, char *err,
 		pthread_mutex_init(&c->lock, NULL);
 		nd->nconns = i + 1;
 		r = conn_connect(c, spec, err, errlen);
+		if (r < 0 && i > 0) {
+			/* a server that takes fewer connections than asked
+			 * (nbdkit's limit filter): those it took */
+			nbd_close(c->h);
+			c->h = NULL;
+			pthread_mutex_destroy(&c->lock);
+			nd->nconns = i;
+			if (err != NULL && errlen > 0)
+				err[0] = '\0';
+			break;
+		}
 		if (r < 0)
 			goto fail;
+		if (i > 0 && nbd_get_size(c->h) != (int64_t)d->size) {
+			set_err(err, errlen, "%s: connection %d has size %lld, the first %llu",
+				spec, i + 1, (long long)nbd_get_size(c->h),
+				(unsigned long long)d->size);
+			r = -EIO;
+			goto fail;
+		}
 		if (i == 0) {
 			r = read_export(d, nd, spec, err, errlen);
 			if (r < 0)
