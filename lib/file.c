@@ -185,8 +185,13 @@ clio_close(clio_file *f)
 		if (o->o_virtual)
 			vclock_advance_to(o->o_wdone); /* we waited for them */
 	}
-	if (o->o_nhandles == 1 && o->o_ndirty > 0) {
+	/* written back since the last flush and nothing dirty is no
+	 * exception: the flush makes it durable and its error is the
+	 * close's (a device may lose acknowledged data without it, as an
+	 * NFS server its UNSTABLE writes) */
+	if (o->o_nhandles == 1 && (o->o_ndirty > 0 || o->o_wbehind > 0)) {
 		r = obj_writeback(c, o);
+		o->o_wbehind = 0;
 		pthread_mutex_unlock(&c->lock);
 		e = clio_dev_flush(o->o_dev);
 		pthread_mutex_lock(&c->lock);
