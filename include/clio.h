@@ -282,10 +282,8 @@ void clio_cache_stats(clio_cache *c, struct clio_cache_stats *st);
 /* Open a handle on a device's data through the cache.  Handles on the same
  * device share its buffers. */
 int clio_open(clio_cache *c, clio_dev *d, int flags, clio_file **fp);
-/* Writes back the object's dirty data and flushes the device if this is
- * its last handle (and anything was written since the last flush);
- * returns that error or any write-back error not yet reported to this
- * handle. */
+/* Writes back the object's dirty data if this is its last handle; returns
+ * any write-back error not yet reported to this handle. */
 int clio_close(clio_file *f);
 
 ssize_t clio_pread(clio_file *f, void *buf, size_t len, uint64_t off);

@@ -1050,8 +1050,9 @@ nfs_dev_close(clio_dev *d)
 	/* what was written and not committed: one COMMIT (with its resends)
 	 * at the last moment; its error has no caller to go to (rule 6).
 	 * Nothing acknowledged is lost silently by that: the cache's last
-	 * clio_close() of the file flushes (this COMMIT) whenever anything
-	 * was written back since the last flush and returns its error, so
+	 * clio_close() of the file flushes (this COMMIT: flush_at_close)
+	 * whenever anything was written back since the last flush and
+	 * returns its error, so
 	 * what is still kept here either was reported as failed already
 	 * (this is one more try) or was written to the device directly
 	 * with no flush asked for */
@@ -1330,6 +1331,7 @@ nfs_open_common(const char *spec, const char *sim_opts, int flags,
 	d->queue_depth = nd->qd;
 	d->readonly = (flags & CLIO_DEV_RDONLY) != 0;
 	d->is_virtual = nd->virt;
+	d->flush_at_close = true;
 	snprintf(d->engine, sizeof(d->engine), nd->virt ?
 		 "simulated NFSv3 server (virtual clock, qd %u)" : "libnfs (NFSv3, qd %u)",
 		 nd->qd);
