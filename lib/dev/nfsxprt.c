@@ -30,8 +30,8 @@
  *  3. The next call() builds a new context (the URL's options, MOUNT
  *     again) and reuses the file's handle, which the transport owns (a
  *     copy).  A reconnection that fails fails that call (no reply) and,
- *     with its error, every call() in the next 100 ms (a burst of calls
- *     tries once);
+ *     with its error, every call() until the next wait() (a burst of
+ *     calls tries once, a call after a wait tries again);
  *     ETIMEDOUT when the server cannot be reached (libnfs's EIO).
  */
 #include <sys/time.h>
@@ -70,7 +70,7 @@ struct lx {
 	int backoff_ms;
 	struct lx_call *calls_head, *calls_tail; /* deadline rule 1 */
 	bool resetting;		/* deadline rule 2 */
-	double retry_at;	/* deadline rule 3: no reconnection before */
+	bool held;		/* deadline rule 3: a reconnection failed */
 	int conn_err;		/* the last reconnection's error */
 	unsigned long resets, reconnects;
 };
@@ -327,6 +327,7 @@ lx_wait(struct nfs_xport *x, int wake_fd)
 	uint64_t n;
 	int r;
 
+	lx->held = false;
 	if (lx->nfs != NULL) {
 		fds[1].fd = nfs_get_fd(lx->nfs);
 		fds[1].events = (short)nfs_which_events(lx->nfs);
@@ -416,7 +417,7 @@ lx_reconnect(struct lx *lx)
 	char err[256];
 	int r;
 
-	if (now_monotonic() < lx->retry_at)
+	if (lx->held)
 		return lx->conn_err;
 	r = lx_connect(lx, NULL, err, sizeof(err));
 	/* libnfs says EIO for a server it cannot reach: still the server
@@ -431,7 +432,7 @@ lx_reconnect(struct lx *lx)
 			nfs_destroy_context(lx->nfs);
 		lx->nfs = NULL;
 		lx->conn_err = r;
-		lx->retry_at = now_monotonic() + 0.1;
+		lx->held = true;
 		return r;
 	}
 	lx->backoff_ms = 10;
