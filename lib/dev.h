@@ -116,6 +116,9 @@ struct clio_dev {
 	bool blocking;		/* io() may block: it runs on the worker pool */
 	bool is_virtual;
 	bool readonly;
+	bool flush_at_close;	/* the last clio_close() flushes what was
+				   written back since the last flush (nfs:
+				   its close's COMMIT has no caller) */
 	char engine[96];	/* how pieces run: "inline", "uring", "threads (why)" */
 
 	/* dev.c: statistics, pieces in flight, the free list of pieces */

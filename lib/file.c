@@ -185,8 +185,13 @@ clio_close(clio_file *f)
 		if (o->o_virtual)
 			vclock_advance_to(o->o_wdone); /* we waited for them */
 	}
-	if (o->o_nhandles == 1 && o->o_ndirty > 0) {
+	/* on a device that flushes at close anyway (nfs: COMMIT), what was
+	 * written back since the last flush is flushed here, where its
+	 * error has a caller, also with nothing dirty */
+	if (o->o_nhandles == 1 &&
+	    (o->o_ndirty > 0 || (o->o_wbehind > 0 && o->o_dev->flush_at_close))) {
 		r = obj_writeback(c, o);
+		o->o_wbehind = 0;
 		pthread_mutex_unlock(&c->lock);
 		e = clio_dev_flush(o->o_dev);
 		pthread_mutex_lock(&c->lock);

@@ -7,7 +7,8 @@
  * malformed number as 0; clio's own are taken out first: `qd=N` (RPCs in flight,
  * default 16, at most 128), `keep=SIZE` (the uncommitted data kept for a
  * resend, default 64M) and `timeo=S` (seconds before an RPC fails,
- * default 30; libnfs counts in whole seconds).
+ * default 30; libnfs counts in whole seconds; the transport keeps the
+ * deadline, also for an RPC libnfs still queues: a "soft" mount).
  *
  * The device: a piece is one READ or one WRITE RPC, so maxio is
  * min(rtmax, wtmax) of the server's FSINFO; the size is the file's
@@ -1047,8 +1048,14 @@ nfs_dev_close(clio_dev *d)
 	struct nfs_cmd cmd = { .kind = C_FLUSH };
 
 	/* what was written and not committed: one COMMIT (with its resends)
-	 * at the last moment, as an NFS client's close; its error has no
-	 * caller to go to */
+	 * at the last moment; its error has no caller to go to (rule 6).
+	 * Nothing acknowledged is lost silently by that: the cache's last
+	 * clio_close() of the file flushes (this COMMIT: flush_at_close)
+	 * whenever anything was written back since the last flush and
+	 * returns its error, so
+	 * what is still kept here either was reported as failed already
+	 * (this is one more try) or was written to the device directly
+	 * with no flush asked for */
 	if (atomic_load(&nd->n_kept) > 0)
 		(void)cmd_run(nd, &cmd);
 	nfs_dev_free(nd);
@@ -1324,6 +1331,7 @@ nfs_open_common(const char *spec, const char *sim_opts, int flags,
 	d->queue_depth = nd->qd;
 	d->readonly = (flags & CLIO_DEV_RDONLY) != 0;
 	d->is_virtual = nd->virt;
+	d->flush_at_close = true;
 	snprintf(d->engine, sizeof(d->engine), nd->virt ?
 		 "simulated NFSv3 server (virtual clock, qd %u)" : "libnfs (NFSv3, qd %u)",
 		 nd->qd);

@@ -13,6 +13,26 @@
  * (nfs_set_timeout) and its reconnection to a server that went away.
  * A socket in error is served at most every 10 ms, doubling to 320 ms
  * while it stays so, not in a busy loop.
+ *
+ * Deadlines (a "soft" mount).  libnfs times out only a PDU that was sent
+ * and waits for its reply; one queued while libnfs reconnects to a server
+ * that is gone waits forever, and libnfs cannot cancel one PDU.  So the
+ * transport keeps its own deadline for every call, timeo seconds after
+ * call(), checked in each wait() (at most 100 ms apart):
+ *  1. lx->calls holds every started call whose reply has not been
+ *     delivered, oldest first; all have the same timeo, so the head's
+ *     deadline is the earliest.
+ *  2. When the head passes its deadline the connection is taken as dead:
+ *     the libnfs context is destroyed (its PDUs are then never sent),
+ *     and every call in lx->calls gets -ETIMEDOUT, from inside wait().
+ *     A reply from libnfs for a call of a destroyed context is never
+ *     delivered (lx->resetting while it is destroyed).
+ *  3. The next call() builds a new context (the URL's options, MOUNT
+ *     again) and reuses the file's handle, which the transport owns (a
+ *     copy).  A reconnection that fails fails that call (no reply) and,
+ *     with its error, every call() until the next wait() (a burst of
+ *     calls tries once, a call after a wait tries again);
+ *     ETIMEDOUT when the server cannot be reached (libnfs's EIO).
  */
 #include <sys/time.h>
 #include <nfsc/libnfs.h>
@@ -36,19 +56,60 @@ struct libnfs_fh {
 	char *val;
 };
 
+struct lx_call;
+
 struct lx {
 	struct nfs_xport x;
-	struct nfs_context *nfs;
+	struct nfs_context *nfs; /* NULL: torn down, call() builds anew */
 	struct nfsfh *fh;
-	struct nfs_fh3 fh3;
+	struct nfs_fh3 fh3;	/* data in fhbuf */
+	char fhbuf[NFS3_FHSIZE];
+	char *spec, *url;	/* for a reconnection */
+	int timeo;		/* s */
+	uint32_t rtmax, wtmax;	/* what the engine was told */
 	int backoff_ms;
+	struct lx_call *calls_head, *calls_tail; /* deadline rule 1 */
+	bool resetting;		/* deadline rule 2 */
+	bool held;		/* deadline rule 3: a reconnection failed */
+	int conn_err;		/* the last reconnection's error */
+	unsigned long resets, reconnects;
 };
 
 struct lx_call {
 	struct lx *lx;
 	enum nfs_proc proc;
 	void *tag;
+	double deadline;	/* now_monotonic() */
+	struct lx_call *prev, *next;
 };
+
+static int lx_reconnect(struct lx *lx);
+
+static void
+calls_unlink(struct lx *lx, struct lx_call *lc)
+{
+	if (lc->prev != NULL)
+		lc->prev->next = lc->next;
+	else
+		lx->calls_head = lc->next;
+	if (lc->next != NULL)
+		lc->next->prev = lc->prev;
+	else
+		lx->calls_tail = lc->prev;
+	lc->prev = lc->next = NULL;
+}
+
+static void
+calls_append(struct lx *lx, struct lx_call *lc)
+{
+	lc->next = NULL;
+	lc->prev = lx->calls_tail;
+	if (lx->calls_tail != NULL)
+		lx->calls_tail->next = lc;
+	else
+		lx->calls_head = lc;
+	lx->calls_tail = lc;
+}
 
 static int
 rpc_status_errno(int status)
@@ -100,6 +161,9 @@ lx_cb(struct rpc_context *rpc, int status, void *data, void *priv)
 	void *tag = lc->tag;
 
 	(void)rpc;
+	if (lx->resetting)
+		return; /* deadline rule 2: lx_reset() answers it */
+	calls_unlink(lx, lc);
 	memset(&rep, 0, sizeof(rep));
 	if (status != RPC_STATUS_SUCCESS) {
 		rep.err = rpc_status_errno(status);
@@ -168,19 +232,51 @@ out:
 	lx->x.reply(lx->x.arg, tag, &rep);
 }
 
+/* Deadline rule 2: the context destroyed; with answer, every call not
+ * answered gets -ETIMEDOUT (a call() from inside a reply starts anew). */
+static void
+lx_reset(struct lx *lx, bool answer)
+{
+	struct lx_call *list = lx->calls_head, *lc;
+
+	if (lx->nfs != NULL) {
+		lx->resetting = true;
+		if (lx->fh != NULL) /* NFSv3, no libnfs writes: no RPC */
+			(void)nfs_close(lx->nfs, lx->fh);
+		nfs_destroy_context(lx->nfs);
+		lx->resetting = false;
+		lx->nfs = NULL;
+		lx->fh = NULL;
+		lx->resets++;
+	}
+	lx->calls_head = lx->calls_tail = NULL;
+	while ((lc = list) != NULL) {
+		struct nfs_reply rep = { .err = -ETIMEDOUT };
+
+		list = lc->next;
+		if (answer)
+			lx->x.reply(lx->x.arg, lc->tag, &rep);
+		free(lc);
+	}
+}
+
 static int
 lx_call(struct nfs_xport *x, const struct nfs_call *c, void *tag)
 {
 	struct lx *lx = (struct lx *)x;
-	struct rpc_context *rpc = nfs_get_rpc_context(lx->nfs);
-	struct lx_call *lc = malloc(sizeof(*lc));
+	struct rpc_context *rpc;
+	struct lx_call *lc;
 	int rc = -1;
 
-	if (lc == NULL)
+	if (lx->nfs == NULL && (rc = lx_reconnect(lx)) < 0)
+		return rc;
+	rpc = nfs_get_rpc_context(lx->nfs);
+	if ((lc = calloc(1, sizeof(*lc))) == NULL)
 		return -ENOMEM;
 	lc->lx = lx;
 	lc->proc = c->proc;
 	lc->tag = tag;
+	lc->deadline = now_monotonic() + lx->timeo;
 	switch (c->proc) {
 	case NFS_READ: {
 		struct READ3args a = { .file = lx->fh3, .offset = c->off, .count = c->len };
@@ -219,6 +315,7 @@ lx_call(struct nfs_xport *x, const struct nfs_call *c, void *tag)
 		free(lc);
 		return -EIO;
 	}
+	calls_append(lx, lc);
 	return 0;
 }
 
@@ -230,13 +327,18 @@ lx_wait(struct nfs_xport *x, int wake_fd)
 	uint64_t n;
 	int r;
 
-	fds[1].fd = nfs_get_fd(lx->nfs);
-	fds[1].events = (short)nfs_which_events(lx->nfs);
+	lx->held = false;
+	if (lx->nfs != NULL) {
+		fds[1].fd = nfs_get_fd(lx->nfs);
+		fds[1].events = (short)nfs_which_events(lx->nfs);
+	}
 	r = poll(fds, fds[1].fd >= 0 ? 2 : 1, 100);
 	if (r < 0)
 		return; /* EINTR */
 	if (fds[0].revents & POLLIN)
 		(void)!read(wake_fd, &n, sizeof(n));
+	if (lx->nfs == NULL)
+		return;
 	r = nfs_service(lx->nfs, fds[1].fd >= 0 ? fds[1].revents : 0);
 	if (r < 0 || (fds[1].revents & (POLLERR | POLLHUP))) {
 		poll(NULL, 0, lx->backoff_ms);
@@ -244,6 +346,8 @@ lx_wait(struct nfs_xport *x, int wake_fd)
 	} else if (fds[1].revents & POLLIN) {
 		lx->backoff_ms = 10;
 	}
+	if (lx->calls_head != NULL && now_monotonic() >= lx->calls_head->deadline)
+		lx_reset(lx, true);
 }
 
 static void
@@ -251,55 +355,119 @@ lx_close(struct nfs_xport *x)
 {
 	struct lx *lx = (struct lx *)x;
 
-	if (lx->nfs != NULL) {
-		if (lx->fh != NULL)
-			(void)nfs_close(lx->nfs, lx->fh);
-		nfs_destroy_context(lx->nfs);
-	}
+	lx_reset(lx, false); /* nothing is outstanding (dev.h rule 6) */
+	free(lx->spec);
+	free(lx->url);
 	free(lx);
+}
+
+
+/* A new libnfs context with the URL's options and timeo, the export
+ * mounted; info (at open only) gets the server, export and path. */
+static int
+lx_connect(struct lx *lx, struct nfs_file_info *info, char *err, size_t errlen)
+{
+	struct nfs_url *u;
+	char *server, *export;
+	int r;
+
+	lx->nfs = nfs_init_context();
+	if (lx->nfs == NULL) {
+		set_err(err, errlen, "%s: cannot make a libnfs context", lx->spec);
+		return -ENOMEM;
+	}
+	nfs_set_readahead(lx->nfs, 0);
+	u = nfs_parse_url_full(lx->nfs, lx->url);
+	if (u == NULL) {
+		set_err(err, errlen, "%s: bad URL (nfs://HOST/EXPORT/PATH): %s",
+			lx->spec, nfs_get_error(lx->nfs));
+		return -EINVAL;
+	}
+	server = strdup(u->server);
+	export = strdup(u->path);
+	if (info != NULL) {
+		info->server = strdup(u->server);
+		info->export = strdup(u->path);
+		info->path = strdup(u->file);
+	}
+	nfs_destroy_url(u);
+	r = 0;
+	if (server == NULL || export == NULL ||
+	    (info != NULL && (info->server == NULL || info->export == NULL ||
+			      info->path == NULL)))
+		r = -ENOMEM;
+	if (r == 0) {
+		nfs_set_timeout(lx->nfs, lx->timeo * 1000);
+		r = nfs_mount(lx->nfs, server, export);
+		if (r != 0) {
+			r = r < 0 ? r : -EIO;
+			set_err(err, errlen, "%s: cannot mount %s:%s: %s (%s)", lx->spec,
+				server, export, nfs_get_error(lx->nfs), strerror(-r));
+		}
+	}
+	free(server);
+	free(export);
+	return r;
+}
+
+/* Deadline rule 3: a new context for the file's handle. */
+static int
+lx_reconnect(struct lx *lx)
+{
+	char err[256];
+	int r;
+
+	if (lx->held)
+		return lx->conn_err;
+	r = lx_connect(lx, NULL, err, sizeof(err));
+	/* libnfs says EIO for a server it cannot reach: still the server
+	 * not answering, as the call that timed out */
+	if (r == -EIO)
+		r = -ETIMEDOUT;
+	if (r == 0 && (nfs_get_readmax(lx->nfs) < lx->rtmax ||
+		       nfs_get_writemax(lx->nfs) < lx->wtmax))
+		r = -EIO; /* the engine's pieces would not fit */
+	if (r < 0) {
+		if (lx->nfs != NULL)
+			nfs_destroy_context(lx->nfs);
+		lx->nfs = NULL;
+		lx->conn_err = r;
+		lx->held = true;
+		return r;
+	}
+	lx->backoff_ms = 10;
+	lx->reconnects++;
+	return 0;
+}
+
+static void
+lx_params(struct nfs_xport *x, struct dev_params *o)
+{
+	struct lx *lx = (struct lx *)x;
+
+	dev_param(o, "timeouts", "%lu", lx->resets);
+	dev_param(o, "reconnects", "%lu", lx->reconnects);
 }
 
 static const struct nfs_xport_ops lx_ops = {
 	.call = lx_call,
 	.wait = lx_wait,
 	.close = lx_close,
+	.params = lx_params,
 };
 
 static int
-lx_open(struct lx *lx, const char *spec, const char *url, int flags, int timeo,
-	struct nfs_file_info *info, char *err, size_t errlen)
+lx_open(struct lx *lx, int flags, struct nfs_file_info *info, char *err,
+	size_t errlen)
 {
-	struct nfs_url *u;
 	struct nfs_stat_64 st;
 	struct libnfs_fh *fh;
+	const char *spec = lx->spec;
 	int r;
 
-	lx->nfs = nfs_init_context();
-	if (lx->nfs == NULL) {
-		set_err(err, errlen, "%s: cannot make a libnfs context", spec);
-		return -ENOMEM;
-	}
-	nfs_set_readahead(lx->nfs, 0);
-	u = nfs_parse_url_full(lx->nfs, url);
-	if (u == NULL) {
-		set_err(err, errlen, "%s: bad URL (nfs://HOST/EXPORT/PATH): %s",
-			spec, nfs_get_error(lx->nfs));
-		return -EINVAL;
-	}
-	info->server = strdup(u->server);
-	info->export = strdup(u->path);
-	info->path = strdup(u->file);
-	nfs_destroy_url(u);
-	if (info->server == NULL || info->export == NULL || info->path == NULL)
-		return -ENOMEM;
-	nfs_set_timeout(lx->nfs, timeo * 1000);
-	r = nfs_mount(lx->nfs, info->server, info->export);
-	if (r != 0) {
-		r = r < 0 ? r : -EIO;
-		set_err(err, errlen, "%s: cannot mount %s:%s: %s (%s)", spec,
-			info->server, info->export, nfs_get_error(lx->nfs), strerror(-r));
+	r = lx_connect(lx, info, err, errlen);
+	if (r < 0)
 		return r;
-	}
 	r = nfs_open2(lx->nfs, info->path,
 		      ((flags & CLIO_DEV_RDONLY) ? O_RDONLY : O_RDWR) |
 			      ((flags & CLIO_DEV_CREATE) ? O_CREAT : 0),
@@ -324,8 +492,9 @@ lx_open(struct lx *lx, const char *spec, const char *url, int flags, int timeo,
 		set_err(err, errlen, "%s: no file handle from libnfs", spec);
 		return -EIO;
 	}
+	memcpy(lx->fhbuf, fh->val, (size_t)fh->len);
 	lx->fh3.data.data_len = (u_int)fh->len;
-	lx->fh3.data.data_val = fh->val;
+	lx->fh3.data.data_val = lx->fhbuf;
 	info->rtmax = (uint32_t)MIN(nfs_get_readmax(lx->nfs), 1u << 30);
 	info->wtmax = (uint32_t)MIN(nfs_get_writemax(lx->nfs), 1u << 30);
 	if (info->rtmax < 512 || info->wtmax < 512) {
@@ -333,6 +502,8 @@ lx_open(struct lx *lx, const char *spec, const char *url, int flags, int timeo,
 			spec, info->rtmax, info->wtmax);
 		return -EINVAL;
 	}
+	lx->rtmax = info->rtmax;
+	lx->wtmax = info->wtmax;
 	return 0;
 }
 
@@ -348,7 +519,13 @@ nfs_libnfs_open(const char *spec, const char *url, int flags, int timeo,
 		return -ENOMEM;
 	lx->x.ops = &lx_ops;
 	lx->backoff_ms = 10;
-	r = lx_open(lx, spec, url, flags, timeo, info, err, errlen);
+	lx->timeo = timeo;
+	lx->spec = strdup(spec);
+	lx->url = strdup(url);
+	if (lx->spec == NULL || lx->url == NULL)
+		r = -ENOMEM;
+	else
+		r = lx_open(lx, flags, info, err, errlen);
 	if (r < 0) {
 		lx_close(&lx->x);
 		return r;

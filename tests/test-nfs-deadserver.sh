@@ -1,0 +1,124 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+# test-nfs-deadserver.sh - the nfs:// device does not wait forever for a
+# server that died and does not come back: NFS-Ganesha is killed
+# (SIGKILL, not restarted) in the middle of a clio dd, and the copy ends
+# within timeo= (2 s) and a little of the kill, exits non-zero, and says
+# which device failed and why:
+#  1. writing (of=nfs://..., the cache writing back): the write-back
+#     failure is reported;
+#  2. reading (if=nfs://... of=/dev/null);
+#  3. the server gone before the copy ends with the data still in the
+#     cache: fsync (conv=fsync) fails, the copy does not report success;
+#  4. no fsync, the data written back (UNSTABLE, acknowledged) long
+#     before the end, nothing dirty at the close: the server gone, the
+#     close's COMMIT fails, and the copy says so (not exit 0 with the
+#     data never committed).
+. "$(dirname "$0")/functions.sh"
+. "$(dirname "$0")/ganesha-common.sh"
+
+dd_pid=""
+trap '[ -z "$dd_pid" ] || kill -9 "$dd_pid" 2>/dev/null; ganesha_all_stop; rm -rf "$tmp"' EXIT
+
+timeo=2
+limit=$((timeo + 4)) # s after the kill: timeo, the copy's end, slack
+
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+# dd_ends WHAT: wait for $dd_pid for $limit s; sets $rc and $ms (the time
+# from the kill).
+dd_ends() {
+	i=0
+	while kill -0 "$dd_pid" 2>/dev/null && [ $i -lt $((limit * 20)) ]; do
+		sleep 0.05; i=$((i + 1))
+	done
+	if kill -0 "$dd_pid" 2>/dev/null; then
+		kill -9 "$dd_pid"
+		wait "$dd_pid" 2>/dev/null
+		dd_pid=""
+		fail "$1: clio dd still waits $limit s after the server was killed: $(cat "$tmp/err")"
+	fi
+	ms=$(($(now_ms) - t_kill))
+	rc=0
+	wait "$dd_pid" || rc=$?
+	dd_pid=""
+}
+
+# ------------------------------------------------------------ 1
+ganesha_start
+url="nfs://127.0.0.1$export/w?timeo=$timeo"
+"$CLIO" dd if=/dev/urandom of="$url" bs=1M count=200 status=none 2>"$tmp/err" &
+dd_pid=$!
+i=0
+while [ "$(stat -c %s "$export/w" 2>/dev/null || echo 0)" -lt 4000000 ]; do
+	kill -0 "$dd_pid" 2>/dev/null || fail "clio dd ended before the kill: $(cat "$tmp/err")"
+	[ $i -lt 400 ] || fail "nothing reached the server in 20 s"
+	sleep 0.05; i=$((i + 1))
+done
+t_kill=$(now_ms)
+ganesha_kill
+dd_ends "writing"
+[ "$rc" -ne 0 ] || fail "writing: clio dd exited 0 with its server killed"
+grep -q "nfs://127.0.0.1" "$tmp/err" || fail "writing: the error does not name the device: $(cat "$tmp/err")"
+grep -qi "timed out" "$tmp/err" || fail "writing: the error does not say it timed out: $(cat "$tmp/err")"
+echo "ok: writing, server killed: clio dd exited $rc after $ms ms: $(head -n 1 "$tmp/err")"
+
+# ------------------------------------------------------------ 2
+ganesha_start
+truncate -s 8G "$export/r"
+url="nfs://127.0.0.1$export/r?timeo=$timeo"
+"$CLIO" dd if="$url" of=/dev/null bs=1M status=none 2>"$tmp/err" &
+dd_pid=$!
+sleep 0.5
+kill -0 "$dd_pid" 2>/dev/null || fail "reading: clio dd ended before the kill: $(cat "$tmp/err")"
+t_kill=$(now_ms)
+ganesha_kill
+dd_ends "reading"
+[ "$rc" -ne 0 ] || fail "reading: clio dd exited 0 with its server killed"
+grep -q "nfs://127.0.0.1" "$tmp/err" || fail "reading: the error does not name the device: $(cat "$tmp/err")"
+grep -qi "timed out" "$tmp/err" || fail "reading: the error does not say it timed out: $(cat "$tmp/err")"
+echo "ok: reading, server killed: clio dd exited $rc after $ms ms: $(head -n 1 "$tmp/err")"
+
+# ------------------------------------------------------------ 3
+# everything the copy wrote is in the cache (no write-back before the
+# end), the server is gone when conv=fsync writes it back
+ganesha_start
+head -c 3000000 /dev/urandom >"$tmp/in"
+mkfifo "$tmp/fifo"
+url="nfs://127.0.0.1$export/s?timeo=$timeo"
+"$CLIO" dd if="$tmp/fifo" of="$url" bs=64k conv=fsync status=none 2>"$tmp/err" &
+dd_pid=$!
+exec 5<>"$tmp/fifo" # not blocking if clio dd failed
+cat "$tmp/in" >&5
+sleep 0.3
+t_kill=$(now_ms)
+ganesha_kill
+exec 5>&-
+dd_ends "fsync"
+[ "$rc" -ne 0 ] || fail "fsync: clio dd exited 0 with its server killed"
+grep -q "nfs://127.0.0.1" "$tmp/err" || fail "fsync: the error does not name the device: $(cat "$tmp/err")"
+echo "ok: fsync, server killed: clio dd exited $rc after $ms ms: $(head -n 1 "$tmp/err")"
+
+# ------------------------------------------------------------ 4
+ganesha_start
+url="nfs://127.0.0.1$export/c?timeo=$timeo"
+rm -f "$tmp/fifo"
+mkfifo "$tmp/fifo"
+"$CLIO" dd if="$tmp/fifo" of="$url" bs=64k --dirty_age=0.1 status=none 2>"$tmp/err" &
+dd_pid=$!
+exec 5<>"$tmp/fifo" # not blocking if clio dd failed
+head -c 1000000 "$tmp/in" >&5
+i=0
+while [ "$(stat -c %s "$export/c" 2>/dev/null || echo 0)" -lt 1000000 ]; do
+	[ $i -lt 200 ] || fail "close: the flusher wrote nothing back in 10 s"
+	sleep 0.05; i=$((i + 1))
+done
+sleep 0.5 # the WRITEs' replies
+t_kill=$(now_ms)
+ganesha_kill
+exec 5>&-
+dd_ends "close"
+[ "$rc" -ne 0 ] || fail "close: clio dd exited 0, its writes never committed"
+grep -q "nfs://127.0.0.1" "$tmp/err" || fail "close: the error does not name the device: $(cat "$tmp/err")"
+echo "ok: close after write-back, server killed: clio dd exited $rc after $ms ms: $(head -n 1 "$tmp/err")"
+exit 0
