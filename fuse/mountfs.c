@@ -34,6 +34,13 @@
  * so that no dirty data is cached that can never be written back.  The O_DIRECT
  * flag of an open on the mount is ignored: all data goes through clio
  * anyway.
+ * A writer of an append-only source (chattr +a) is the exception: its
+ * handle has a descriptor of its own, opened with O_APPEND (the source
+ * then refuses a writer without, and O_TRUNC, with EPERM, as locally),
+ * and direct_io; each WRITE is one write(2) at the file's end, and an
+ * open clio handle of the file drops its clean buffers and takes the
+ * new size after it (a cached block written back would be appended
+ * again).
  *
  * Consistency (close-to-open).  Each open fstats the source and hands
  * its version (size, mtime, ctime, inode) to clio_revalidate, which drops
@@ -149,6 +156,7 @@ struct mnode {
 	int nopen;		/* handles, internal ones and pins included */
 	int nuser;		/* handles of programs */
 	int nwriters;		/* handles open for writing */
+	int nappend;		/* append-only handles among them */
 	bool changed;		/* written since the version was recorded */
 	clio_dev *cdev;
 	clio_file *cf;		/* node handle: truncation and size */
@@ -166,6 +174,7 @@ struct mhandle {
 	struct mnode *node;
 	bool internal;		/* opened by the kick thread (mountahead.c) */
 	bool writer;		/* opened for writing */
+	bool append;		/* on an append-only source: fd, O_APPEND */
 	clio_file *cf;		/* NULL with cache=off */
 	int fd;			/* cache=off: the file, else -1 */
 	atomic_bool wrote;
@@ -547,8 +556,40 @@ node_close_data(struct mnode *n)
 	return r;
 }
 
+/* Whether the source's object is append-only or immutable (chattr +a,
+ * +i), as statx tells; false if it cannot tell. */
+static bool
+node_attr_flag(struct mnode *n, uint64_t flag)
+{
+	struct statx sx;
+
+	if (statx(n->fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, 0, &sx) < 0)
+		return false;
+	return (sx.stx_attributes_mask & flag) && (sx.stx_attributes & flag);
+}
+
+/* After an append-only handle's write reached the source: an open clio
+ * handle of the node takes the source's new data and size (its clean
+ * buffers dropped); n->v stays, so the next open finds the data changed
+ * and drops the kernel's pages. */
+static void
+node_appended(struct mnode *n)
+{
+	struct clio_validator v;
+
+	pthread_mutex_lock(&n->lock);
+	if (n->cf != NULL && source_version(n, &v) == 0)
+		clio_revalidate(n->cf, &v);
+	pthread_mutex_unlock(&n->lock);
+}
+
 /* Open a handle of n for fi; known: the source's version if the caller
- * has just read it (a create), else NULL. */
+ * has just read it (a create), else NULL.  A writer of an append-only
+ * source (which takes writes only at its end, from descriptors opened
+ * with O_APPEND, and refuses others with EPERM, as does the open here)
+ * bypasses the cache: its own descriptor with O_APPEND, write(2)
+ * through at once and direct_io, so that the kernel sends the program's
+ * bytes, not whole pages, which would write the old ones again. */
 static int
 handle_open(struct mnode *n, struct fuse_file_info *fi, bool internal,
 	    const struct clio_validator *known)
@@ -559,6 +600,7 @@ handle_open(struct mnode *n, struct fuse_file_info *fi, bool internal,
 	 * access), as on a local file system */
 	int trunc = fi->flags & O_TRUNC;
 	bool want_write = acc != O_RDONLY || trunc;
+	bool append = want_write && node_attr_flag(n, STATX_ATTR_APPEND);
 	struct clio_validator v;
 	struct mhandle *h;
 	int r, mode, changed = 0;
@@ -576,13 +618,16 @@ handle_open(struct mnode *n, struct fuse_file_info *fi, bool internal,
 	mode = acc == O_WRONLY ? CLIO_WRONLY : acc == O_RDWR ? CLIO_RDWR : CLIO_RDONLY;
 	pthread_mutex_lock(&n->lock);
 	mount_idle_del(&n->idle);
-	if (fs_cache_off) {
+	if (fs_cache_off || append) {
+		int fl = trunc | (append ? fi->flags & O_APPEND : 0) | O_CLOEXEC;
 		char path[64];
 		proc_path(path, sizeof(path), n->fd);
-		h->fd = open(path, acc | trunc | O_CLOEXEC);
+		if (append && n->nopen == 0 && n->cdev != NULL)
+			node_close_data(n);	/* idle: its buffers go stale */
+		h->fd = open(path, acc | fl);
 		r = h->fd < 0 ? -errno : 0;
 		if (r == -EACCES && acc == O_RDWR && (fi->flags & O_ACCMODE) == O_WRONLY) {
-			h->fd = open(path, O_WRONLY | trunc | O_CLOEXEC);
+			h->fd = open(path, O_WRONLY | fl);
 			r = h->fd < 0 ? -errno : 0;
 		}
 		if (r == 0 && (source_version(n, &v) < 0 ||
@@ -596,10 +641,11 @@ handle_open(struct mnode *n, struct fuse_file_info *fi, bool internal,
 			r = source_version(n, &v);
 		if (r == 0)
 			r = node_open_data(n, want_write, v.size);
-		if (r == 0 && n->nwriters == 0) {
+		if (r == 0 && (n->nwriters == 0 || n->nappend > 0)) {
 			/* close-to-open: what the source holds now; not
-			 * while this mount writes it (write-behind moves
-			 * the source's version under the fstat) */
+			 * while this mount writes it through the cache
+			 * (write-behind moves the source's version under
+			 * the fstat) */
 			changed = node_revalidate(n, n->cf, &v);
 			r = changed < 0 ? changed : 0;
 		}
@@ -628,15 +674,18 @@ handle_open(struct mnode *n, struct fuse_file_info *fi, bool internal,
 	if (!internal)
 		n->nuser++;
 	h->writer = want_write;
+	h->append = append;
 	if (want_write) {
 		n->nwriters++;
 		n->changed = true;
 	}
+	if (append)
+		n->nappend++;
 	pthread_mutex_unlock(&n->lock);
 	fi->fh = (uint64_t)(uintptr_t)h;
-	fi->direct_io = 0;
+	fi->direct_io = append;
 	/* the kernel keeps its pages only of data that did not change */
-	fi->keep_cache = fs_kernel_cache && !changed;
+	fi->keep_cache = fs_kernel_cache && !changed && !append;
 	return 0;
 }
 
@@ -775,6 +824,8 @@ handle_close(struct mhandle *h)
 	idle = !h->internal && --n->nuser == 0;
 	if (h->writer)
 		n->nwriters--;
+	if (h->append)
+		n->nappend--;
 	free_now = node_put_locked(n, &r2);
 	if (r == 0)
 		r = r2;
@@ -944,7 +995,13 @@ fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 	if (r == 0 && (valid & FUSE_SET_ATTR_SIZE)) {
 		pthread_mutex_lock(&n->lock);
 		if (n->cf != NULL) {
-			r = n->cdev_ro ? -EACCES : clio_ftruncate(n->cf, (uint64_t)attr->st_size);
+			/* a device read-only as the source refused writing:
+			 * what a truncation of it gets (EPERM if +a or +i) */
+			if (n->cdev_ro)
+				r = node_attr_flag(n, STATX_ATTR_APPEND) ||
+				    node_attr_flag(n, STATX_ATTR_IMMUTABLE) ? -EPERM : -EACCES;
+			else
+				r = clio_ftruncate(n->cf, (uint64_t)attr->st_size);
 			/* the source's new version is this mount's own */
 			if (r == 0)
 				node_settle_locked(n, n->cf);
@@ -1404,9 +1461,12 @@ fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	}
 	t0 = mount_io_begin();
 	if (h->cf == NULL) {
+		/* O_APPEND (an append-only source): at its end, whatever off */
 		r = pwrite(h->fd, buf, size, off);
 		if (r < 0)
 			r = -errno;
+		else if (h->append)
+			node_appended(h->node);
 	} else if ((r = write_limit(h->node, (uint64_t)off, &size)) == 0) {
 		mount_ahead_write(&h->node->ahead, (uint64_t)off, size,
 				  node_relpath, node_pin, node_unpin, h->node);
@@ -1953,7 +2013,13 @@ fs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 	}
 	if (len > COPY_MAX)
 		len = COPY_MAX;
-	if (in->cf == NULL || out->cf == NULL) {
+	if (out->append) {
+		fuse_reply_err(req, EBADF);	/* as onto any O_APPEND file */
+		return;
+	}
+	/* cache=off; else in may be an append-only file's (its own
+	 * descriptor) and out a cached one */
+	if (out->cf == NULL) {
 		loff_t oi = off_in, oo = off_out;
 		r = copy_file_range(in->fd, &oi, out->fd, &oo, len, 0);
 		if (r < 0)
@@ -1974,7 +2040,11 @@ fs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 	}
 	while (done < len) {
 		size_t n = len - done < chunk ? len - done : chunk;
-		ssize_t got = clio_pread(in->cf, buf, n, (uint64_t)off_in + done);
+		ssize_t got = in->cf != NULL ?
+			clio_pread(in->cf, buf, n, (uint64_t)off_in + done) :
+			pread(in->fd, buf, n, off_in + (off_t)done);
+		if (got < 0 && in->cf == NULL)
+			got = -errno;
 		if (got <= 0) {
 			r = got;
 			break;
