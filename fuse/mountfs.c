@@ -651,7 +651,9 @@ handle_open(struct mnode *n, struct fuse_file_info *fi, bool internal,
 		}
 		if (r == 0)
 			r = clio_open(fs_cache, n->cdev, mode, &h->cf);
-		if (r == 0 && trunc && clio_fsize(n->cf) != 0) {
+		/* also of an empty file: its times move, as locally (a
+		 * create's openat truncated the source itself) */
+		if (r == 0 && trunc && (known == NULL || clio_fsize(n->cf) != 0)) {
 			if ((r = clio_ftruncate(n->cf, 0)) < 0)
 				clio_close(h->cf);
 			else

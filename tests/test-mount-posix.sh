@@ -1,0 +1,54 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+# test-mount-posix.sh - clio mount of a directory against the same
+# calls on a local directory: tests/tools/fsprobe runs a fixed list of
+# operations (the errno of each refusal: O_EXCL, O_DIRECTORY,
+# O_NOFOLLOW, EISDIR, ENOTEMPTY, rename and link of the wrong kinds,
+# RENAME_NOREPLACE and RENAME_EXCHANGE, ENAMETOOLONG, fifos; unlink,
+# rename and rename over an open file, hard links, O_APPEND with
+# pwrite, O_RDONLY|O_TRUNC, sparse files and lseek, fallocate's modes,
+# set and omitted times, which of mtime and ctime each operation moves
+# (O_TRUNC of an empty file included), modes, owners, access; with
+# -o xattr the extended attribute calls) and prints what it got; the
+# mount must print the same, line by line, in each caching mode.  Two
+# differences are the kernel's, and left out: O_TMPFILE is refused with
+# EOPNOTSUPP (this libfuse has no tmpfile request), and under the
+# kernel's writeback cache (kernel_cache=on, the default) the kernel
+# keeps a file's times itself and moves them at a truncation only when
+# the size changes.
+set -e
+. "$(dirname "$0")/mount-common.sh"
+probe=$(dirname "$CLIO")/tests/tools/fsprobe
+[ -x "$probe" ] || fail "$probe is missing (make tests builds it)"
+
+n=0
+for o in "" kernel_cache=off cache=off xattr xattr,kernel_cache=off; do
+	n=$((n + 1))
+	x=
+	case $o in
+	*xattr*) x=xattr ;;
+	esac
+	mkdir "$tmp/local$n" "$tmp/src$n" "$tmp/mnt$n"
+	"$probe" "$tmp/local$n" $x >"$tmp/want" 2>&1 || fail "fsprobe on a local directory"
+	grep -q '^open O_EXCL existing: EEXIST$' "$tmp/want" ||
+		fail "local reference: $(head -n 3 "$tmp/want")"
+	mount_start "$tmp/src$n" "$tmp/mnt$n" ${o:+-o $o}
+	"$probe" "$tmp/mnt$n" $x >"$tmp/got" 2>&1 || fail "fsprobe on the mount (${o:-default})"
+	mount_stop "$tmp/mnt$n"
+	grep -q '^O_TMPFILE: EOPNOTSUPP$' "$tmp/got" || grep -q '^O_TMPFILE: ok$' "$tmp/got" ||
+		fail "${o:-default}: O_TMPFILE: $(grep '^O_TMPFILE:' "$tmp/got")"
+	# the kernel's differences (see above)
+	skip='tmpfile|TMPFILE'
+	case $o in
+	*kernel_cache=off*) ;;
+	*) skip="$skip|^truncate to the same size:" ;;
+	esac
+	for f in want got; do
+		grep -Ev "$skip" "$tmp/$f" >"$tmp/$f.cmp" || true
+	done
+	if ! diff "$tmp/want.cmp" "$tmp/got.cmp" >"$tmp/diff"; then
+		cat "$tmp/diff" >&2
+		fail "${o:-default}: the mount answers otherwise than a local directory"
+	fi
+	echo "ok: ${o:-default}: $(wc -l <"$tmp/got.cmp") results as locally"
+done
