@@ -135,6 +135,7 @@
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -967,6 +968,22 @@ node_utimens(struct mnode *n, const char *path, const struct timespec tv[2])
 	return utimensat(AT_FDCWD, path, tv, 0) < 0 ? -errno : 0;
 }
 
+/* Whether a SETATTR of times is, most likely, utimensat(2) of both to
+ * the current time (touch): under the writeback cache the kernel keeps
+ * a file's mtime itself and sends it as a time set (FATTR_MTIME without
+ * FATTR_MTIME_NOW), but atime still as "now"; mtime within 2 s of now. */
+static bool
+touch_now(int valid, const struct timespec *mtime)
+{
+	struct timespec now;
+
+	if (!fs_kernel_cache || !(valid & FUSE_SET_ATTR_ATIME_NOW) ||
+	    !(valid & FUSE_SET_ATTR_MTIME) || (valid & FUSE_SET_ATTR_MTIME_NOW))
+		return false;
+	clock_gettime(CLOCK_REALTIME, &now);
+	return mtime->tv_sec > now.tv_sec - 2 && mtime->tv_sec < now.tv_sec + 2;
+}
+
 static void
 fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 	   struct fuse_file_info *fi)
@@ -1034,6 +1051,13 @@ fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 		else if (valid & FUSE_SET_ATTR_MTIME)
 			tv[1] = attr->st_mtim;
 		r = node_utimens(n, path, tv);
+		if (r == -EPERM && touch_now(valid, &attr->st_mtim)) {
+			/* the writeback cache sends a touch's "now" as a
+			 * time of its own, which an append-only file
+			 * refuses (a touch it takes) */
+			tv[0].tv_nsec = tv[1].tv_nsec = UTIME_NOW;
+			r = node_utimens(n, path, tv);
+		}
 		/* the source's new version is this mount's own */
 		pthread_mutex_lock(&n->lock);
 		if (r == 0 && n->cf != NULL)

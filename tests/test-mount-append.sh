@@ -6,7 +6,8 @@
 # cache=off): the same program run on a local copy and through the mount
 # must print the same, byte for byte: the errno of every open that the
 # source refuses (O_WRONLY, O_RDWR and O_TRUNC without O_APPEND: EPERM)
-# or takes (O_APPEND), of truncate and ftruncate (EPERM), then seeded
+# or takes (O_APPEND), of truncate and ftruncate (EPERM), of touch
+# (times set to now: taken) and of setting times or the mode (EPERM), then seeded
 # random appends (1 to 9000 bytes, some after an lseek to 0, which
 # O_APPEND ignores), with a reader open meanwhile re-reading the whole
 # file from 0 and stat's size, a second writer O_RDWR|O_APPEND reading
@@ -88,6 +89,9 @@ for my $f ("a", "big") {
 		print "$f open $o->[0]: ", try_open($p, $o->[1]), "\n";
 	}
 	print "$f truncate: ", (truncate($p, 0) ? "ok" : e()), "\n";
+	print "$f touch: ", (utime(undef, undef, $p) ? "ok" : e()), "\n";
+	print "$f set times: ", (utime(5, 5, $p) ? "ok" : e()), "\n";
+	print "$f chmod: ", (chmod(0600, $p) ? "ok" : e()), "\n";
 	sysopen(my $r, $p, O_RDONLY) or die "$p: $!";
 	sysopen(my $w, $p, O_WRONLY | O_APPEND) or die "$p: $!";
 	print "$f reader: ", whole($r), "\n";
