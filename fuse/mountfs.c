@@ -340,10 +340,17 @@ node_attr(struct mnode *n, struct stat *st)
 		pthread_mutex_lock(&n->lock);
 		if (n->cf != NULL) {
 			int64_t sz = clio_fsize(n->cf);
-			if (sz >= 0) {
-				st->st_size = (off_t)sz;
+			/* the source's blocks, and what is cached beyond
+			 * its end: a sparse file stays one for du and cp */
+			off_t held = st->st_size > st->st_blocks * 512 ?
+				st->st_size : st->st_blocks * 512;
+			if (sz > held)
+				st->st_blocks += (blkcnt_t)((sz - held + 511) / 512);
+			else if (sz >= 0 && sz < st->st_size &&
+				 st->st_blocks > (sz + 511) / 512)
 				st->st_blocks = (blkcnt_t)((sz + 511) / 512);
-			}
+			if (sz >= 0)
+				st->st_size = (off_t)sz;
 		}
 		pthread_mutex_unlock(&n->lock);
 	}

@@ -348,6 +348,15 @@ sparse(void)
 	close(fd);
 	fstatat(dfd, "sp", &st, 0);
 	printf("sparse size after close: %lld\n", (long long)st.st_size);
+	/* a hole only, held open: no blocks */
+	fd = mkfile("hole", NULL);
+	resn("ftruncate 1 GiB", ftruncate(fd, 1 << 30));
+	fsync(fd);
+	fstat(fd, &st);
+	printf("blocks of an open hole: %lld\n", (long long)st.st_blocks);
+	fstatat(dfd, "hole", &st, 0);
+	printf("blocks of an open hole, by name: %lld\n", (long long)st.st_blocks);
+	close(fd);
 }
 
 static void
