@@ -34,13 +34,15 @@
  * so that no dirty data is cached that can never be written back.  The O_DIRECT
  * flag of an open on the mount is ignored: all data goes through clio
  * anyway.
- * A writer of an append-only source (chattr +a) is the exception: its
- * handle has a descriptor of its own, opened with O_APPEND (the source
- * then refuses a writer without, and O_TRUNC, with EPERM, as locally),
- * and direct_io; each WRITE is one write(2) at the file's end, and an
- * open clio handle of the file drops its clean buffers and takes the
- * new size after it (a cached block written back would be appended
- * again).
+ * Direct handles are the exception: a writer of an append-only source
+ * (chattr +a), and a write-only open of a file the daemon may write but
+ * not read (mode 0200 in a user's mount).  Such a handle has a
+ * descriptor of its own (with O_APPEND on an append-only file: the
+ * source then refuses a writer without, and O_TRUNC, with EPERM, as
+ * locally) and direct_io; each WRITE is one pwrite(2) (at the file's
+ * end with O_APPEND), and an open clio handle of the file drops its
+ * clean buffers and takes the new size after it (a cached block written
+ * back would write old bytes again, or need a read).
  *
  * Consistency (close-to-open).  Each open fstats the source and hands
  * its version (size, mtime, ctime, inode) to clio_revalidate, which drops
@@ -157,7 +159,7 @@ struct mnode {
 	int nopen;		/* handles, internal ones and pins included */
 	int nuser;		/* handles of programs */
 	int nwriters;		/* handles open for writing */
-	int nappend;		/* append-only handles among them */
+	int ndirect;		/* direct handles among them (see handle_open) */
 	bool changed;		/* written since the version was recorded */
 	clio_dev *cdev;
 	clio_file *cf;		/* node handle: truncation and size */
@@ -175,7 +177,8 @@ struct mhandle {
 	struct mnode *node;
 	bool internal;		/* opened by the kick thread (mountahead.c) */
 	bool writer;		/* opened for writing */
-	bool append;		/* on an append-only source: fd, O_APPEND */
+	bool direct;		/* its own fd and direct_io (see handle_open) */
+	bool append;		/* that fd has O_APPEND (an append-only source) */
 	clio_file *cf;		/* NULL with cache=off */
 	int fd;			/* cache=off: the file, else -1 */
 	atomic_bool wrote;
@@ -576,12 +579,12 @@ node_attr_flag(struct mnode *n, uint64_t flag)
 	return (sx.stx_attributes_mask & flag) && (sx.stx_attributes & flag);
 }
 
-/* After an append-only handle's write reached the source: an open clio
+/* After a direct handle's write reached the source: an open clio
  * handle of the node takes the source's new data and size (its clean
  * buffers dropped); n->v stays, so the next open finds the data changed
  * and drops the kernel's pages. */
 static void
-node_appended(struct mnode *n)
+node_wrote_direct(struct mnode *n)
 {
 	struct clio_validator v;
 
@@ -597,7 +600,10 @@ node_appended(struct mnode *n)
  * with O_APPEND, and refuses others with EPERM, as does the open here)
  * bypasses the cache: its own descriptor with O_APPEND, write(2)
  * through at once and direct_io, so that the kernel sends the program's
- * bytes, not whole pages, which would write the old ones again. */
+ * bytes, not whole pages, which would write the old ones again.  So does
+ * a write-only open of a file that this daemon may write but not read
+ * (mode 0200 in a user's mount): the cache and the kernel's writeback
+ * cache read what they fill.  Both are direct handles. */
 static int
 handle_open(struct mnode *n, struct fuse_file_info *fi, bool internal,
 	    const struct clio_validator *known)
@@ -609,6 +615,7 @@ handle_open(struct mnode *n, struct fuse_file_info *fi, bool internal,
 	int trunc = fi->flags & O_TRUNC;
 	bool want_write = acc != O_RDONLY || trunc;
 	bool append = want_write && node_attr_flag(n, STATX_ATTR_APPEND);
+	bool direct = append;
 	struct clio_validator v;
 	struct mhandle *h;
 	int r, mode, changed = 0;
@@ -626,30 +633,18 @@ handle_open(struct mnode *n, struct fuse_file_info *fi, bool internal,
 	mode = acc == O_WRONLY ? CLIO_WRONLY : acc == O_RDWR ? CLIO_RDWR : CLIO_RDONLY;
 	pthread_mutex_lock(&n->lock);
 	mount_idle_del(&n->idle);
-	if (fs_cache_off || append) {
-		int fl = trunc | (append ? fi->flags & O_APPEND : 0) | O_CLOEXEC;
-		char path[64];
-		proc_path(path, sizeof(path), n->fd);
-		if (append && n->nopen == 0 && n->cdev != NULL)
-			node_close_data(n);	/* idle: its buffers go stale */
-		h->fd = open(path, acc | fl);
-		r = h->fd < 0 ? -errno : 0;
-		if (r == -EACCES && acc == O_RDWR && (fi->flags & O_ACCMODE) == O_WRONLY) {
-			h->fd = open(path, O_WRONLY | fl);
-			r = h->fd < 0 ? -errno : 0;
-		}
-		if (r == 0 && (source_version(n, &v) < 0 ||
-			       (changed = node_revalidate(n, NULL, &v)) < 0))
-			changed = 1;
-	} else {
-		r = 0;
+	r = 0;
+	if (!fs_cache_off && !direct) {
 		if (known != NULL)
 			v = *known;
 		else
 			r = source_version(n, &v);
 		if (r == 0)
 			r = node_open_data(n, want_write, v.size);
-		if (r == 0 && (n->nwriters == 0 || n->nappend > 0)) {
+		if (r == -EACCES && (fi->flags & O_ACCMODE) == O_WRONLY) {
+			direct = true;	/* writable here, not readable */
+			r = 0;
+		} else if (r == 0 && (n->nwriters == 0 || n->ndirect > 0)) {
 			/* close-to-open: what the source holds now; not
 			 * while this mount writes it through the cache
 			 * (write-behind moves the source's version under
@@ -657,16 +652,34 @@ handle_open(struct mnode *n, struct fuse_file_info *fi, bool internal,
 			changed = node_revalidate(n, n->cf, &v);
 			r = changed < 0 ? changed : 0;
 		}
-		if (r == 0)
+		if (r == 0 && !direct)
 			r = clio_open(fs_cache, n->cdev, mode, &h->cf);
 		/* also of an empty file: its times move, as locally (a
 		 * create's openat truncated the source itself) */
-		if (r == 0 && trunc && (known == NULL || clio_fsize(n->cf) != 0)) {
+		if (r == 0 && !direct && trunc && (known == NULL || clio_fsize(n->cf) != 0)) {
 			if ((r = clio_ftruncate(n->cf, 0)) < 0)
 				clio_close(h->cf);
 			else
 				atomic_store(&h->wrote, true);
 		}
+	}
+	if (r == 0 && (fs_cache_off || direct)) {
+		int fl = trunc | (append ? fi->flags & O_APPEND : 0) | O_CLOEXEC;
+		char path[64];
+		proc_path(path, sizeof(path), n->fd);
+		if (direct && n->nopen == 0 && n->cdev != NULL)
+			node_close_data(n);	/* idle: its buffers go stale */
+		h->fd = open(path, acc | fl);
+		r = h->fd < 0 ? -errno : 0;
+		if (r == -EACCES && acc == O_RDWR && (fi->flags & O_ACCMODE) == O_WRONLY) {
+			/* the kernel's writeback cache cannot read it */
+			h->fd = open(path, O_WRONLY | fl);
+			r = h->fd < 0 ? -errno : 0;
+			direct = true;
+		}
+		if (r == 0 && (source_version(n, &v) < 0 ||
+			       (changed = node_revalidate(n, NULL, &v)) < 0))
+			changed = 1;
 	}
 	if (r < 0) {
 		if (n->nopen == 0 && n->cdev != NULL)
@@ -684,18 +697,19 @@ handle_open(struct mnode *n, struct fuse_file_info *fi, bool internal,
 	if (!internal)
 		n->nuser++;
 	h->writer = want_write;
+	h->direct = direct;
 	h->append = append;
 	if (want_write) {
 		n->nwriters++;
 		n->changed = true;
 	}
-	if (append)
-		n->nappend++;
+	if (direct)
+		n->ndirect++;
 	pthread_mutex_unlock(&n->lock);
 	fi->fh = (uint64_t)(uintptr_t)h;
-	fi->direct_io = append;
+	fi->direct_io = direct;
 	/* the kernel keeps its pages only of data that did not change */
-	fi->keep_cache = fs_kernel_cache && !changed && !append;
+	fi->keep_cache = fs_kernel_cache && !changed && !direct;
 	return 0;
 }
 
@@ -834,8 +848,8 @@ handle_close(struct mhandle *h)
 	idle = !h->internal && --n->nuser == 0;
 	if (h->writer)
 		n->nwriters--;
-	if (h->append)
-		n->nappend--;
+	if (h->direct)
+		n->ndirect--;
 	free_now = node_put_locked(n, &r2);
 	if (r == 0)
 		r = r2;
@@ -1498,8 +1512,8 @@ fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		r = pwrite(h->fd, buf, size, off);
 		if (r < 0)
 			r = -errno;
-		else if (h->append)
-			node_appended(h->node);
+		else if (h->direct)
+			node_wrote_direct(h->node);
 	} else if ((r = write_limit(h->node, (uint64_t)off, &size)) == 0) {
 		mount_ahead_write(&h->node->ahead, (uint64_t)off, size,
 				  node_relpath, node_pin, node_unpin, h->node);
