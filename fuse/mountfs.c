@@ -1024,6 +1024,10 @@ fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 	 * included (ftruncate: the descriptor's) */
 	if ((valid & FUSE_SET_ATTR_SIZE) && fi == NULL)
 		r = acl_access(req, n, W_OK);
+	/* chown(2) to -1, -1 sets nothing, and moves ctime */
+	if ((valid & ~FUSE_SET_ATTR_CTIME) == 0 &&
+	    fchownat(n->fd, "", (uid_t)-1, (gid_t)-1, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+		r = -errno;
 	if (r == 0 && (valid & FUSE_SET_ATTR_MODE))
 		r = node_chmod(n, path, attr->st_mode & 07777);
 	if (r == 0 && (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))) {

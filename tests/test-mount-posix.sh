@@ -4,11 +4,13 @@
 # calls on a local directory: tests/tools/fsprobe runs a fixed list of
 # operations (the errno of each refusal: O_EXCL, O_DIRECTORY,
 # O_NOFOLLOW, EISDIR, ENOTEMPTY, rename and link of the wrong kinds,
-# RENAME_NOREPLACE and RENAME_EXCHANGE, ENAMETOOLONG, fifos; unlink,
+# RENAME_NOREPLACE and RENAME_EXCHANGE, rename onto another link of
+# the same file, trailing slashes, ENAMETOOLONG, fifos, the directory's
+# entries and their types; unlink,
 # rename and rename over an open file, hard links, O_APPEND with
 # pwrite, O_RDONLY|O_TRUNC, sparse files and lseek, fallocate's modes,
 # set and omitted times, which of mtime and ctime each operation moves
-# (O_TRUNC of an empty file included), st_blocks of a hole held open,
+# (O_TRUNC of an empty file and chown to -1 -1 included), st_blocks of a hole held open,
 # modes, owners, access; with -o xattr the extended attribute calls)
 # and prints what it got; the mount must print the same, line by line,
 # in each caching mode, for root and (with allow_other) for a user.  Two

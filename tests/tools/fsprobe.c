@@ -11,6 +11,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -146,6 +147,41 @@ tsame(const struct timespec *a, const struct timespec *b)
 	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
 }
 
+static int
+cmpstr(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The directory's entries, sorted, with their types. */
+static void
+listing(const char *label)
+{
+	DIR *dp = fdopendir(dup(dfd));
+	struct dirent *e;
+	char *names[512];
+	size_t n = 0, i;
+
+	if (dp == NULL) {
+		printf("%s: %s\n", label, ename(errno));
+		return;
+	}
+	rewinddir(dp);
+	while ((e = readdir(dp)) != NULL && n < 512) {
+		char buf[300];
+		snprintf(buf, sizeof(buf), "%s/%d", e->d_name, e->d_type);
+		names[n++] = strdup(buf);
+	}
+	closedir(dp);
+	qsort(names, n, sizeof(names[0]), cmpstr);
+	printf("%s:", label);
+	for (i = 0; i < n; i++) {
+		printf(" %s", names[i]);
+		free(names[i]);
+	}
+	printf("\n");
+}
+
 static void
 names(void)
 {
@@ -221,6 +257,30 @@ names(void)
 	res("open fifo O_WRONLY|O_NONBLOCK, no reader",
 	    openat(dfd, "fifo", O_WRONLY | O_NONBLOCK));
 	res("mknod existing", mknodat(dfd, "f", S_IFIFO | 0644, 0));
+	res("open O_CREAT|O_DIRECTORY", openat(dfd, "cd", O_RDWR | O_CREAT | O_DIRECTORY, 0644));
+	res("rmdir .", unlinkat(dfd, "d/.", AT_REMOVEDIR));
+	res("rmdir ..", unlinkat(dfd, "d/sub/..", AT_REMOVEDIR));
+	res("open file/", openat(dfd, "f/", O_RDONLY));
+	res("mkdir trailing slash", mkdirat(dfd, "ts/", 0755));
+	res("unlink trailing slash", unlinkat(dfd, "f/", 0));
+	res("lchmod symlink", fchmodat(dfd, "lnk", 0600, AT_SYMLINK_NOFOLLOW));
+	res("chmod fifo", fchmodat(dfd, "fifo", 0600, 0));
+	res("link a symlink", linkat(dfd, "lnk", dfd, "lnk2", 0));
+	{
+		struct stat st;
+		fstatat(dfd, "lnk2", &st, AT_SYMLINK_NOFOLLOW);
+		printf("linked symlink is a symlink: %d nlink %lu\n", S_ISLNK(st.st_mode),
+		       (unsigned long)st.st_nlink);
+	}
+	/* rename onto another link of the same file: nothing happens */
+	close(mkfile("same1", "same\n"));
+	linkat(dfd, "same1", dfd, "same2", 0);
+	res("rename onto its own link", renameat(dfd, "same1", dfd, "same2"));
+	res("both links stay", faccessat(dfd, "same1", F_OK, 0) == 0 &&
+	    faccessat(dfd, "same2", F_OK, 0) == 0 ? 0 : -1);
+	res("rename onto itself", renameat(dfd, "same1", dfd, "same1"));
+	res("rename dir onto itself", renameat(dfd, "d", dfd, "d"));
+	listing("the root");
 }
 
 static void
@@ -283,7 +343,12 @@ open_files(void)
 	fd = openat(dfd, "h2", O_RDONLY);
 	resn("ftruncate O_RDONLY", ftruncate(fd, 0));
 	close(fd);
-	res("truncate dir", truncate("d", 0) < 0 && errno == ENOENT ? 0 : -1);
+	res("truncate dir", truncate("d", 0));
+	res("truncate fifo", truncate("fifo", 0));
+	res("truncate symlink to a file", truncate("lnk", 4));
+	fd = openat(dfd, "f", O_RDONLY);
+	fsize("after truncate through a symlink", fd);
+	close(fd);
 
 	/* O_TRUNC with O_RDONLY truncates too */
 	fd = openat(dfd, "h2", O_RDONLY | O_TRUNC);
@@ -532,6 +597,39 @@ moved(void)
 	tmark(&t, "td");
 	symlinkat("x", dfd, "td/sl");
 	tmoved("symlink", &t);
+	tmark(&t, "td");
+	tmark(&u, "td/f2");
+	linkat(dfd, "td/f2", dfd, "td/f4", 0);
+	tmoved("link: the dir", &t);
+	tmoved("link: the file", &u);
+	tmark(&u, "td/f2");
+	unlinkat(dfd, "td/f4", 0);
+	tmoved("unlink of another link", &u);
+	tmark(&u, "td/f2");
+	fchownat(dfd, "td/f2", (uid_t)-1, (gid_t)-1, 0);
+	tmoved("chown -1 -1", &u);
+	tmark(&u, "td/f2");
+	utimensat(dfd, "td/f2", NULL, 0);
+	tmoved("utimensat now", &u);
+	tmark(&u, "td/f2");
+	fd = openat(dfd, "td/f2", O_WRONLY);
+	resn("write 1", write(fd, "w", 1));
+	close(fd);
+	tmoved("write", &u);
+	tmark(&u, "td/f2");
+	fd = openat(dfd, "td/f2", O_RDONLY);
+	{
+		char b[4];
+		resn("read 1", read(fd, b, 1));
+	}
+	close(fd);
+	tmoved("read", &u);
+	tmark(&t, "td");
+	tmark(&u, "td/f2");
+	renameat(dfd, "td/f2", dfd, "td/f3");
+	tmoved("rename over a link: the dir", &t);
+	u.name = "td/f3";
+	tmoved("rename over a link: the file", &u);
 }
 
 static void
