@@ -154,7 +154,8 @@ int mount_stats_guard(fuse_req_t req, fuse_ino_t parent, const char *name);
 void mount_stats_attr(struct stat *st);
 void mount_stats_lookup(fuse_req_t req);
 void mount_stats_getattr(fuse_req_t req);
-/* A snapshot per open (read-only opens only), freed by release. */
+/* A snapshot per open (read-only opens by the mount's owner or root
+ * only), freed by release. */
 void mount_stats_open(fuse_req_t req, struct fuse_file_info *fi);
 void mount_stats_read(fuse_req_t req, size_t size, off_t off,
 		      struct fuse_file_info *fi);

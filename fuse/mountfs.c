@@ -34,6 +34,15 @@
  * so that no dirty data is cached that can never be written back.  The O_DIRECT
  * flag of an open on the mount is ignored: all data goes through clio
  * anyway.
+ * Direct handles are the exception: a writer of an append-only source
+ * (chattr +a), and a write-only open of a file the daemon may write but
+ * not read (mode 0200 in a user's mount).  Such a handle has a
+ * descriptor of its own (with O_APPEND on an append-only file: the
+ * source then refuses a writer without, and O_TRUNC, with EPERM, as
+ * locally) and direct_io; each WRITE is one pwrite(2) (at the file's
+ * end with O_APPEND), and an open clio handle of the file drops its
+ * clean buffers and takes the new size after it (a cached block written
+ * back would write old bytes again, or need a read).
  *
  * Consistency (close-to-open).  Each open fstats the source and hands
  * its version (size, mtime, ctime, inode) to clio_revalidate, which drops
@@ -128,6 +137,7 @@
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -149,6 +159,7 @@ struct mnode {
 	int nopen;		/* handles, internal ones and pins included */
 	int nuser;		/* handles of programs */
 	int nwriters;		/* handles open for writing */
+	int ndirect;		/* direct handles among them (see handle_open) */
 	bool changed;		/* written since the version was recorded */
 	clio_dev *cdev;
 	clio_file *cf;		/* node handle: truncation and size */
@@ -166,6 +177,8 @@ struct mhandle {
 	struct mnode *node;
 	bool internal;		/* opened by the kick thread (mountahead.c) */
 	bool writer;		/* opened for writing */
+	bool direct;		/* its own fd and direct_io (see handle_open) */
+	bool append;		/* that fd has O_APPEND (an append-only source) */
 	clio_file *cf;		/* NULL with cache=off */
 	int fd;			/* cache=off: the file, else -1 */
 	atomic_bool wrote;
@@ -330,10 +343,17 @@ node_attr(struct mnode *n, struct stat *st)
 		pthread_mutex_lock(&n->lock);
 		if (n->cf != NULL) {
 			int64_t sz = clio_fsize(n->cf);
-			if (sz >= 0) {
-				st->st_size = (off_t)sz;
+			/* the source's blocks, and what is cached beyond
+			 * its end: a sparse file stays one for du and cp */
+			off_t held = st->st_size > st->st_blocks * 512 ?
+				st->st_size : st->st_blocks * 512;
+			if (sz > held)
+				st->st_blocks += (blkcnt_t)((sz - held + 511) / 512);
+			else if (sz >= 0 && sz < st->st_size &&
+				 st->st_blocks > (sz + 511) / 512)
 				st->st_blocks = (blkcnt_t)((sz + 511) / 512);
-			}
+			if (sz >= 0)
+				st->st_size = (off_t)sz;
 		}
 		pthread_mutex_unlock(&n->lock);
 	}
@@ -547,8 +567,43 @@ node_close_data(struct mnode *n)
 	return r;
 }
 
+/* Whether the source's object is append-only or immutable (chattr +a,
+ * +i), as statx tells; false if it cannot tell. */
+static bool
+node_attr_flag(struct mnode *n, uint64_t flag)
+{
+	struct statx sx;
+
+	if (statx(n->fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, 0, &sx) < 0)
+		return false;
+	return (sx.stx_attributes_mask & flag) && (sx.stx_attributes & flag);
+}
+
+/* After a direct handle's write reached the source: an open clio
+ * handle of the node takes the source's new data and size (its clean
+ * buffers dropped); n->v stays, so the next open finds the data changed
+ * and drops the kernel's pages. */
+static void
+node_wrote_direct(struct mnode *n)
+{
+	struct clio_validator v;
+
+	pthread_mutex_lock(&n->lock);
+	if (n->cf != NULL && source_version(n, &v) == 0)
+		clio_revalidate(n->cf, &v);
+	pthread_mutex_unlock(&n->lock);
+}
+
 /* Open a handle of n for fi; known: the source's version if the caller
- * has just read it (a create), else NULL. */
+ * has just read it (a create), else NULL.  A writer of an append-only
+ * source (which takes writes only at its end, from descriptors opened
+ * with O_APPEND, and refuses others with EPERM, as does the open here)
+ * bypasses the cache: its own descriptor with O_APPEND, write(2)
+ * through at once and direct_io, so that the kernel sends the program's
+ * bytes, not whole pages, which would write the old ones again.  So does
+ * a write-only open of a file that this daemon may write but not read
+ * (mode 0200 in a user's mount): the cache and the kernel's writeback
+ * cache read what they fill.  Both are direct handles. */
 static int
 handle_open(struct mnode *n, struct fuse_file_info *fi, bool internal,
 	    const struct clio_validator *known)
@@ -559,6 +614,8 @@ handle_open(struct mnode *n, struct fuse_file_info *fi, bool internal,
 	 * access), as on a local file system */
 	int trunc = fi->flags & O_TRUNC;
 	bool want_write = acc != O_RDONLY || trunc;
+	bool append = want_write && node_attr_flag(n, STATX_ATTR_APPEND);
+	bool direct = append;
 	struct clio_validator v;
 	struct mhandle *h;
 	int r, mode, changed = 0;
@@ -576,41 +633,53 @@ handle_open(struct mnode *n, struct fuse_file_info *fi, bool internal,
 	mode = acc == O_WRONLY ? CLIO_WRONLY : acc == O_RDWR ? CLIO_RDWR : CLIO_RDONLY;
 	pthread_mutex_lock(&n->lock);
 	mount_idle_del(&n->idle);
-	if (fs_cache_off) {
-		char path[64];
-		proc_path(path, sizeof(path), n->fd);
-		h->fd = open(path, acc | trunc | O_CLOEXEC);
-		r = h->fd < 0 ? -errno : 0;
-		if (r == -EACCES && acc == O_RDWR && (fi->flags & O_ACCMODE) == O_WRONLY) {
-			h->fd = open(path, O_WRONLY | trunc | O_CLOEXEC);
-			r = h->fd < 0 ? -errno : 0;
-		}
-		if (r == 0 && (source_version(n, &v) < 0 ||
-			       (changed = node_revalidate(n, NULL, &v)) < 0))
-			changed = 1;
-	} else {
-		r = 0;
+	r = 0;
+	if (!fs_cache_off && !direct) {
 		if (known != NULL)
 			v = *known;
 		else
 			r = source_version(n, &v);
 		if (r == 0)
 			r = node_open_data(n, want_write, v.size);
-		if (r == 0 && n->nwriters == 0) {
+		if (r == -EACCES && (fi->flags & O_ACCMODE) == O_WRONLY) {
+			direct = true;	/* writable here, not readable */
+			r = 0;
+		} else if (r == 0 && (n->nwriters == 0 || n->ndirect > 0)) {
 			/* close-to-open: what the source holds now; not
-			 * while this mount writes it (write-behind moves
-			 * the source's version under the fstat) */
+			 * while this mount writes it through the cache
+			 * (write-behind moves the source's version under
+			 * the fstat) */
 			changed = node_revalidate(n, n->cf, &v);
 			r = changed < 0 ? changed : 0;
 		}
-		if (r == 0)
+		if (r == 0 && !direct)
 			r = clio_open(fs_cache, n->cdev, mode, &h->cf);
-		if (r == 0 && trunc && clio_fsize(n->cf) != 0) {
+		/* also of an empty file: its times move, as locally (a
+		 * create's openat truncated the source itself) */
+		if (r == 0 && !direct && trunc && (known == NULL || clio_fsize(n->cf) != 0)) {
 			if ((r = clio_ftruncate(n->cf, 0)) < 0)
 				clio_close(h->cf);
 			else
 				atomic_store(&h->wrote, true);
 		}
+	}
+	if (r == 0 && (fs_cache_off || direct)) {
+		int fl = trunc | (append ? fi->flags & O_APPEND : 0) | O_CLOEXEC;
+		char path[64];
+		proc_path(path, sizeof(path), n->fd);
+		if (direct && n->nopen == 0 && n->cdev != NULL)
+			node_close_data(n);	/* idle: its buffers go stale */
+		h->fd = open(path, acc | fl);
+		r = h->fd < 0 ? -errno : 0;
+		if (r == -EACCES && acc == O_RDWR && (fi->flags & O_ACCMODE) == O_WRONLY) {
+			/* the kernel's writeback cache cannot read it */
+			h->fd = open(path, O_WRONLY | fl);
+			r = h->fd < 0 ? -errno : 0;
+			direct = true;
+		}
+		if (r == 0 && (source_version(n, &v) < 0 ||
+			       (changed = node_revalidate(n, NULL, &v)) < 0))
+			changed = 1;
 	}
 	if (r < 0) {
 		if (n->nopen == 0 && n->cdev != NULL)
@@ -628,15 +697,19 @@ handle_open(struct mnode *n, struct fuse_file_info *fi, bool internal,
 	if (!internal)
 		n->nuser++;
 	h->writer = want_write;
+	h->direct = direct;
+	h->append = append;
 	if (want_write) {
 		n->nwriters++;
 		n->changed = true;
 	}
+	if (direct)
+		n->ndirect++;
 	pthread_mutex_unlock(&n->lock);
 	fi->fh = (uint64_t)(uintptr_t)h;
-	fi->direct_io = 0;
+	fi->direct_io = direct;
 	/* the kernel keeps its pages only of data that did not change */
-	fi->keep_cache = fs_kernel_cache && !changed;
+	fi->keep_cache = fs_kernel_cache && !changed && !direct;
 	return 0;
 }
 
@@ -775,6 +848,8 @@ handle_close(struct mhandle *h)
 	idle = !h->internal && --n->nuser == 0;
 	if (h->writer)
 		n->nwriters--;
+	if (h->direct)
+		n->ndirect--;
 	free_now = node_put_locked(n, &r2);
 	if (r == 0)
 		r = r2;
@@ -914,6 +989,22 @@ node_utimens(struct mnode *n, const char *path, const struct timespec tv[2])
 	return utimensat(AT_FDCWD, path, tv, 0) < 0 ? -errno : 0;
 }
 
+/* Whether a SETATTR of times is, most likely, utimensat(2) of both to
+ * the current time (touch): under the writeback cache the kernel keeps
+ * a file's mtime itself and sends it as a time set (FATTR_MTIME without
+ * FATTR_MTIME_NOW), but atime still as "now"; mtime within 2 s of now. */
+static bool
+touch_now(int valid, const struct timespec *mtime)
+{
+	struct timespec now;
+
+	if (!fs_kernel_cache || !(valid & FUSE_SET_ATTR_ATIME_NOW) ||
+	    !(valid & FUSE_SET_ATTR_MTIME) || (valid & FUSE_SET_ATTR_MTIME_NOW))
+		return false;
+	clock_gettime(CLOCK_REALTIME, &now);
+	return mtime->tv_sec > now.tv_sec - 2 && mtime->tv_sec < now.tv_sec + 2;
+}
+
 static void
 fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 	   struct fuse_file_info *fi)
@@ -933,6 +1024,10 @@ fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 	 * included (ftruncate: the descriptor's) */
 	if ((valid & FUSE_SET_ATTR_SIZE) && fi == NULL)
 		r = acl_access(req, n, W_OK);
+	/* chown(2) to -1, -1 sets nothing, and moves ctime */
+	if ((valid & ~FUSE_SET_ATTR_CTIME) == 0 &&
+	    fchownat(n->fd, "", (uid_t)-1, (gid_t)-1, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+		r = -errno;
 	if (r == 0 && (valid & FUSE_SET_ATTR_MODE))
 		r = node_chmod(n, path, attr->st_mode & 07777);
 	if (r == 0 && (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))) {
@@ -944,7 +1039,13 @@ fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 	if (r == 0 && (valid & FUSE_SET_ATTR_SIZE)) {
 		pthread_mutex_lock(&n->lock);
 		if (n->cf != NULL) {
-			r = n->cdev_ro ? -EACCES : clio_ftruncate(n->cf, (uint64_t)attr->st_size);
+			/* a device read-only as the source refused writing:
+			 * what a truncation of it gets (EPERM if +a or +i) */
+			if (n->cdev_ro)
+				r = node_attr_flag(n, STATX_ATTR_APPEND) ||
+				    node_attr_flag(n, STATX_ATTR_IMMUTABLE) ? -EPERM : -EACCES;
+			else
+				r = clio_ftruncate(n->cf, (uint64_t)attr->st_size);
 			/* the source's new version is this mount's own */
 			if (r == 0)
 				node_settle_locked(n, n->cf);
@@ -975,6 +1076,13 @@ fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 		else if (valid & FUSE_SET_ATTR_MTIME)
 			tv[1] = attr->st_mtim;
 		r = node_utimens(n, path, tv);
+		if (r == -EPERM && touch_now(valid, &attr->st_mtim)) {
+			/* the writeback cache sends a touch's "now" as a
+			 * time of its own, which an append-only file
+			 * refuses (a touch it takes) */
+			tv[0].tv_nsec = tv[1].tv_nsec = UTIME_NOW;
+			r = node_utimens(n, path, tv);
+		}
 		/* the source's new version is this mount's own */
 		pthread_mutex_lock(&n->lock);
 		if (r == 0 && n->cf != NULL)
@@ -1404,9 +1512,12 @@ fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	}
 	t0 = mount_io_begin();
 	if (h->cf == NULL) {
+		/* O_APPEND (an append-only source): at its end, whatever off */
 		r = pwrite(h->fd, buf, size, off);
 		if (r < 0)
 			r = -errno;
+		else if (h->direct)
+			node_wrote_direct(h->node);
 	} else if ((r = write_limit(h->node, (uint64_t)off, &size)) == 0) {
 		mount_ahead_write(&h->node->ahead, (uint64_t)off, size,
 				  node_relpath, node_pin, node_unpin, h->node);
@@ -1953,7 +2064,13 @@ fs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 	}
 	if (len > COPY_MAX)
 		len = COPY_MAX;
-	if (in->cf == NULL || out->cf == NULL) {
+	if (out->append) {
+		fuse_reply_err(req, EBADF);	/* as onto any O_APPEND file */
+		return;
+	}
+	/* cache=off; else in may be an append-only file's (its own
+	 * descriptor) and out a cached one */
+	if (out->cf == NULL) {
 		loff_t oi = off_in, oo = off_out;
 		r = copy_file_range(in->fd, &oi, out->fd, &oo, len, 0);
 		if (r < 0)
@@ -1974,7 +2091,11 @@ fs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 	}
 	while (done < len) {
 		size_t n = len - done < chunk ? len - done : chunk;
-		ssize_t got = clio_pread(in->cf, buf, n, (uint64_t)off_in + done);
+		ssize_t got = in->cf != NULL ?
+			clio_pread(in->cf, buf, n, (uint64_t)off_in + done) :
+			pread(in->fd, buf, n, off_in + (off_t)done);
+		if (got < 0 && in->cf == NULL)
+			got = -errno;
 		if (got <= 0) {
 			r = got;
 			break;

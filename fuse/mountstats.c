@@ -3,9 +3,12 @@
  * mountstats.c - the control file `.clio-stats` in the root of every
  * `clio mount` (device mode and pass-through mode).
  *
- * The file is read-only (mode 0444, size 0).  Each open builds a text
- * snapshot of the cache's statistics and of every open device's, kept
- * with the open, so every read of one open sees the same numbers; the
+ * The file is read-only and private to the mount's owner, the uid that
+ * ran clio mount (mode 0400, size 0): it names the files that others
+ * have open, so with allow_other only the owner and root read it (the
+ * kernel checks the mode, default_permissions; open checks the caller
+ * again).  Each open builds a text snapshot of the cache's statistics
+ * and of every open device's, kept with the open, so every read of one open sees the same numbers; the
  * open is reported with direct_io, so the kernel reads until the end of
  * the snapshot whatever the size says.  The name is not listed by
  * readdir; lookup finds it.  In pass-through mode it hides a real object
@@ -140,7 +143,7 @@ mount_stats_attr(struct stat *st)
 {
 	memset(st, 0, sizeof(*st));
 	st->st_ino = mount_stats_ino();
-	st->st_mode = S_IFREG | 0444;
+	st->st_mode = S_IFREG | 0400;
 	st->st_nlink = 1;
 	st->st_uid = getuid();
 	st->st_gid = getgid();
@@ -420,9 +423,11 @@ snapshot_build(void)
 void
 mount_stats_open(fuse_req_t req, struct fuse_file_info *fi)
 {
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct snapshot *s;
 
-	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
+	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC) ||
+	    (ctx->uid != 0 && ctx->uid != getuid())) {
 		fuse_reply_err(req, EACCES);
 		return;
 	}

@@ -6,7 +6,7 @@
 # flush, flush_behind), then reads it at 4k with the kernel's caches
 # dropped, and the back end's reads must average at least 256 KiB per
 # transfer; write_clusters and the hit counters move; the
-# file is hidden from readdir, mode 0444 and refuses writes; `clio stat`
+# file is hidden from readdir, mode 0400 and refuses writes; `clio stat`
 # of a directory that is no clio mount exits 66; in pass-through mode the
 # file hides a real one of that name, which survives.
 set -e
@@ -32,7 +32,7 @@ cat "$mnt/.clio-stats" >"$tmp/s0" || fail "reading .clio-stats"
 [ "$(val 'disk device' "$tmp/s0")" = sim:preset=ssd,size=64M ] ||
 	fail "device line: $(grep device "$tmp/s0")"
 ls -a "$mnt" | grep -q clio-stats && fail "readdir lists .clio-stats"
-[ "$(stat -c %a "$mnt/.clio-stats")" = 444 ] || fail "mode of .clio-stats"
+[ "$(stat -c %a "$mnt/.clio-stats")" = 400 ] || fail "mode of .clio-stats"
 [ -f "$mnt/.clio-stats" ] || fail ".clio-stats is not a regular file"
 (echo x >"$mnt/.clio-stats") 2>/dev/null && fail ".clio-stats is writable"
 

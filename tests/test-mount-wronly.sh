@@ -1,0 +1,104 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+# test-mount-wronly.sh - clio mount of a directory by a daemon that may
+# write a file but not read it (mode 0200), as in a user's own mount: the
+# daemon runs without CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH (setpriv),
+# and so does the program, which on a local copy and through the mount,
+# in each caching mode, must get the same: opens (O_WRONLY, O_TRUNC,
+# O_APPEND; O_RDONLY and O_RDWR refused with EACCES), seeded random
+# writes at random offsets (holes, overwrites, past the end), appends,
+# ftruncate, and the bytes each file holds at the end (read by root)
+# must be the local ones, byte for byte.
+set -e
+. "$(dirname "$0")/mount-common.sh"
+if [ "$(id -u)" -ne 0 ]; then
+	echo "skip: dropping root's capabilities needs root" >&2
+	exit 77
+fi
+for t in setpriv perl; do
+	if ! command -v $t >/dev/null 2>&1; then
+		echo "skip: $t is missing" >&2
+		exit 77
+	fi
+done
+nocap() {
+	setpriv --bounding-set=-dac_override,-dac_read_search \
+		--inh-caps=-dac_override,-dac_read_search -- "$@"
+}
+seed=${SEED:-$$}
+
+cat >"$tmp/run.pl" <<'PERL'
+use strict;
+use Fcntl;
+my ($d, $seed) = @ARGV;
+srand($seed);
+$| = 1;
+sub e { return $! + 0; }
+sub try_open {
+	my ($name, $flags) = @_;
+	my $fh;
+	if (sysopen($fh, $name, $flags)) { close($fh); return "ok"; }
+	return e();
+}
+for my $f ("small", "big") {
+	my $p = "$d/$f";
+	for my $o ([ "rdonly", O_RDONLY ], [ "rdwr", O_RDWR ],
+		   [ "wronly", O_WRONLY ], [ "wronly|append", O_WRONLY | O_APPEND ]) {
+		print "$f open $o->[0]: ", try_open($p, $o->[1]), "\n";
+	}
+	sysopen(my $w, $p, O_WRONLY) or die "$p: $!";
+	for my $i (1 .. 30) {
+		my $len = 1 + int(rand(20000));
+		my $off = int(rand(3000000));
+		my $data = join("", map { chr(int(rand(256))) } 1 .. $len);
+		sysseek($w, $off, 0) or die "seek: $!";
+		my $n = syswrite($w, $data);
+		print "$f write $i $off $len: ", (defined $n ? $n : "error " . e()), "\n";
+	}
+	print "$f ftruncate: ", (truncate($w, 2500000) ? "ok" : e()), "\n";
+	close($w);
+	sysopen($w, $p, O_WRONLY | O_APPEND) or die "$p append: $!";
+	for my $i (1 .. 10) {
+		my $len = 1 + int(rand(9000));
+		my $data = join("", map { chr(int(rand(256))) } 1 .. $len);
+		my $n = syswrite($w, $data);
+		print "$f append $i $len: ", (defined $n ? $n : "error " . e()), "\n";
+	}
+	close($w);
+	print "$f size: ", (stat($p))[7], "\n";
+}
+sysopen(my $t, "$d/small", O_WRONLY | O_TRUNC) or die "trunc: $!";
+print "trunc size: ", (stat("$d/small"))[7], "\n";
+syswrite($t, "after O_TRUNC\n");
+close($t);
+PERL
+
+head -c 1000000 /dev/urandom >"$tmp/pat"
+n=0
+for o in "" kernel_cache=off cache=off; do
+	n=$((n + 1))
+	mkdir "$tmp/local$n" "$tmp/src$n" "$tmp/mnt$n"
+	for d in "$tmp/local$n" "$tmp/src$n"; do
+		printf 'write-only\n' >"$d/small"
+		cp "$tmp/pat" "$d/big"
+		chmod 200 "$d/small" "$d/big"
+	done
+	nocap perl "$tmp/run.pl" "$tmp/local$n" "$seed" >"$tmp/want" 2>&1 ||
+		fail "the program on the local directory: $(tail -n 3 "$tmp/want")"
+	grep -q '^small open rdonly: 13$' "$tmp/want" && grep -q '^small open wronly: ok$' "$tmp/want" ||
+		fail "local reference: $(head -n 4 "$tmp/want")"
+	run_as=nocap
+	mount_start "$tmp/src$n" "$tmp/mnt$n" ${o:+-o $o}
+	run_as=
+	nocap perl "$tmp/run.pl" "$tmp/mnt$n" "$seed" >"$tmp/got" 2>&1 || true
+	mount_stop "$tmp/mnt$n"
+	if ! diff "$tmp/want" "$tmp/got" >"$tmp/diff"; then
+		head -n 20 "$tmp/diff" >&2
+		fail "${o:-default}: a write-only file behaves otherwise than locally (seed $seed)"
+	fi
+	for f in small big; do
+		cmp "$tmp/local$n/$f" "$tmp/src$n/$f" ||
+			fail "${o:-default}: the source's $f differs from the local one (seed $seed)"
+	done
+	echo "ok: ${o:-default}: $(grep -c . "$tmp/got") results as locally, the files byte for byte"
+done
