@@ -7,7 +7,7 @@
 # in each caching mode, must get the same: opens (O_WRONLY, O_TRUNC,
 # O_APPEND; O_RDONLY and O_RDWR refused with EACCES), seeded random
 # writes at random offsets (holes, overwrites, past the end), appends,
-# ftruncate, and the bytes each file holds at the end (read by root)
+# ftruncate, copy_file_range from a readable file, and the bytes each file holds at the end (read by root)
 # must be the local ones, byte for byte.
 set -e
 . "$(dirname "$0")/mount-common.sh"
@@ -30,6 +30,7 @@ seed=${SEED:-$$}
 cat >"$tmp/run.pl" <<'PERL'
 use strict;
 use Fcntl;
+use POSIX ();
 my ($d, $seed) = @ARGV;
 srand($seed);
 $| = 1;
@@ -67,6 +68,18 @@ for my $f ("small", "big") {
 	close($w);
 	print "$f size: ", (stat($p))[7], "\n";
 }
+# copy_file_range(2) from a readable file into the write-only one
+my %cfr_nr = (x86_64 => 326, aarch64 => 285);
+my $cfr = $cfr_nr{(POSIX::uname())[4]};
+if ($cfr) {
+	sysopen(my $in, "$d/plain", O_RDONLY) or die "plain: $!";
+	sysopen(my $out, "$d/big", O_WRONLY) or die "big: $!";
+	sysseek($out, 100000, 0);
+	my $n = syscall($cfr, fileno($in), 0, fileno($out), 0, 300000, 0);
+	print "copy_file_range: ", ($n < 0 ? "error " . e() : $n), "\n";
+	close($in);
+	close($out);
+}
 sysopen(my $t, "$d/small", O_WRONLY | O_TRUNC) or die "trunc: $!";
 print "trunc size: ", (stat("$d/small"))[7], "\n";
 syswrite($t, "after O_TRUNC\n");
@@ -74,6 +87,7 @@ close($t);
 PERL
 
 head -c 1000000 /dev/urandom >"$tmp/pat"
+head -c 400000 /dev/urandom >"$tmp/plain"
 n=0
 for o in "" kernel_cache=off cache=off; do
 	n=$((n + 1))
@@ -81,6 +95,7 @@ for o in "" kernel_cache=off cache=off; do
 	for d in "$tmp/local$n" "$tmp/src$n"; do
 		printf 'write-only\n' >"$d/small"
 		cp "$tmp/pat" "$d/big"
+		cp "$tmp/plain" "$d/plain"
 		chmod 200 "$d/small" "$d/big"
 	done
 	nocap perl "$tmp/run.pl" "$tmp/local$n" "$seed" >"$tmp/want" 2>&1 ||
