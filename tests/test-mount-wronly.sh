@@ -1,14 +1,16 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
 # test-mount-wronly.sh - clio mount of a directory by a daemon that may
-# write a file but not read it (mode 0200), as in a user's own mount: the
-# daemon runs without CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH (setpriv),
-# and so does the program, which on a local copy and through the mount,
-# in each caching mode, must get the same: opens (O_WRONLY, O_TRUNC,
-# O_APPEND; O_RDONLY and O_RDWR refused with EACCES), seeded random
-# writes at random offsets (holes, overwrites, past the end), appends,
-# ftruncate, copy_file_range from a readable file, and the bytes each file holds at the end (read by root)
-# must be the local ones, byte for byte.
+# write a file but not read it (mode 0200), as in a user's own mount:
+# the daemon runs without CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH and
+# CAP_FOWNER (setpriv), and so does the program, which on a local copy
+# and through the mount, in each caching mode, must get the same: opens
+# (O_WRONLY, O_TRUNC, O_APPEND; O_RDONLY and O_RDWR refused with
+# EACCES), seeded random writes at random offsets (holes, overwrites,
+# past the end), appends, ftruncate, copy_file_range from a readable
+# file; on another uid's file of mode 0666, touch (taken) and setting
+# times (EPERM); and the bytes each file holds at the end (read by
+# root) must be the local ones, byte for byte.
 set -e
 . "$(dirname "$0")/mount-common.sh"
 if [ "$(id -u)" -ne 0 ]; then
@@ -22,8 +24,8 @@ for t in setpriv perl; do
 	fi
 done
 nocap() {
-	setpriv --bounding-set=-dac_override,-dac_read_search \
-		--inh-caps=-dac_override,-dac_read_search -- "$@"
+	setpriv --bounding-set=-dac_override,-dac_read_search,-fowner \
+		--inh-caps=-dac_override,-dac_read_search,-fowner -- "$@"
 }
 seed=${SEED:-$$}
 
@@ -80,6 +82,11 @@ if ($cfr) {
 	close($in);
 	close($out);
 }
+# another's file open to all: touch (times to now) is taken, setting
+# them refused (EPERM)
+print "other touch: ", (utime(undef, undef, "$d/other") ? "ok" : e()), "\n";
+print "other set times: ", (utime(5, 5, "$d/other") ? "ok" : e()), "\n";
+print "other mtime moved: ", ((stat("$d/other"))[9] > 1000 ? 1 : 0), "\n";
 sysopen(my $t, "$d/small", O_WRONLY | O_TRUNC) or die "trunc: $!";
 print "trunc size: ", (stat("$d/small"))[7], "\n";
 syswrite($t, "after O_TRUNC\n");
@@ -96,6 +103,10 @@ for o in "" kernel_cache=off cache=off; do
 		printf 'write-only\n' >"$d/small"
 		cp "$tmp/pat" "$d/big"
 		cp "$tmp/plain" "$d/plain"
+		echo other >"$d/other"
+		chown 12345 "$d/other"
+		chmod 666 "$d/other"
+		touch -d @1000 "$d/other"
 		chmod 200 "$d/small" "$d/big"
 	done
 	nocap perl "$tmp/run.pl" "$tmp/local$n" "$seed" >"$tmp/want" 2>&1 ||
