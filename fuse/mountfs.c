@@ -1079,8 +1079,9 @@ fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 		r = node_utimens(n, path, tv);
 		if (r == -EPERM && touch_now(valid, &attr->st_mtim)) {
 			/* the writeback cache sends a touch's "now" as a
-			 * time of its own, which an append-only file
-			 * refuses (a touch it takes) */
+			 * time of its own, which an append-only file, or
+			 * another's to a daemon without CAP_FOWNER,
+			 * refuses (a touch they take) */
 			tv[0].tv_nsec = tv[1].tv_nsec = UTIME_NOW;
 			r = node_utimens(n, path, tv);
 		}
