@@ -567,8 +567,9 @@ node_close_data(struct mnode *n)
 	return r;
 }
 
-/* Whether the source's object is append-only or immutable (chattr +a,
- * +i), as statx tells; false if it cannot tell. */
+/* Whether the source's object has the statx attribute flag
+ * (STATX_ATTR_APPEND: chattr +a, STATX_ATTR_IMMUTABLE: +i); false if
+ * statx cannot tell. */
 static bool
 node_attr_flag(struct mnode *n, uint64_t flag)
 {
@@ -1078,8 +1079,9 @@ fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 		r = node_utimens(n, path, tv);
 		if (r == -EPERM && touch_now(valid, &attr->st_mtim)) {
 			/* the writeback cache sends a touch's "now" as a
-			 * time of its own, which an append-only file
-			 * refuses (a touch it takes) */
+			 * time of its own, which an append-only file, or
+			 * another's to a daemon without CAP_FOWNER,
+			 * refuses (a touch they take) */
 			tv[0].tv_nsec = tv[1].tv_nsec = UTIME_NOW;
 			r = node_utimens(n, path, tv);
 		}
@@ -1512,7 +1514,8 @@ fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	}
 	t0 = mount_io_begin();
 	if (h->cf == NULL) {
-		/* O_APPEND (an append-only source): at its end, whatever off */
+		/* cache=off or a direct handle; with O_APPEND (an
+		 * append-only source) at the file's end, whatever off */
 		r = pwrite(h->fd, buf, size, off);
 		if (r < 0)
 			r = -errno;
@@ -1998,8 +2001,10 @@ fs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
 		return;
 	}
 	if (h->cf == NULL) {
-		r = fallocate(h->fd, mode, off, len);
-		fuse_reply_err(req, r < 0 ? errno : 0);
+		r = fallocate(h->fd, mode, off, len) < 0 ? errno : 0;
+		if (r == 0 && h->direct)
+			node_wrote_direct(h->node);
+		fuse_reply_err(req, r);
 		return;
 	}
 	end = (uint64_t)off + (uint64_t)len;
@@ -2068,9 +2073,9 @@ fs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 		fuse_reply_err(req, EBADF);	/* as onto any O_APPEND file */
 		return;
 	}
-	/* cache=off; else in may be an append-only file's (its own
-	 * descriptor) and out a cached one */
-	if (out->cf == NULL) {
+	/* cache=off; else either may be a direct handle (its own
+	 * descriptor) and the other a cached one */
+	if (in->cf == NULL && out->cf == NULL) {
 		loff_t oi = off_in, oo = off_out;
 		r = copy_file_range(in->fd, &oi, out->fd, &oo, len, 0);
 		if (r < 0)
@@ -2079,7 +2084,7 @@ fs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 			fuse_reply_write(req, (size_t)r);
 		return;
 	}
-	if ((r = write_limit(out->node, (uint64_t)off_out, &len)) < 0) {
+	if (out->cf != NULL && (r = write_limit(out->node, (uint64_t)off_out, &len)) < 0) {
 		fuse_reply_err(req, (int)-r);
 		return;
 	}
@@ -2100,7 +2105,13 @@ fs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 			r = got;
 			break;
 		}
-		r = clio_pwrite(out->cf, buf, (size_t)got, (uint64_t)off_out + done);
+		if (out->cf != NULL) {
+			r = clio_pwrite(out->cf, buf, (size_t)got, (uint64_t)off_out + done);
+		} else {
+			r = pwrite(out->fd, buf, (size_t)got, off_out + (off_t)done);
+			if (r < 0)
+				r = -errno;
+		}
 		if (r <= 0)
 			break;
 		done += (size_t)r;
@@ -2108,6 +2119,8 @@ fs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 			break;
 	}
 	free(buf);
+	if (done > 0 && out->cf == NULL)
+		node_wrote_direct(out->node);
 	if (done > 0)
 		atomic_store(&out->wrote, true);
 	if (done == 0 && r < 0)

@@ -1,14 +1,16 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
 # test-mount-wronly.sh - clio mount of a directory by a daemon that may
-# write a file but not read it (mode 0200), as in a user's own mount: the
-# daemon runs without CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH (setpriv),
-# and so does the program, which on a local copy and through the mount,
-# in each caching mode, must get the same: opens (O_WRONLY, O_TRUNC,
-# O_APPEND; O_RDONLY and O_RDWR refused with EACCES), seeded random
-# writes at random offsets (holes, overwrites, past the end), appends,
-# ftruncate, and the bytes each file holds at the end (read by root)
-# must be the local ones, byte for byte.
+# write a file but not read it (mode 0200), as in a user's own mount:
+# the daemon runs without CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH and
+# CAP_FOWNER (setpriv), and so does the program, which on a local copy
+# and through the mount, in each caching mode, must get the same: opens
+# (O_WRONLY, O_TRUNC, O_APPEND; O_RDONLY and O_RDWR refused with
+# EACCES), seeded random writes at random offsets (holes, overwrites,
+# past the end), appends, ftruncate, copy_file_range from a readable
+# file; on another uid's file of mode 0666, touch (taken) and setting
+# times (EPERM); and the bytes each file holds at the end (read by
+# root) must be the local ones, byte for byte.
 set -e
 . "$(dirname "$0")/mount-common.sh"
 if [ "$(id -u)" -ne 0 ]; then
@@ -22,14 +24,15 @@ for t in setpriv perl; do
 	fi
 done
 nocap() {
-	setpriv --bounding-set=-dac_override,-dac_read_search \
-		--inh-caps=-dac_override,-dac_read_search -- "$@"
+	setpriv --bounding-set=-dac_override,-dac_read_search,-fowner \
+		--inh-caps=-dac_override,-dac_read_search,-fowner -- "$@"
 }
 seed=${SEED:-$$}
 
 cat >"$tmp/run.pl" <<'PERL'
 use strict;
 use Fcntl;
+use POSIX ();
 my ($d, $seed) = @ARGV;
 srand($seed);
 $| = 1;
@@ -67,6 +70,23 @@ for my $f ("small", "big") {
 	close($w);
 	print "$f size: ", (stat($p))[7], "\n";
 }
+# copy_file_range(2) from a readable file into the write-only one
+my %cfr_nr = (x86_64 => 326, aarch64 => 285);
+my $cfr = $cfr_nr{(POSIX::uname())[4]};
+if ($cfr) {
+	sysopen(my $in, "$d/plain", O_RDONLY) or die "plain: $!";
+	sysopen(my $out, "$d/big", O_WRONLY) or die "big: $!";
+	sysseek($out, 100000, 0);
+	my $n = syscall($cfr, fileno($in), 0, fileno($out), 0, 300000, 0);
+	print "copy_file_range: ", ($n < 0 ? "error " . e() : $n), "\n";
+	close($in);
+	close($out);
+}
+# another's file open to all: touch (times to now) is taken, setting
+# them refused (EPERM)
+print "other touch: ", (utime(undef, undef, "$d/other") ? "ok" : e()), "\n";
+print "other set times: ", (utime(5, 5, "$d/other") ? "ok" : e()), "\n";
+print "other mtime moved: ", ((stat("$d/other"))[9] > 1000 ? 1 : 0), "\n";
 sysopen(my $t, "$d/small", O_WRONLY | O_TRUNC) or die "trunc: $!";
 print "trunc size: ", (stat("$d/small"))[7], "\n";
 syswrite($t, "after O_TRUNC\n");
@@ -74,6 +94,7 @@ close($t);
 PERL
 
 head -c 1000000 /dev/urandom >"$tmp/pat"
+head -c 400000 /dev/urandom >"$tmp/plain"
 n=0
 for o in "" kernel_cache=off cache=off; do
 	n=$((n + 1))
@@ -81,6 +102,11 @@ for o in "" kernel_cache=off cache=off; do
 	for d in "$tmp/local$n" "$tmp/src$n"; do
 		printf 'write-only\n' >"$d/small"
 		cp "$tmp/pat" "$d/big"
+		cp "$tmp/plain" "$d/plain"
+		echo other >"$d/other"
+		chown 12345 "$d/other"
+		chmod 666 "$d/other"
+		touch -d @1000 "$d/other"
 		chmod 200 "$d/small" "$d/big"
 	done
 	nocap perl "$tmp/run.pl" "$tmp/local$n" "$seed" >"$tmp/want" 2>&1 ||
