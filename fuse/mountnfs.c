@@ -12,7 +12,12 @@
  * address of a struct nnode, found by the server's fileid in a hash
  * table; a node holds its last known path (under path_lock): a lookup or
  * a listing sets it, a rename through the mount rewrites it and those
- * below it.  Lookup counts as in mountfs.c.
+ * below it.  Lookup counts as in mountfs.c.  A lost connection fails
+ * the names' calls on it at once (libnfs's reconnection is off: its
+ * synchronous calls would wait for a dead server forever); a result
+ * that says so (EIO, ETIMEDOUT, ...) marks the context dead, and the
+ * next call builds it anew (meta_enter: MOUNT again), failing while the
+ * server is unreachable.
  *
  * Data.  The first open of a regular file opens the device
  * nfs://HOST/EXPORT/PATH?QUERY (its own TCP connection, MOUNT, LOOKUP
