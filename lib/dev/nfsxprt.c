@@ -341,8 +341,8 @@ lx_wait(struct nfs_xport *x, int wake_fd)
 		fds[1].events = (short)nfs_which_events(lx->nfs);
 	}
 	r = poll(fds, fds[1].fd >= 0 ? 2 : 1, 100);
-	if (r < 0)
-		return; /* EINTR */
+	if (r < 0) /* EINTR: the timeouts are checked all the same */
+		fds[0].revents = fds[1].revents = 0;
 	if (fds[0].revents & POLLIN)
 		(void)!read(wake_fd, &n, sizeof(n));
 	if (lx->nfs == NULL)
