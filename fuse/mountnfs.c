@@ -12,7 +12,12 @@
  * address of a struct nnode, found by the server's fileid in a hash
  * table; a node holds its last known path (under path_lock): a lookup or
  * a listing sets it, a rename through the mount rewrites it and those
- * below it.  Lookup counts as in mountfs.c.
+ * below it.  Lookup counts as in mountfs.c.  A lost connection fails
+ * the names' calls on it at once (libnfs's reconnection is off: its
+ * synchronous calls would wait for a dead server forever); a result
+ * that says so (EIO, ETIMEDOUT, ...) marks the context dead, and the
+ * next call builds it anew (meta_enter: MOUNT again), failing while the
+ * server is unreachable.
  *
  * Data.  The first open of a regular file opens the device
  * nfs://HOST/EXPORT/PATH?QUERY (its own TCP connection, MOUNT, LOOKUP
@@ -121,7 +126,9 @@ struct nhandle {
 	atomic_bool wrote;
 };
 
-static struct nfs_context *meta;
+static struct nfs_context *meta; /* NULL: being built anew (meta_enter) */
+static char *meta_url;		/* libnfs's URL of the export */
+static bool meta_dead;		/* a call found the connection gone */
 static pthread_mutex_t meta_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t tbl_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t path_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -419,12 +426,85 @@ node_forget(struct nnode *n, uint64_t nlookup)
 
 /* ------------------------------------------------------------ libnfs */
 
+/* A new meta context for meta_url, the export mounted (meta_lock held
+ * or not yet shared); the server's error in err. */
+static int
+meta_connect(char *err, size_t errlen)
+{
+	struct nfs_url *u;
+	int r;
+
+	meta = nfs_init_context();
+	if (meta == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	nfs_set_readahead(meta, 0);
+	nfs_set_dircache(meta, 0);
+	nfs_set_timeout(meta, NFS_TIMEO_MS);
+	/* a lost connection fails the calls on it at once (libnfs would
+	 * reconnect forever, its calls waiting): meta_enter() reconnects */
+	nfs_set_autoreconnect(meta, 0);
+	u = nfs_parse_url_dir(meta, meta_url);
+	if (u == NULL) {
+		snprintf(err, errlen, "bad URL (nfs://HOST/EXPORT): %s", nfs_get_error(meta));
+		return -EINVAL;
+	}
+	r = nfs_mount(meta, u->server, u->path);
+	if (r != 0)
+		snprintf(err, errlen, "cannot mount %s:%s: %s", u->server, u->path,
+			 nfs_get_error(meta));
+	nfs_destroy_url(u);
+	return r == 0 ? 0 : r < 0 ? r : -EIO;
+}
+
+/* Take meta_lock (always); a context a call found dead is built anew
+ * first: 0, or its error (then no call). */
+static int
+meta_enter(void)
+{
+	char err[256];
+	int r;
+
+	pthread_mutex_lock(&meta_lock);
+	if (!meta_dead && meta != NULL)
+		return 0;
+	if (meta != NULL)
+		nfs_destroy_context(meta);
+	meta = NULL;
+	r = meta_connect(err, sizeof(err));
+	if (r < 0) {
+		if (meta != NULL)
+			nfs_destroy_context(meta);
+		meta = NULL;
+		return r;
+	}
+	meta_dead = false;
+	return 0;
+}
+
+/* Release meta_lock; a result that says the connection is gone marks
+ * the context dead.  Returns r. */
+static int
+meta_leave(int r)
+{
+	switch (-r) {
+	case EIO: case ETIMEDOUT: case EFAULT: case ENOTCONN: case ECONNRESET:
+	case ECONNREFUSED: case EPIPE:
+		meta_dead = true;
+		break;
+	}
+	pthread_mutex_unlock(&meta_lock);
+	return r;
+}
+
 /* Run a libnfs call under meta_lock: r is its result (0 or -errno). */
 #define META(r, call)                                    \
 	do {                                             \
-		pthread_mutex_lock(&meta_lock);          \
-		(r) = (call);                            \
-		pthread_mutex_unlock(&meta_lock);        \
+		(r) = meta_enter();                      \
+		if ((r) == 0)                            \
+			(r) = (call);                    \
+		(r) = meta_leave(r);                     \
 	} while (0)
 
 static int
@@ -714,11 +794,12 @@ nfs_mkdir_op(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 
 	if ((path = name_path(req, parent, name)) == NULL)
 		return;
-	pthread_mutex_lock(&meta_lock);
-	creds_enter(req);
-	r = nfs_mkdir2(meta, path, (int)(mode & 07777));
-	creds_leave();
-	pthread_mutex_unlock(&meta_lock);
+	if ((r = meta_enter()) == 0) {
+		creds_enter(req);
+		r = nfs_mkdir2(meta, path, (int)(mode & 07777));
+		creds_leave();
+	}
+	r = meta_leave(r);
 	reply_entry_path(req, path, nerr(r));
 }
 
@@ -731,11 +812,12 @@ nfs_symlink_op(fuse_req_t req, const char *link, fuse_ino_t parent,
 
 	if ((path = name_path(req, parent, name)) == NULL)
 		return;
-	pthread_mutex_lock(&meta_lock);
-	creds_enter(req);
-	r = nfs_symlink(meta, link, path);
-	creds_leave();
-	pthread_mutex_unlock(&meta_lock);
+	if ((r = meta_enter()) == 0) {
+		creds_enter(req);
+		r = nfs_symlink(meta, link, path);
+		creds_leave();
+	}
+	r = meta_leave(r);
 	reply_entry_path(req, path, nerr(r));
 }
 
@@ -940,7 +1022,7 @@ ndir_free(struct ndir *d)
 static void
 nfs_opendir_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct nfsdir *nd;
+	struct nfsdir *nd = NULL;
 	struct nfsdirent *de;
 	struct ndir *d = calloc(1, sizeof(*d));
 	char *path = path_of(node_of(ino), NULL);
@@ -953,8 +1035,8 @@ nfs_opendir_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	pthread_mutex_lock(&meta_lock);
-	r = nfs_opendir(meta, path, &nd);
+	if ((r = meta_enter()) == 0)
+		r = nfs_opendir(meta, path, &nd);
 	while (r == 0 && (de = nfs_readdir(meta, nd)) != NULL) {
 		struct ndirent *x;
 		if (ino == FUSE_ROOT_ID && strcmp(de->name, MOUNT_STATS_NAME) == 0)
@@ -994,7 +1076,7 @@ nfs_opendir_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	if (nd != NULL && (r == 0 || r == -ENOMEM))
 		nfs_closedir(meta, nd);
-	pthread_mutex_unlock(&meta_lock);
+	r = meta_leave(r);
 	free(path);
 	if (r != 0) {
 		ndir_free(d);
@@ -1249,14 +1331,15 @@ nfs_create_op(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 
 	if ((path = name_path(req, parent, name)) == NULL)
 		return;
-	pthread_mutex_lock(&meta_lock);
-	creds_enter(req);
-	r = nfs_create(meta, path, O_CREAT | (fi->flags & (O_EXCL | O_TRUNC)) | O_RDWR,
-		       (int)(mode & 07777), &fh);
-	creds_leave();
-	if (r == 0)
-		nfs_close(meta, fh);
-	pthread_mutex_unlock(&meta_lock);
+	if ((r = meta_enter()) == 0) {
+		creds_enter(req);
+		r = nfs_create(meta, path, O_CREAT | (fi->flags & (O_EXCL | O_TRUNC)) | O_RDWR,
+			       (int)(mode & 07777), &fh);
+		creds_leave();
+		if (r == 0)
+			nfs_close(meta, fh);
+	}
+	r = meta_leave(r);
 	r = nerr(r);
 	if (r == 0)
 		r = meta_stat(path, &st);
@@ -1488,7 +1571,7 @@ mountnfs_init(clio_cache *cache, const char *source, const struct mount_nfs_opts
 	const char *q = strchr(source, '?');
 	struct nfs_url *u = NULL;
 	struct stat st;
-	char *url;
+	char msg[256];
 	int r;
 
 	fs_cache = cache;
@@ -1498,29 +1581,20 @@ mountnfs_init(clio_cache *cache, const char *source, const struct mount_nfs_opts
 	def_uid = (int)geteuid();
 	def_gid = (int)getegid();
 	dev_query = strdup(q ? q : "");
-	url = libnfs_url(source, q);
-	meta = nfs_init_context();
-	if (dev_query == NULL || url == NULL || meta == NULL) {
-		free(url);
+	meta_url = libnfs_url(source, q);
+	if (dev_query == NULL || meta_url == NULL) {
 		snprintf(err, errlen, "%s: out of memory", source);
 		return -ENOMEM;
 	}
-	nfs_set_readahead(meta, 0);
-	nfs_set_dircache(meta, 0);
-	nfs_set_timeout(meta, NFS_TIMEO_MS);
-	u = nfs_parse_url_dir(meta, url);
-	free(url);
-	if (u == NULL) {
-		snprintf(err, errlen, "%s: bad URL (nfs://HOST/EXPORT): %s", source,
-			 nfs_get_error(meta));
-		return -EINVAL;
+	r = meta_connect(msg, sizeof(msg));
+	if (r < 0) {
+		snprintf(err, errlen, "%s: %s", source, msg);
+		return r;
 	}
-	r = nfs_mount(meta, u->server, u->path);
-	if (r != 0) {
-		snprintf(err, errlen, "%s: cannot mount %s:%s: %s", source, u->server,
-			 u->path, nfs_get_error(meta));
-		nfs_destroy_url(u);
-		return r < 0 ? r : -EIO;
+	u = nfs_parse_url_dir(meta, meta_url);
+	if (u == NULL) {
+		snprintf(err, errlen, "%s: out of memory", source);
+		return -ENOMEM;
 	}
 	dev_base = malloc(strlen(u->server) + strlen(u->path) + 8);
 	if (dev_base != NULL)
@@ -1600,6 +1674,8 @@ mountnfs_fini(void)
 		nfs_destroy_context(meta);
 		meta = NULL;
 	}
+	free(meta_url);
+	meta_url = NULL;
 	free(root.path);
 	root.path = NULL;
 	free(dev_base);

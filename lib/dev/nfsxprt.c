@@ -32,7 +32,12 @@
  *     copy).  A reconnection that fails fails that call (no reply) and,
  *     with its error, every call() until the next wait() (a burst of
  *     calls tries once, a call after a wait tries again);
- *     ETIMEDOUT when the server cannot be reached (libnfs's EIO).
+ *     ETIMEDOUT when the server cannot be reached or does not answer
+ *     (libnfs's EIO, EINTR).
+ *  4. A call libnfs itself timed out (sent, no reply: a server that
+ *     hangs) also takes the connection as dead, after nfs_service()
+ *     returned: the other calls on it fail at once rather than each
+ *     after its own timeo.
  */
 #include <sys/time.h>
 #include <nfsc/libnfs.h>
@@ -70,6 +75,7 @@ struct lx {
 	int backoff_ms;
 	struct lx_call *calls_head, *calls_tail; /* deadline rule 1 */
 	bool resetting;		/* deadline rule 2 */
+	bool expired;		/* deadline rule 4: libnfs timed a call out */
 	bool held;		/* deadline rule 3: a reconnection failed */
 	int conn_err;		/* the last reconnection's error */
 	unsigned long resets, reconnects;
@@ -167,6 +173,8 @@ lx_cb(struct rpc_context *rpc, int status, void *data, void *priv)
 	memset(&rep, 0, sizeof(rep));
 	if (status != RPC_STATUS_SUCCESS) {
 		rep.err = rpc_status_errno(status);
+		if (status == RPC_STATUS_TIMEOUT)
+			lx->expired = true;
 		goto out;
 	}
 	switch (lc->proc) {
@@ -333,8 +341,8 @@ lx_wait(struct nfs_xport *x, int wake_fd)
 		fds[1].events = (short)nfs_which_events(lx->nfs);
 	}
 	r = poll(fds, fds[1].fd >= 0 ? 2 : 1, 100);
-	if (r < 0)
-		return; /* EINTR */
+	if (r < 0) /* EINTR: the timeouts are checked all the same */
+		fds[0].revents = fds[1].revents = 0;
 	if (fds[0].revents & POLLIN)
 		(void)!read(wake_fd, &n, sizeof(n));
 	if (lx->nfs == NULL)
@@ -346,8 +354,11 @@ lx_wait(struct nfs_xport *x, int wake_fd)
 	} else if (fds[1].revents & POLLIN) {
 		lx->backoff_ms = 10;
 	}
-	if (lx->calls_head != NULL && now_monotonic() >= lx->calls_head->deadline)
+	if (lx->expired ||
+	    (lx->calls_head != NULL && now_monotonic() >= lx->calls_head->deadline)) {
+		lx->expired = false;
 		lx_reset(lx, true);
+	}
 }
 
 static void
@@ -420,9 +431,10 @@ lx_reconnect(struct lx *lx)
 	if (lx->held)
 		return lx->conn_err;
 	r = lx_connect(lx, NULL, err, sizeof(err));
-	/* libnfs says EIO for a server it cannot reach: still the server
-	 * not answering, as the call that timed out */
-	if (r == -EIO)
+	/* libnfs says EIO for a server it cannot reach, EINTR for one that
+	 * does not answer in timeo: still the server not answering, as the
+	 * call that timed out */
+	if (r == -EIO || r == -EINTR)
 		r = -ETIMEDOUT;
 	if (r == 0 && (nfs_get_readmax(lx->nfs) < lx->rtmax ||
 		       nfs_get_writemax(lx->nfs) < lx->wtmax))
