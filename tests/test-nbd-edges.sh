@@ -143,4 +143,13 @@ head -c 4096 /dev/urandom >"$tmp/four"
 cmp -n 4096 -i 0:28672 "$tmp/four" "$tmp/disk" && cmp -n 28672 "$tmp/disk" "$tmp/img" ||
 	fail "a minimum of 32 KiB, --bsize=32k: the file differs"
 echo "ok: a minimum of 32 KiB above bsize: one line at open; with --bsize=32k read and written"
+# clio mount refuses before it mounts anything (its reads failed with EINVAL)
+mkdir "$tmp/mnt"
+timeout 10 "$CLIO" mount -f "$uri" "$tmp/mnt" 2>"$tmp/err"
+rc=$?
+[ $rc -ne 124 ] || fusermount3 -u "$tmp/mnt" 2>/dev/null
+cat "$tmp/err"
+[ $rc -eq 64 ] && grep -q "bsize 16384 is below the sector size 32768 of '$uri'" "$tmp/err" ||
+	fail "a minimum of 32 KiB: clio mount exit $rc, not one line naming bsize and the sector size"
+echo "ok: a minimum of 32 KiB above bsize: clio mount refuses, naming both"
 exit 0
