@@ -226,6 +226,15 @@ open_endpoint(struct dd *dd, struct endpoint *ep, bool output)
 		fprintf(stderr, "clio dd: failed to open '%s': %s\n", ep->name, err);
 		return EX_USAGE;
 	}
+	if (clio_dev_sector_size(ep->dev) > dd->conf.bsize) {
+		/* the cache's blocks would be refused (an NBD server's
+		 * minimum block size above bsize) */
+		fprintf(stderr, "clio dd: bsize %u is below the sector size %u of '%s' "
+				"(give --bsize=%u or more)\n",
+			dd->conf.bsize, clio_dev_sector_size(ep->dev), ep->name,
+			clio_dev_sector_size(ep->dev));
+		return EX_USAGE;
+	}
 	r = clio_open(dd->cache, ep->dev,
 		      (output ? CLIO_RDWR : CLIO_RDONLY) |
 			      (ep->flags & FLAG_DIRECT ? CLIO_DIRECT : 0),

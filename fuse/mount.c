@@ -882,6 +882,16 @@ cmd_mount(int argc, char **argv)
 				err[0] ? err : strerror(-r));
 			return r == -EINVAL ? EX_USAGE : EX_NOINPUT;
 		}
+		if (clio_dev_sector_size(d) > opts.conf.bsize) {
+			/* the cache's blocks would be refused (an NBD
+			 * server's minimum block size above bsize) */
+			fprintf(stderr, "clio mount: bsize %u is below the sector size %u of '%s' "
+					"(give -o bsize=%u or more)\n",
+				opts.conf.bsize, clio_dev_sector_size(d), source,
+				clio_dev_sector_size(d));
+			clio_dev_close(d);
+			return EX_USAGE;
+		}
 		clio_dev_close(d);
 	}
 

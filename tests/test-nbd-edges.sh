@@ -11,7 +11,8 @@
 # flush covers the writes whose replies came before it), as nbdkit's log
 # filter records; a server that takes one connection (nbdkit's limit
 # filter) serves conns=4 over the one it takes; through clio serve, one
-# FLUSH makes the writes of four connections durable.  Every server is stopped by its pid (nbd_stop).
+# FLUSH makes the writes of four connections durable; a server's minimum
+# block size above clio dd's bsize fails at open, naming both.  Every server is stopped by its pid (nbd_stop).
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/nbd-common.sh"
 nbd_with_clio # clio serve: the sanitizer runtimes preloaded under ASan
@@ -119,4 +120,36 @@ kill -9 $nbd_pids
 cmp "$tmp/disk" "$tmp/pat" || fail "clio serve: writes on four connections not durable after one FLUSH"
 nbd_pids=""
 echo "ok: clio serve: one FLUSH made the writes of four connections durable (SIGKILL after)"
+
+# ------------------------------------------------------------ a minimum above bsize
+# a server's minimum block size of 32 KiB, above clio dd's bsize (16 KiB
+# by default): one line at open (its reads failed with EINVAL before);
+# with --bsize=32k, 4 KiB copies in and out, byte for byte
+head -c 1048576 /dev/urandom >"$tmp/img"
+cp "$tmp/img" "$tmp/disk"
+nbd_start --filter=blocksize-policy file "$tmp/disk" blocksize-minimum=32768 \
+	blocksize-preferred=65536 blocksize-error-policy=error
+"$CLIO" dd if="$uri" of="$tmp/out" bs=4k 2>"$tmp/err"
+rc=$?
+cat "$tmp/err"
+[ $rc -eq 64 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] &&
+	grep -q "bsize 16384 is below the sector size 32768 of '$uri'" "$tmp/err" ||
+	fail "a minimum of 32 KiB: exit $rc, not one line naming bsize and the sector size"
+"$CLIO" dd if="$uri" of="$tmp/out" bs=4k --bsize=32k 2>"$tmp/err" && cmp "$tmp/out" "$tmp/img" ||
+	{ cat "$tmp/err"; fail "a minimum of 32 KiB, --bsize=32k: read out"; }
+head -c 4096 /dev/urandom >"$tmp/four"
+"$CLIO" dd if="$tmp/four" of="$uri" bs=4k seek=7 conv=notrunc,fsync --bsize=32k 2>"$tmp/err" ||
+	{ cat "$tmp/err"; fail "a minimum of 32 KiB, --bsize=32k: 4 KiB in"; }
+cmp -n 4096 -i 0:28672 "$tmp/four" "$tmp/disk" && cmp -n 28672 "$tmp/disk" "$tmp/img" ||
+	fail "a minimum of 32 KiB, --bsize=32k: the file differs"
+echo "ok: a minimum of 32 KiB above bsize: one line at open; with --bsize=32k read and written"
+# clio mount refuses before it mounts anything (its reads failed with EINVAL)
+mkdir "$tmp/mnt"
+timeout 10 "$CLIO" mount -f "$uri" "$tmp/mnt" 2>"$tmp/err"
+rc=$?
+[ $rc -ne 124 ] || fusermount3 -u "$tmp/mnt" 2>/dev/null
+cat "$tmp/err"
+[ $rc -eq 64 ] && grep -q "bsize 16384 is below the sector size 32768 of '$uri'" "$tmp/err" ||
+	fail "a minimum of 32 KiB: clio mount exit $rc, not one line naming bsize and the sector size"
+echo "ok: a minimum of 32 KiB above bsize: clio mount refuses, naming both"
 exit 0

@@ -732,7 +732,8 @@ dev_nbd_open(const char *spec, int flags, clio_dev **dp, char *err,
 		if (r < 0 && i > 0) {
 			/* a server that takes fewer connections than asked
 			 * (nbdkit's limit filter): those it took */
-			nbd_close(c->h);
+			if (c->h != NULL)
+				nbd_close(c->h);
 			c->h = NULL;
 			pthread_mutex_destroy(&c->lock);
 			nd->nconns = i;
