@@ -21,7 +21,7 @@ set -e
 fsx=${MOUNTFSX:-$(dirname "$CLIO")/tests/tools/mountfsx}
 [ -x "$fsx" ] || fail "$fsx is missing (make tests builds it)"
 seeds=${CLIO_SEED:-"1001 2002 3003"}
-ops=${CLIO_FSX_OPS:-4000}
+ops=${CLIO_FSX_OPS:-3000}
 [ "${CLIO_FLAVOUR:-plain}" = asan ] && ops=$((ops / 3))
 fsx_flags=
 src=$tmp/src mnt=$tmp/mnt img=$tmp/img

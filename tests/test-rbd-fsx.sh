@@ -11,7 +11,7 @@ fsx="$(dirname "$CLIO")/tests/test-fsx"
 [ -x "$fsx" ] || fail "$fsx not built (make tests)"
 ceph_start 8M
 seed=${CLIO_SEED:-$(date +%s)}
-ops=${CLIO_FSX_OPS:-4000}
+ops=${CLIO_FSX_OPS:-3000}
 [ "${CLIO_FLAVOUR:-}" = plain ] || [ -n "${CLIO_FSX_OPS:-}" ] || ops=1200
 [ "${CLIO_FLAVOUR:-}" = tsan ] && [ -z "${CLIO_FSX_OPS:-}" ] && ops=600
 CLIO_SEED=$seed CLIO_FSX_OPS=$ops CLIO_FSX_DEV="$(ceph_uri)" "$fsx" >"$tmp/fsx.out" 2>&1 ||
