@@ -42,12 +42,12 @@ pipe of=@OUT@ ibs=3000 obs=700 iflag=fullblock
 pipe of=@OUT@ bs=3000 iflag=fullblock skip=2 count=3
 pipe of=@OUT@ bs=1000 count=3 iflag=count_bytes,fullblock
 new if=/dev/stdin of=@OUT@ bs=1000
-pipe if=/dev/stdin of=@OUT@ bs=1000
-pipe if=/dev/stdin of=@OUT@ bs=1000 skip=3
+pipe if=/dev/stdin of=@OUT@ bs=1024
+pipe if=/dev/stdin of=@OUT@ bs=1000 skip=3 iflag=fullblock
 stdout if=@IN@ of=/dev/stdout bs=1000 seek=3 count=2
 stdout if=@IN@ of=/dev/stdout bs=1000 count=2 conv=notrunc
 stdout if=@IN@ bs=1000 count=2 of=-
-pipe if=- of=@OUT@ bs=1000 count=2
+pipe if=- of=@OUT@ bs=1024 count=2
 stdin if=/dev/stdin of=@OUT@ bs=1000 skip=3 count=4
 stdin of=@OUT@ ibs=1000 obs=3000 skip=3 count=7
 pipeout if=@IN@ of=/dev/stdout bs=1000 count=3
