@@ -26,6 +26,10 @@ int fuse_unmount_retrying(const char *abs);
  * arguments, before any "--": prints and returns 0; otherwise -1. */
 int cli_help_version(int argc, char **argv, void (*usage)(FILE *),
 		     const char *usage_text);
+/* main.c: after getopt_long returned C ('?' or ':'; opterr 0, the
+ * optstring starting with ':'): one line naming the option, as GNU
+ * getopt says it after CMD ("clio stat"); returns EX_USAGE. */
+int cli_bad_option(const char *cmd, int c, char **argv);
 
 /* workload.c: dd-like workloads run in-process (for clio bench) */
 enum wl_kind { WL_WRITE, WL_READ, WL_REWRITE, WL_RANDREAD };

@@ -28,6 +28,9 @@
  *     read(2) and write(2) after a poll that also watches the signals.
  *  3. Elapsed time is simulated time when every clio device involved runs
  *     on the virtual clock and both ends are named, wall time otherwise.
+ *  4. if= and of= naming one regular file or block device share one clio
+ *     device (in.dev == out.dev, closed once), so that the cache keeps
+ *     the reads coherent with the writes, as one file is for GNU dd.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -162,6 +165,26 @@ device_string(const struct endpoint *ep)
 	return strdup(s);
 }
 
+/* if= and of= name one regular file or block device, both through the
+ * cache: GNU dd's reads then see its writes (and its truncation), so
+ * both ends get one clio device. */
+static bool
+same_file(const struct dd *dd)
+{
+	const struct endpoint *a = &dd->in, *b = &dd->out;
+	struct stat sa, sb;
+
+	if (a->spec == NULL || b->spec == NULL || !is_plain_path(a->spec) ||
+	    !is_plain_path(b->spec) || strncmp(a->spec, "file:", 5) == 0 ||
+	    strncmp(b->spec, "file:", 5) == 0 || strcmp(a->spec, "/dev/zero") == 0 ||
+	    ((a->flags | b->flags) & (FLAG_DIRECT | FLAG_DIRECTORY)) ||
+	    stat(a->spec, &sa) < 0 || stat(b->spec, &sb) < 0)
+		return false;
+	if (S_ISREG(sa.st_mode) && S_ISREG(sb.st_mode))
+		return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+	return S_ISBLK(sa.st_mode) && S_ISBLK(sb.st_mode) && sa.st_rdev == sb.st_rdev;
+}
+
 static int
 open_endpoint(struct dd *dd, struct endpoint *ep, bool output)
 {
@@ -207,11 +230,25 @@ open_endpoint(struct dd *dd, struct endpoint *ep, bool output)
 			return open_error(ep, errno, output);
 		close(fd);
 	}
+	if (is_plain_path(ep->spec) && stat(ep->spec, &st) == 0)
+		ep->blockdev = S_ISBLK(st.st_mode);
+	if (output && dd->same_file) {
+		/* one device for both ends: the cache keeps them coherent */
+		ep->dev = dd->in.dev;
+		goto opened;
+	}
 	spec = device_string(ep);
 	if (spec == NULL)
 		return open_error(ep, ENOMEM, output);
-	r = clio_dev_open_err(spec, output ? CLIO_DEV_CREATE : CLIO_DEV_RDONLY,
-			      &ep->dev, err, sizeof(err));
+	r = -EINVAL;
+	if (!output && dd->same_file &&
+	    clio_dev_open_err(spec, 0, &ep->dev, err, sizeof(err)) == 0)
+		r = 0;
+	else if (!output)
+		dd->same_file = false; /* not writable: the output's open says why */
+	if (r != 0)
+		r = clio_dev_open_err(spec, output ? CLIO_DEV_CREATE : CLIO_DEV_RDONLY,
+				      &ep->dev, err, sizeof(err));
 	free(spec);
 	if (r < 0) {
 		/* the file backend's message repeats the path: say the errno */
@@ -226,6 +263,7 @@ open_endpoint(struct dd *dd, struct endpoint *ep, bool output)
 		fprintf(stderr, "clio dd: failed to open '%s': %s\n", ep->name, err);
 		return EX_USAGE;
 	}
+opened:
 	if (clio_dev_sector_size(ep->dev) > dd->conf.bsize) {
 		/* the cache's blocks would be refused (an NBD server's
 		 * minimum block size above bsize) */
@@ -352,6 +390,12 @@ skip_input(struct dd *dd, char *buf)
 	if (ep->kind == EP_CLIO) {
 		int64_t size = clio_fsize(ep->file);
 		ep->off = dd->skip;
+		if (size >= 0 && (uint64_t)size < dd->skip && ep->blockdev) {
+			/* GNU dd: lseek(2) past a block device's end fails */
+			fprintf(stderr, "clio dd: %s: cannot skip: %s\n",
+				dd_quotef(ep->name, qb, sizeof(qb)), strerror(EINVAL));
+			return EX_IOERR;
+		}
 		if (size >= 0 && (uint64_t)size < dd->skip) {
 			ep->off = (uint64_t)size;
 			goto short_skip;
@@ -394,6 +438,8 @@ short_skip:
 /* ------------------------------------------------------------ writing */
 
 static bool last_was_seek;
+/* the bytes of the last short write (write_block's -ENOSPC) */
+static size_t short_written;
 
 static bool
 all_zero(const char *p, size_t n)
@@ -459,6 +505,7 @@ write_block(struct dd *dd, const char *buf, size_t len, bool full)
 	ssize_t w;
 
 	last_was_seek = false;
+	short_written = 0;
 	if ((dd->conv & CONV_SPARSE) && all_zero(buf, len)) {
 		if (ep->kind == EP_CLIO) {
 			w = (ssize_t)len;
@@ -478,8 +525,10 @@ write_block(struct dd *dd, const char *buf, size_t len, bool full)
 done:
 	ep->off += (uint64_t)w;
 	dd->bytes += (uint64_t)w;
-	if ((size_t)w != len)
+	if ((size_t)w != len) {
+		short_written = (size_t)w;
 		return -ENOSPC;
+	}
 	if (full)
 		dd->full_out++;
 	else
@@ -487,14 +536,18 @@ done:
 	return 0;
 }
 
+/* GNU's words: "writing to" for a gathered obs block, "error writing"
+ * for a block written as read and the last, partial, obs block. */
 static void
-write_error(struct dd *dd, int e)
+write_error(struct dd *dd, int e, bool gathered)
 {
 	if (e == EPIPE && dd_signal_poll(dd) == SIGPIPE)
 		return; /* the signal says it */
 	if (e == EINTR)
 		return;
-	fprintf(stderr, "clio dd: error writing '%s': %s\n", dd->out.name, strerror(e));
+	fprintf(stderr, gathered ? "clio dd: writing to '%s': %s\n"
+				 : "clio dd: error writing '%s': %s\n",
+		dd->out.name, strerror(e));
 }
 
 /* seek=: position the output; truncate there unless conv=notrunc. */
@@ -507,6 +560,11 @@ seek_output(struct dd *dd)
 
 	if (ep->kind == EP_CLIO) {
 		int64_t size = clio_fsize(ep->file);
+		if (ep->blockdev && size >= 0 && dd->seek > (uint64_t)size) {
+			fprintf(stderr, "clio dd: %s: cannot seek: %s\n",
+				dd_quotef(ep->name, qb, sizeof(qb)), strerror(EINVAL));
+			return EX_IOERR;
+		}
 		if (!(dd->conv & CONV_NOTRUNC) && size >= 0 &&
 		    (uint64_t)size != dd->seek) {
 			r = clio_ftruncate(ep->file, dd->seek);
@@ -541,6 +599,7 @@ struct bufs {
 	char *ibuf, *obuf;
 	size_t opos;
 	int werr;
+	bool gathered;	/* werr from a full obs block */
 };
 static struct bufs bufs;
 
@@ -557,8 +616,13 @@ emit_out(struct dd *dd, const char *p, size_t n)
 		if (bufs.opos == dd->obs) {
 			int r = write_block(dd, bufs.obuf, bufs.opos, true);
 			bufs.opos = 0;
-			if (r < 0)
+			if (r < 0) {
+				/* a short write counts as a partial record */
+				if (r == -ENOSPC && short_written > 0)
+					dd->part_out++;
+				bufs.gathered = true;
 				return bufs.werr = r;
+			}
 		}
 	}
 	return 0;
@@ -663,7 +727,7 @@ copy(struct dd *dd)
 			/* bs= and no conversion: each block is written as read */
 			r = write_block(dd, bufs.ibuf, (size_t)n, (size_t)n == dd->obs);
 			if (r < 0) {
-				write_error(dd, -r);
+				write_error(dd, -r, false);
 				return EX_IOERR;
 			}
 			continue;
@@ -677,11 +741,14 @@ copy(struct dd *dd)
 		if (bufs.werr == 0 && bufs.opos > 0) {
 			r = write_block(dd, bufs.obuf, bufs.opos, false);
 			bufs.opos = 0;
-			if (r < 0)
+			if (r < 0) {
+				if (r == -ENOSPC && short_written > 0)
+					dd->part_out++;
 				bufs.werr = r;
+			}
 		}
 		if (bufs.werr != 0) {
-			write_error(dd, -bufs.werr);
+			write_error(dd, -bufs.werr, bufs.gathered);
 			return EX_IOERR;
 		}
 	}
@@ -829,6 +896,7 @@ cmd_dd(int argc, char **argv)
 		fprintf(stderr, "clio dd: cannot create the cache: %s\n", strerror(-r));
 		return EX_OSERR;
 	}
+	dd.same_file = same_file(&dd);
 	if ((rc = open_endpoint(&dd, &dd.in, false)) != 0 ||
 	    (rc = open_endpoint(&dd, &dd.out, true)) != 0)
 		goto done;
@@ -868,7 +936,7 @@ done:
 		rc = r;
 	if (dd.in.dev)
 		clio_dev_close(dd.in.dev);
-	if (dd.out.dev)
+	if (dd.out.dev && dd.out.dev != dd.in.dev)
 		clio_dev_close(dd.out.dev);
 	if (dd.in.kind == EP_FD && dd.in.spec)
 		close(dd.in.fd);

@@ -73,6 +73,7 @@ struct endpoint {
 	bool seekable;		/* fd: lseek works */
 	bool regular;		/* fd: a regular file */
 	bool never_blocks;	/* fd: a file, block device or /dev/null-like */
+	bool blockdev;		/* clio: a path naming a block device */
 	clio_dev *dev;
 	clio_file *file;
 	clio_file *tail;	/* oflag=direct: buffered, for the partial end */
@@ -92,6 +93,7 @@ struct dd {
 	struct clio_conf conf;
 	clio_cache *cache;
 	bool is_virtual;
+	bool same_file;		/* if= and of= share one clio device */
 	/* the copy's counters (invariant 3) */
 	uint64_t full_in, part_in, full_out, part_out, truncated, bytes;
 	double t_start;

@@ -397,7 +397,7 @@ dd_report(struct dd *dd, double elapsed)
 	dd_print_stats(dd);
 	for (i = 0; i < 2; i++) {
 		struct clio_dev_stats st;
-		if (eps[i]->kind != EP_CLIO)
+		if (eps[i]->kind != EP_CLIO || (i == 1 && dd->out.dev == dd->in.dev))
 			continue;
 		stats_of(eps[i], &st);
 		print_iostat_line(stderr, clio_dev_name(eps[i]->dev), &st.back,

@@ -3,6 +3,7 @@
  * main.c - the clio command: dispatches to its subcommands; every
  * subcommand takes --help and --version (cli_help_version).
  */
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 #include <sysexits.h>
@@ -51,6 +52,20 @@ cli_help_version(int argc, char **argv, void (*usage_fn)(FILE *),
 }
 
 int
+cli_bad_option(const char *cmd, int c, char **argv)
+{
+	const char *arg = optind > 0 ? argv[optind - 1] : "";
+
+	if (strncmp(arg, "--", 2) == 0 && arg[2] != '\0')
+		fprintf(stderr, c == ':' ? "%s: option '%s' requires an argument\n"
+					 : "%s: unrecognized option '%s'\n", cmd, arg);
+	else
+		fprintf(stderr, c == ':' ? "%s: option requires an argument -- '%c'\n"
+					 : "%s: invalid option -- '%c'\n", cmd, optopt);
+	return EX_USAGE;
+}
+
+int
 main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -82,7 +97,6 @@ main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
-	fprintf(stderr, "clio: unknown command '%s'\n", argv[1]);
-	usage(stderr);
+	fprintf(stderr, "clio: unknown command '%s' (clio --help lists them)\n", argv[1]);
 	return EX_USAGE;
 }

@@ -15,7 +15,9 @@
  *
  * Exit: nbdkit's status once it runs; otherwise 64 (EX_USAGE) for bad
  * usage or a bad tunable, 66 (EX_NOINPUT) for a device that cannot be
- * opened, 69 (EX_UNAVAILABLE) when nbdkit or the plugin is missing.
+ * opened, 69 (EX_UNAVAILABLE) when nbdkit or the plugin is missing, 73
+ * (EX_CANTCREAT) when the socket path exists or the port is taken
+ * (checked before nbdkit starts, so that the message is one line).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -24,6 +26,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -147,6 +154,65 @@ add_tunables(const char *arg, struct clio_conf *conf, char **tunables, int *ntun
 	return r;
 }
 
+/* The socket path must not exist (nbdkit does not replace it); 0 or 73. */
+static int
+check_socket(const char *path)
+{
+	struct sockaddr_un sa;
+	struct stat st;
+	int fd, busy;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		fprintf(stderr, "clio serve: socket path '%s' is longer than %zu bytes\n",
+			path, sizeof(sa.sun_path) - 1);
+		return EX_USAGE;
+	}
+	if (lstat(path, &st) < 0)
+		return 0;
+	if (!S_ISSOCK(st.st_mode)) {
+		fprintf(stderr, "clio serve: socket path '%s' exists and is no socket\n",
+			path);
+		return EX_CANTCREAT;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	memcpy(sa.sun_path, path, strlen(path));
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	busy = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	if (fd >= 0)
+		close(fd);
+	fprintf(stderr, busy ? "clio serve: socket '%s' is in use by a server\n"
+			     : "clio serve: socket '%s' exists (no server on it: "
+			       "remove it)\n", path);
+	return EX_CANTCREAT;
+}
+
+/* Port N of 127.0.0.1 must be free (bound as nbdkit binds it); 0 or 73. */
+static int
+check_port(uint64_t port)
+{
+	struct sockaddr_in sa;
+	int fd, one = 1, r = 0;
+
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return 0; /* let nbdkit tell */
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons((uint16_t)port);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		fprintf(stderr, errno == EADDRINUSE
+					? "clio serve: port %llu of 127.0.0.1 is in use\n"
+					: "clio serve: port %llu of 127.0.0.1: %s\n",
+			(unsigned long long)port, strerror(errno));
+		r = EX_CANTCREAT;
+	}
+	close(fd);
+	return r;
+}
+
 static int serve(char **argv, int argc, struct clio_conf *conf, char **tunables,
 		 int ntun, const char *sock, const char *port, const char *pidfile,
 		 const char *tls, const char *certs, int ro, int fg);
@@ -171,7 +237,8 @@ cmd_serve(int argc, char **argv)
 
 	if (cli_help_version(argc, argv, usage, NULL) == 0)
 		return 0;
-	while ((c = getopt_long(argc, argv, "o:rfh", longopts, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":o:rfh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			r = add_tunables(optarg, &conf, tunables, &ntun);
@@ -195,7 +262,7 @@ cmd_serve(int argc, char **argv)
 			break;
 		case 'C': certs = optarg; break;
 		case 'h': usage(stdout); r = 0; goto out;
-		default: usage(stderr); r = EX_USAGE; goto out;
+		default: r = cli_bad_option("clio serve", c, argv); goto out;
 		}
 	}
 	r = serve(argv, argc, &conf, tunables, ntun, sock, port, pidfile, tls,
@@ -215,13 +282,16 @@ serve(char **argv, int argc, struct clio_conf *conf, char **tunables, int ntun,
 	const char *nargv[32 + MAX_TUNABLES], *device;
 	char plugin[PATH_MAX], err[512], *devarg, tlsopt[32];
 	int nargc = 0, i, r;
-	uint64_t portnum;
+	uint64_t portnum = 0;
+	struct stat st;
 	clio_dev *d;
 
 	if (optind + 1 != argc) {
-		fprintf(stderr, optind == argc ? "clio serve: no device\n"
-					       : "clio serve: one device only\n");
-		usage(stderr);
+		if (optind == argc)
+			fprintf(stderr, "clio serve: no device (see clio serve --help)\n");
+		else
+			fprintf(stderr, "clio serve: one device only, not also '%s'\n",
+				argv[optind + 1]);
 		return EX_USAGE;
 	}
 	device = argv[optind];
@@ -237,6 +307,14 @@ serve(char **argv, int argc, struct clio_conf *conf, char **tunables, int ntun,
 	if (clio_conf_check(conf, err, sizeof(err)) < 0) {
 		fprintf(stderr, "clio serve: %s\n", err);
 		return EX_USAGE;
+	}
+	if (certs != NULL) {
+		int e = stat(certs, &st) < 0 ? errno : S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+		if (e != 0) {
+			fprintf(stderr, "clio serve: bad --tls-certificates '%s': %s\n",
+				certs, strerror(e));
+			return EX_USAGE;
+		}
 	}
 	r = clio_dev_open_err(device, ro ? CLIO_DEV_RDONLY : 0, &d, err, sizeof(err));
 	if (r == -EROFS || r == -EACCES) /* the plugin serves it read-only */
@@ -256,6 +334,9 @@ serve(char **argv, int argc, struct clio_conf *conf, char **tunables, int ntun,
 		fprintf(stderr, "clio serve: nbdkit not found (apt-get install nbdkit)\n");
 		return EX_UNAVAILABLE;
 	}
+
+	if ((r = sock != NULL ? check_socket(sock) : check_port(portnum)) != 0)
+		return r;
 
 	nargv[nargc++] = "nbdkit";
 	if (fg)

@@ -460,7 +460,8 @@ cmd_stat(int argc, char **argv)
 	if ((r = cli_help_version(argc, argv, usage, NULL)) >= 0)
 		return r;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+hxi:c:", longopts, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:hxi:c:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'j': json = true; break;
 		case 'r': raw = true; break;
@@ -480,7 +481,7 @@ cmd_stat(int argc, char **argv)
 				return EX_USAGE;
 			}
 			break;
-		default: usage(stderr); return EX_USAGE;
+		default: return cli_bad_option("clio stat", c, argv);
 		}
 	}
 	if (((json || raw) && secs > 0) || (json && raw) ||

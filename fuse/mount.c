@@ -796,7 +796,8 @@ cmd_mount(int argc, char **argv)
 	};
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+fdho:", longopts, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:fdho:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f': foreground = true; break;
 		case 'd': debug = foreground = true; break;
@@ -805,7 +806,7 @@ cmd_mount(int argc, char **argv)
 				return EX_USAGE;
 			break;
 		case 'h': usage_mount(stdout); return 0;
-		default: usage_mount(stderr); return EX_USAGE;
+		default: return cli_bad_option("clio mount", c, argv);
 		}
 	}
 	if (argc - optind != 2) {
@@ -1072,7 +1073,11 @@ cmd_umount(int argc, char **argv)
 
 	if ((r = cli_help_version(argc, argv, usage_umount, NULL)) >= 0)
 		return r;
-	if (argc != 2 || argv[1][0] == '-') {
+	if (argc == 2 && argv[1][0] == '-' && argv[1][1] != '\0') {
+		fprintf(stderr, "clio umount: unrecognized option '%s'\n", argv[1]);
+		return EX_USAGE;
+	}
+	if (argc != 2) {
 		usage_umount(stderr);
 		return EX_USAGE;
 	}

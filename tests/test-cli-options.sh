@@ -1,0 +1,87 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+# test-cli-options.sh - the clio command's options as a new user meets
+# them: clio --help, -h, help, --version and version exit 0 on standard
+# output; every subcommand's --help and --version exit 0 on standard
+# output with nothing on standard error; an unknown command, an unknown
+# long or short option and an option without its value exit 64 with one
+# line on standard error that names the subcommand and the option, and
+# nothing on standard output.
+. "$(dirname "$0")/functions.sh"
+
+# run ARGS...: clio ARGS, $rc, $tmp/out, $tmp/err
+run() {
+	rc=0
+	"$CLIO" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null || rc=$?
+}
+
+# ok_info ARGS...: exit 0, output on stdout, none on stderr
+ok_info() {
+	run "$@"
+	[ $rc -eq 0 ] || fail "clio $*: exit $rc: $(head -n 3 "$tmp/err")"
+	[ -s "$tmp/out" ] || fail "clio $*: nothing on standard output"
+	[ ! -s "$tmp/err" ] || fail "clio $*: standard error: $(head -n 3 "$tmp/err")"
+}
+
+# bad_usage WORD ARGS...: exit 64, one line on stderr naming WORD, stdout empty
+bad_usage() {
+	word=$1
+	shift
+	run "$@"
+	[ $rc -eq 64 ] || fail "clio $*: exit $rc, want 64"
+	[ "$(wc -l <"$tmp/err")" -eq 1 ] ||
+		{ sed 's/^/    /' "$tmp/err" >&2; fail "clio $*: stderr is not one line"; }
+	grep -qF -- "$word" "$tmp/err" || fail "clio $*: the line does not name '$word': $(cat "$tmp/err")"
+	[ ! -s "$tmp/out" ] || fail "clio $*: wrote to standard output"
+}
+
+for a in --help -h help; do
+	ok_info $a
+	grep -q '^usage: clio dd' "$tmp/out" || fail "clio $a: no usage"
+done
+for a in --version version; do
+	ok_info $a
+	grep -qx 'clio [0-9][0-9.]*' "$tmp/out" || fail "clio $a: '$(cat "$tmp/out")'"
+done
+echo "ok: clio --help, -h, help, --version, version"
+
+for c in dd bench mount umount stat info serve; do
+	ok_info $c --help
+	grep -q "^usage: clio $c" "$tmp/out" || fail "clio $c --help: no usage line: $(head -n 1 "$tmp/out")"
+	ok_info $c --version
+	grep -qx 'clio [0-9][0-9.]*' "$tmp/out" || fail "clio $c --version: '$(cat "$tmp/out")'"
+	bad_usage "--bogus" $c --bogus
+	grep -q "^clio $c: " "$tmp/err" || fail "clio $c --bogus: not 'clio $c: ...': $(cat "$tmp/err")"
+done
+echo "ok: every subcommand: --help and --version exit 0; --bogus: one line, exit 64"
+
+bad_usage "'Z'" stat -Z
+grep -qx "clio stat: invalid option -- 'Z'" "$tmp/err" || fail "stat -Z: $(cat "$tmp/err")"
+bad_usage "'Z'" serve mem:size=1M --socket "$tmp/s" -Z
+bad_usage "'Z'" mount -Z "$tmp" "$tmp"
+bad_usage "-Z" info -Z mem:size=1M
+bad_usage "'i'" stat -i
+grep -qx "clio stat: option requires an argument -- 'i'" "$tmp/err" || fail "stat -i: $(cat "$tmp/err")"
+bad_usage "--socket" serve mem:size=1M --socket
+grep -qx "clio serve: option '--socket' requires an argument" "$tmp/err" ||
+	fail "serve --socket: $(cat "$tmp/err")"
+bad_usage "'o'" serve mem:size=1M -o
+bad_usage "port ''" serve mem:size=1M --port=
+bad_usage "--bogus=1" stat --bogus=1
+bad_usage "'bogus'" bogus
+bad_usage "'-x'" -x
+bad_usage "no device" serve --socket "$tmp/s"
+bad_usage "mem:size=2M" serve mem:size=1M mem:size=2M --socket "$tmp/s"
+[ ! -e "$tmp/s" ] || fail "a refused clio serve made its socket"
+echo "ok: short options, missing values, unknown commands: one line each, exit 64"
+
+# clio stat: a directory that is no clio mount is 66, one line; no
+# mount point with -c or -x is 64
+run stat "$tmp"
+[ $rc -eq 66 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -qF "$tmp" "$tmp/err" ||
+	fail "clio stat DIR: exit $rc: $(cat "$tmp/err")"
+bad_usage "-c" stat -c 2 "$tmp"
+bad_usage "-x" stat -x "$tmp"
+bad_usage "interval" stat -i 0 "$tmp"
+echo "ok: clio stat: no mount 66, bad combinations 64, one line each"
+exit 0

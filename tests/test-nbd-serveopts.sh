@@ -1,0 +1,140 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+# test-nbd-serveopts.sh - clio serve's options seen from outside, in a
+# network and mount namespace of its own (127.0.0.1 the only address):
+# --port serves on 127.0.0.1 only (ss lists no other listener) and
+# nbdinfo there shows the device's size; -r is read-only there; -o takes
+# tunables (nbdinfo's preferred block size is bsize); --tls=require with
+# --tls-certificates is passed to nbdkit (a client without TLS is
+# refused, one with the CA reads the export); errors, each one line
+# before nbdkit starts: a busy port, a socket in use, a stale socket, a
+# socket path that is a file (kept), a certificates directory that is
+# not there, a bad device string.
+. "$(dirname "$0")/functions.sh"
+for tool in nbdkit nbdinfo ss ip unshare; do
+	command -v "$tool" >/dev/null 2>&1 ||
+		{ echo "$tool not found (apt-get install nbdkit libnbd-bin iproute2)"; exit 77; }
+done
+if [ -z "$CLIO_SERVE_NS" ]; then
+	[ "$(id -u)" -eq 0 ] || { echo "needs root (unshare -m -n)"; exit 77; }
+	rm -rf "$tmp"
+	CLIO_SERVE_NS=1 exec unshare -m -n --propagation private sh -c \
+		'ip link set lo up && exec sh "$0" "$@"' "$0" "$@"
+fi
+. "$(dirname "$0")/nbd-common.sh"
+port=10809
+serve_env=""
+if [ "${CLIO_FLAVOUR:-plain}" = asan ]; then
+	serve_env="LD_PRELOAD=$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so) ASAN_OPTIONS=detect_leaks=0"
+fi
+# serve ARGS...: clio serve ARGS in the background, its pid noted
+serve() {
+	nbd_stop
+	rm -f "$tmp/serve.pid"
+	env $serve_env "$CLIO" serve "$@" --pidfile "$tmp/serve.pid" 2>"$tmp/serr" ||
+		fail "clio serve $* did not start: $(cat "$tmp/serr")"
+	nbd_wait_pid "$tmp/serve.pid"
+}
+# refused RC WORD ARGS...: clio serve ARGS exits RC, one line naming WORD
+refused() {
+	want=$1 word=$2
+	shift 2
+	rc=0
+	env $serve_env "$CLIO" serve "$@" --pidfile "$tmp/refused.pid" >"$tmp/out" 2>"$tmp/err" || rc=$?
+	[ $rc -eq "$want" ] || fail "clio serve $*: exit $rc, want $want: $(cat "$tmp/err")"
+	[ "$(wc -l <"$tmp/err")" -eq 1 ] || { sed 's/^/    /' "$tmp/err" >&2; fail "clio serve $*: not one line"; }
+	grep -qF -- "$word" "$tmp/err" || fail "clio serve $*: '$word' not named: $(cat "$tmp/err")"
+	[ ! -e "$tmp/refused.pid" ] || { kill "$(cat "$tmp/refused.pid")"; fail "clio serve $*: a server started"; }
+}
+# export_json URI: nbdinfo --json of URI into $tmp/info.json
+export_json() {
+	nbdinfo --json "$1" >"$tmp/info.json" 2>"$tmp/ierr" || fail "nbdinfo $1: $(cat "$tmp/ierr")"
+}
+jkey() { # KEY: the export's KEY from $tmp/info.json
+	python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["exports"][0][sys.argv[2]])' \
+		"$tmp/info.json" "$1"
+}
+
+# ------------------------------------------------------------ --port
+serve mem:size=4M --port $port -o bsize=16k
+ss -ltnH >"$tmp/ss"
+[ "$(awk '{ print $4 }' "$tmp/ss")" = "127.0.0.1:$port" ] ||
+	{ cat "$tmp/ss" >&2; fail "--port: not exactly one listener on 127.0.0.1:$port"; }
+export_json "nbd://127.0.0.1:$port"
+[ "$(jkey export-size)" = 4194304 ] || fail "--port: size $(jkey export-size)"
+[ "$(jkey is_read_only)" = False ] || fail "--port: read-only"
+[ "$(jkey block_size_preferred)" = 16384 ] || fail "-o bsize=16k: preferred $(jkey block_size_preferred)"
+echo "ok: --port $port: 127.0.0.1 only; nbdinfo: 4 MiB, writable, preferred block 16 KiB"
+
+# a busy port: one line, the first server still serves
+refused 73 "port $port" mem:size=1M --port $port
+export_json "nbd://127.0.0.1:$port"
+[ "$(jkey export-size)" = 4194304 ] || fail "the first server is gone after a refused one"
+echo "ok: a busy port: exit 73, one line; the first server serves on"
+
+serve -r mem:size=2M --port $port
+export_json "nbd://127.0.0.1:$port"
+[ "$(jkey is_read_only)" = True ] || fail "-r --port: not read-only"
+echo "ok: -r --port: read-only"
+nbd_stop
+
+# ------------------------------------------------------------ sockets
+serve mem:size=1M --socket "$sock"
+refused 73 "$sock" mem:size=1M --socket "$sock"
+grep -q "in use" "$tmp/err" || fail "socket in use: $(cat "$tmp/err")"
+nbdinfo "$uri" >/dev/null 2>&1 || fail "the first server is gone after a refused one"
+echo "ok: a socket in use: exit 73, one line; the first server serves on"
+kill -9 "$nbd_pids"
+i=0
+while running "$nbd_pids" && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+nbd_pids=""
+[ -S "$sock" ] || fail "no stale socket after kill -9"
+refused 73 "$sock" mem:size=1M --socket "$sock"
+grep -q "exists" "$tmp/err" || fail "stale socket: $(cat "$tmp/err")"
+rm -f "$sock"
+echo keep >"$tmp/file"
+refused 73 "$tmp/file" mem:size=1M --socket "$tmp/file"
+[ "$(cat "$tmp/file")" = keep ] || fail "a file at the socket path was changed"
+echo "ok: a stale socket, a file at the socket path: exit 73, one line, nothing removed"
+refused 64 "bogus:x" bogus:x --socket "$sock"
+refused 64 "nope" sim:preset=nope --socket "$sock"
+refused 64 "mem:size=12Q" mem:size=12Q --socket "$sock"
+refused 66 "$tmp/none" "$tmp/none" --socket "$sock"
+refused 64 "--tls" mem:size=1M --socket "$sock" --tls=maybe
+refused 64 "$tmp/nopki" mem:size=1M --socket "$sock" --tls=require --tls-certificates "$tmp/nopki"
+[ ! -e "$sock" ] || fail "a refused clio serve made its socket"
+echo "ok: bad device strings 64, a missing file 66, bad TLS options 64: one line each"
+
+# ------------------------------------------------------------ --tls
+if command -v openssl >/dev/null 2>&1; then
+	pki="$tmp/pki"
+	mkdir "$pki"
+	(
+	cd "$pki" || exit 1
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+		-keyout ca-key.pem -out ca-cert.pem -days 2 -subj /CN=clio-test-ca \
+		-addext basicConstraints=critical,CA:TRUE \
+		-addext keyUsage=critical,keyCertSign,cRLSign &&
+	openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+		-keyout server-key.pem -out server.csr -subj /CN=localhost &&
+	printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >ext &&
+	openssl x509 -req -in server.csr -CA ca-cert.pem -CAkey ca-key.pem \
+		-CAcreateserial -out server-cert.pem -days 2 -extfile ext
+	) >"$tmp/openssl.out" 2>&1 || { cat "$tmp/openssl.out"; fail "openssl: no certificates"; }
+	serve mem:size=3M --socket "$sock" --tls=require --tls-certificates "$pki"
+	if nbdinfo "$uri" >/dev/null 2>&1; then
+		fail "--tls=require: a client without TLS was served"
+	fi
+	export_json "nbds+unix:///?socket=$sock&tls-certificates=$pki"
+	[ "$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["TLS"])' "$tmp/info.json")" = True ] ||
+		fail "--tls=require: no TLS"
+	[ "$(jkey export-size)" = 3145728 ] || fail "--tls=require: size $(jkey export-size)"
+	echo "ok: --tls=require --tls-certificates: plain refused, TLS serves 3 MiB"
+	serve mem:size=3M --socket "$sock" --tls=on --tls-certificates "$pki"
+	nbdinfo "$uri" >/dev/null 2>&1 || fail "--tls=on: a client without TLS refused"
+	echo "ok: --tls=on: a client without TLS is served too"
+	nbd_stop
+else
+	echo "openssl not installed: the TLS rows skipped"
+fi
+exit 0
