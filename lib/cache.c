@@ -1160,6 +1160,8 @@ clio_cache_new(const struct clio_conf *conf, clio_cache **cp)
 	uint32_t i, hsize, nstripes;
 	int r;
 
+	if (cp == NULL)
+		return -EINVAL;
 	r = clio_conf_check(conf, NULL, 0);
 	if (r < 0)
 		return r;
