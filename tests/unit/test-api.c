@@ -407,6 +407,13 @@ test_dev_errors(void **state)
 	req.offset = 1ull << 45;
 	assert_int_equal(clio_dev_submit(d, &req), -EFBIG);
 	assert_int_equal(clio_dev_version(d, &v), -ENOTSUP);
+	clio_dev_close(d);
+	/* a fault device has its inner device's largest size */
+	d = tu_dev_open("fault:write=EIO,offset=2T@mem:size=64K", 0);
+	assert_int_equal(clio_dev_pwrite(d, buf, 4096, TiB), -EFBIG);
+	assert_int_equal(clio_dev_resize(d, 2 * TiB), -EFBIG);
+	assert_int_equal(clio_dev_pwrite(d, buf, 4096, 4096), 4096);
+	assert_int_equal(clio_dev_size(d), 64 * KiB);
 	assert_int_equal(clio_dev_info(NULL, &info), -EINVAL);
 	assert_int_equal(clio_dev_info(d, NULL), -EINVAL);
 	n = clio_dev_params(d, NULL, 0);
