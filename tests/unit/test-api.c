@@ -291,6 +291,17 @@ test_conf(void **state)
 		assert_int_equal(clio_cache_new(&conf, &c), -EINVAL);
 		assert_ptr_equal(c, (clio_cache *)&conf);
 	}
+	/* a cache larger than the memory: ENOMEM, and nothing leaks */
+	assert_int_equal(clio_conf_init(&conf), 0);
+	conf.bsize = conf.maxbsize = conf.maxphys = 1u << 20;
+	conf.cache_size = TiB;
+	assert_int_equal(clio_conf_check(&conf, err, sizeof(err)), 0);
+	c = NULL;
+	i = (size_t)-clio_cache_new(&conf, &c);
+	if (i == 0) /* a system that lends all it is asked for */
+		assert_int_equal(clio_cache_free(c), 0);
+	else
+		assert_int_equal(i, ENOMEM);
 	assert_int_equal(clio_conf_check(NULL, err, sizeof(err)), -EINVAL);
 	c = NULL;
 	assert_int_equal(clio_cache_new(NULL, &c), -EINVAL);
