@@ -1160,6 +1160,8 @@ clio_cache_new(const struct clio_conf *conf, clio_cache **cp)
 	uint32_t i, hsize, nstripes;
 	int r;
 
+	if (cp == NULL)
+		return -EINVAL;
 	r = clio_conf_check(conf, NULL, 0);
 	if (r < 0)
 		return r;
@@ -1172,11 +1174,14 @@ clio_cache_new(const struct clio_conf *conf, clio_cache **cp)
 	c->arena_len = (size_t)c->nbuf * conf->bsize;
 	c->arena = mmap(NULL, c->arena_len, PROT_READ | PROT_WRITE,
 			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (c->arena == MAP_FAILED) { /* before the tables that go with it */
+		free(c);
+		return -ENOMEM;
+	}
 	/* huge pages where the kernel has them: fewer faults on first use
 	 * and fewer TLB misses in every copy (only a hint) */
-	if (c->arena != MAP_FAILED)
-		(void)madvise(c->arena, c->arena_len, MADV_HUGEPAGE);
-	for (hsize = 64; hsize < 2 * c->nbuf; hsize <<= 1)
+	(void)madvise(c->arena, c->arena_len, MADV_HUGEPAGE);
+	for (hsize = 64; hsize < (1u << 31) && hsize < 2ull * c->nbuf; hsize <<= 1)
 		;
 	c->hmask = hsize - 1;
 	nstripes = MIN(hsize, 256u);

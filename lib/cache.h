@@ -69,6 +69,7 @@ struct cobj {
 	 * reads no field of the device itself */
 	bool o_resizable, o_readonly, o_virtual;
 	uint32_t o_sector, o_qd;
+	uint64_t o_maxsize;	/* the largest size writes may reach */
 	int o_nhandles;
 	int o_pins;		/* holders other than handles (clio_sync) */
 	uint64_t o_ndirty;	/* its dirty buffers */

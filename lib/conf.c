@@ -142,6 +142,11 @@ clio_conf_set(struct clio_conf *conf, const char *key, const char *value,
 	char k[32];
 	size_t i;
 
+	if (conf == NULL || key == NULL || value == NULL) {
+		set_err(err, errlen, "invalid option: %s is NULL",
+			conf == NULL ? "conf" : key == NULL ? "key" : "value");
+		return -EINVAL;
+	}
 	normalize(key, k, sizeof(k));
 	if (strncmp(k, "disk_cache", 10) == 0) {
 		int r = set_disk_cache(conf, k, value, err, errlen);
@@ -176,7 +181,7 @@ clio_conf_set(struct clio_conf *conf, const char *key, const char *value,
 	}
 	if (strcmp(k, "dirty_age") == 0) {
 		double v;
-		if (parse_double(value, &v) < 0 || v <= 0 || v > 1e6) {
+		if (parse_double(value, &v) < 0 || !(v > 0 && v <= 1e6)) { /* NaN too */
 			set_err(err, errlen, "invalid dirty_age '%s' (seconds > 0)",
 				value);
 			return -EINVAL;
@@ -211,9 +216,67 @@ clio_conf_set(struct clio_conf *conf, const char *key, const char *value,
 	return -EINVAL;
 }
 
+/* Every field of size_keys within what clio_conf_set() takes. */
+static int
+check_ranges(const struct clio_conf *conf, char *err, size_t errlen)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(size_keys) / sizeof(size_keys[0]); i++) {
+		const struct size_key *sk = &size_keys[i];
+		uint64_t v;
+
+		if (sk->width == 4) {
+			uint32_t v32;
+			memcpy(&v32, (const char *)conf + sk->off, 4);
+			v = v32;
+		} else {
+			memcpy(&v, (const char *)conf + sk->off, 8);
+		}
+		if (v < sk->min || v > sk->max || (sk->pow2 && !IS_POW2(v))) {
+			set_err(err, errlen, "invalid %s %llu (%s%llu to %llu)",
+				sk->name, (unsigned long long)v,
+				sk->pow2 ? "a power of 2, " : "",
+				(unsigned long long)sk->min,
+				(unsigned long long)sk->max);
+			return -EINVAL;
+		}
+	}
+	if (!(conf->dirty_age > 0 && conf->dirty_age <= 1e6)) {
+		set_err(err, errlen, "invalid dirty_age %g (seconds > 0, at most 1000000)",
+			conf->dirty_age);
+		return -EINVAL;
+	}
+	if ((unsigned)conf->cluster > CLIO_CLUSTER_OFF) {
+		set_err(err, errlen, "invalid cluster %u (on, lite or off: 0 to 2)",
+			(unsigned)conf->cluster);
+		return -EINVAL;
+	}
+	if ((unsigned)conf->rbw > CLIO_RBW_BLOCK) {
+		set_err(err, errlen, "invalid rbw %u (cluster or block: 0 or 1)",
+			(unsigned)conf->rbw);
+		return -EINVAL;
+	}
+	if (conf->disk_cache_mode > 1) {
+		set_err(err, errlen, "invalid disk_cache_mode %u (0 writethrough, 1 writeback)",
+			conf->disk_cache_mode);
+		return -EINVAL;
+	}
+	if (conf->disk_cache_verify > 1) {
+		set_err(err, errlen, "invalid disk_cache_verify %u (0 none, 1 sample)",
+			conf->disk_cache_verify);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int
 clio_conf_check(const struct clio_conf *conf, char *err, size_t errlen)
 {
+	if (conf == NULL) {
+		set_err(err, errlen, "no configuration (NULL)");
+		return -EINVAL;
+	}
 	if (!IS_POW2(conf->bsize) || conf->bsize < 512 || conf->bsize > (1u << 20)) {
 		set_err(err, errlen, "invalid bsize %u (a power of 2, 512 to 1M)",
 			conf->bsize);
@@ -245,8 +308,7 @@ clio_conf_check(const struct clio_conf *conf, char *err, size_t errlen)
 			conf->dirty_lo, conf->dirty_hi);
 		return -EINVAL;
 	}
-	if (conf->disk_cache_mode > 1 || conf->disk_cache_verify > 1 ||
-	    conf->disk_cache_bstop >= conf->disk_cache_bcull ||
+	if (conf->disk_cache_bstop >= conf->disk_cache_bcull ||
 	    conf->disk_cache_bcull >= conf->disk_cache_brun ||
 	    conf->disk_cache_brun > 100) {
 		set_err(err, errlen,
@@ -256,10 +318,5 @@ clio_conf_check(const struct clio_conf *conf, char *err, size_t errlen)
 			conf->disk_cache_brun);
 		return -EINVAL;
 	}
-	if (conf->cluster > CLIO_CLUSTER_OFF || conf->rbw > CLIO_RBW_BLOCK ||
-	    conf->write_behind > 2 || conf->seqmax < 1 || !(conf->dirty_age > 0)) {
-		set_err(err, errlen, "invalid configuration");
-		return -EINVAL;
-	}
-	return 0;
+	return check_ranges(conf, err, errlen);
 }

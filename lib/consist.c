@@ -16,7 +16,8 @@
  *     (waiting for their holders and for reads in flight, which may bring
  *     old data) before it returns.
  *  2. Dirty and in-flight writes are never dropped: they are newer than
- *     any version of the source, and the size covers them.
+ *     any version of the source, and the size covers them.  A fixed-size
+ *     device keeps its own size whatever a validator says.
  *  3. A kept object (CLIO_KEEP) lives, with its clean buffers, until
  *     clio_cache_forget() or clio_cache_free(); the device must outlive
  *     it.
@@ -90,9 +91,11 @@ clio_revalidate(clio_file *f, const struct clio_validator *v)
 	obj_wait_truncate(c, o);
 	if (o->o_have_v && !validator_same(&o->o_v, v)) {
 		keep = drop_clean(c, o);
-		o->o_size = MAX(v->size, keep);
+		if (o->o_resizable) /* a fixed device's size is its own */
+			o->o_size = MAX(v->size, keep);
 		r = 1;
-	} else if (!o->o_have_v && o->o_ndirty == 0 && o->o_nio == 0) {
+	} else if (!o->o_have_v && o->o_ndirty == 0 && o->o_nio == 0 &&
+		   o->o_resizable) {
 		/* the first word on its version: the size is the source's */
 		o->o_size = v->size;
 	}

@@ -920,6 +920,9 @@ piece_start(clio_dev *d, struct dev_piece *p)
 int
 clio_dev_submit(clio_dev *d, struct clio_req *req)
 {
+	if (d == NULL || req == NULL || req->done == NULL)
+		return -EINVAL;
+
 	struct req_state *st = req_state(req);
 	bool flush = req->op == CLIO_OP_FLUSH;
 	size_t len = flush ? 0 : iov_length(req->iov, req->iovcnt);
@@ -954,6 +957,11 @@ clio_dev_submit(clio_dev *d, struct clio_req *req)
 	    (req->offset > d->size || len > d->size - req->offset)) {
 		pthread_mutex_unlock(&d->lock);
 		return req->op == CLIO_OP_WRITE ? -ENOSPC : -EINVAL;
+	}
+	if (req->op == CLIO_OP_WRITE && d->max_size != 0 &&
+	    (req->offset > d->max_size || len > d->max_size - req->offset)) {
+		pthread_mutex_unlock(&d->lock);
+		return -EFBIG;
 	}
 	while (flush || skip < len) { /* a transfer of 0 bytes has none */
 		size_t plen = whole ? len
@@ -1179,7 +1187,7 @@ clio_dev_resize(clio_dev *d, uint64_t size)
 		return -ENOTSUP;
 	if (d->readonly)
 		return -EROFS;
-	if (size > (uint64_t)INT64_MAX)
+	if (size > (uint64_t)INT64_MAX || (d->max_size != 0 && size > d->max_size))
 		return -EFBIG;
 	r = tier_resize(d, size, true);
 	if (r == 0)
@@ -1398,8 +1406,15 @@ clio_dev_open_err(const char *spec, int flags, clio_dev **devp, char *errbuf,
 
 	if (errbuf && errlen)
 		errbuf[0] = '\0';
-	r = dev_open_spec(spec, flags & (CLIO_DEV_RDONLY | CLIO_DEV_CREATE),
-			  &d, errbuf, errlen);
+	if (spec == NULL || devp == NULL) {
+		set_err(errbuf, errlen, "no %s (NULL)", spec == NULL ? "device string" : "devp");
+		return -EINVAL;
+	}
+	if (flags & ~(CLIO_DEV_RDONLY | CLIO_DEV_CREATE)) {
+		set_err(errbuf, errlen, "%s: invalid flags 0x%x", spec, (unsigned)flags);
+		return -EINVAL;
+	}
+	r = dev_open_spec(spec, flags, &d, errbuf, errlen);
 	if (r < 0)
 		return r;
 	if (flags & CLIO_DEV_RDONLY)

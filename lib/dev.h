@@ -113,6 +113,8 @@ struct clio_dev {
 	uint32_t sector;	/* logical sector size: direct transfers align to it */
 	uint32_t maxio;		/* largest piece a backend takes; 0 = no limit */
 	uint32_t queue_depth;	/* pieces in flight at the backend at most */
+	uint64_t max_size;	/* resizable: the largest size, writes and
+				   resizes past it -EFBIG (0: INT64_MAX) */
 	bool blocking;		/* io() may block: it runs on the worker pool */
 	bool is_virtual;
 	bool readonly;

@@ -95,6 +95,7 @@ obj_get(clio_cache *c, clio_dev *d)
 	o->o_dev = d;
 	o->o_size = in.size;
 	o->o_resizable = in.resizable;
+	o->o_maxsize = d->max_size != 0 ? d->max_size : (uint64_t)INT64_MAX;
 	o->o_readonly = in.readonly;
 	o->o_virtual = in.is_virtual;
 	o->o_sector = in.sector;
@@ -653,7 +654,7 @@ read_runs_from(clio_file *f, size_t len, uint64_t off, clio_view_fn *view,
 	pthread_mutex_unlock(&c->lock);
 out:
 	dev_account_front(o->o_dev, CLIO_OP_READ, done, dev_now(o->o_dev) - t0);
-	if (r < 0)
+	if (r != 0) /* an error, or what the view returned */
 		return r;
 	return (ssize_t)done;
 }
@@ -784,7 +785,8 @@ clio_pwrite(clio_file *f, const void *buf, size_t len, uint64_t off)
 
 	if ((f->f_flags & CLIO_ACCMODE) == CLIO_RDONLY)
 		return -EBADF;
-	if (off + len < off || off + len > (uint64_t)INT64_MAX)
+	if (off + len < off || off + len > (uint64_t)INT64_MAX ||
+	    (o->o_resizable && off + len > o->o_maxsize && len > 0))
 		return -EFBIG;
 	if (f->f_flags & CLIO_DIRECT) {
 		ssize_t n = direct_io(f, CLIO_OP_WRITE, (void *)buf, len, off);
@@ -1017,7 +1019,7 @@ clio_discard(clio_file *f, uint64_t off, uint64_t len)
 	obj_wait_truncate(c, o);
 	size = obj_size(o);
 	end = off + len >= size ? (size + bs - 1) / bs * bs : off + len;
-	first = (off + bs - 1) / bs;
+	first = off / bs + (off % bs != 0); /* off + bs - 1 may wrap */
 	last = end / bs; /* exclusive */
 	if (first < last && last - first <= c->nbuf) {
 		for (l = first; l < last; l++)
@@ -1045,7 +1047,7 @@ clio_ftruncate(clio_file *f, uint64_t size)
 
 	if ((f->f_flags & CLIO_ACCMODE) == CLIO_RDONLY)
 		return -EBADF;
-	if (size > (uint64_t)INT64_MAX)
+	if (size > (uint64_t)INT64_MAX || (o->o_resizable && size > o->o_maxsize))
 		return -EFBIG;
 	if (!o->o_resizable)
 		return size == clio_dev_size(o->o_dev) ? 0 : -EINVAL;

@@ -278,6 +278,7 @@ dev_fault_open(const char *opts, const char *inner, int flags, clio_dev **dp,
 	f->inner = in;
 	d->priv = f;
 	d->size = in->size;
+	d->max_size = in->max_size;
 	d->sector = in->sector;
 	d->maxio = in->maxio;
 	d->queue_depth = in->queue_depth;

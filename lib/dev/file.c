@@ -315,6 +315,8 @@ file_version(clio_dev *d, struct clio_validator *v)
 	if (fstat(fd->fd, &st) < 0)
 		return -errno;
 	validator_of_stat(&st, v);
+	if (!fd->regular) /* fstat says 0 */
+		v->size = clio_dev_size(d);
 	return 0;
 }
 

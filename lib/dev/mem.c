@@ -6,7 +6,8 @@
  * written reads as zeros, and an all-zero write to it allocates nothing.
  * The device is resizable: shrinking frees whole chunks past the end and
  * zeroes the tail of the last one, so that growing again reads zeros.
- * One mutex guards the chunk table and the data.
+ * One mutex guards the chunk table and the data.  The size is at most
+ * MEM_MAX_SIZE (1 TiB), so that the table stays small.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -16,6 +17,9 @@
 
 #define CHUNK_SHIFT 16
 #define CHUNK_SIZE ((size_t)1 << CHUNK_SHIFT)
+/* The largest size: its chunk table is 128 MiB; a write or a resize
+ * past it is -EFBIG. */
+#define MEM_MAX_SIZE (1ull << 40)
 
 struct mem_dev {
 	pthread_mutex_t lock;
@@ -55,6 +59,8 @@ mem_io(clio_dev *d, struct dev_io *p)
 
 	if (p->op == CLIO_OP_FLUSH)
 		return 0;
+	if (p->op == CLIO_OP_WRITE && p->off + p->len > MEM_MAX_SIZE)
+		return -EFBIG;
 	pthread_mutex_lock(&m->lock);
 	if (p->op == CLIO_OP_WRITE)
 		r = grow_table(m, p->off + p->len);
@@ -104,6 +110,8 @@ mem_resize(clio_dev *d, uint64_t size)
 	size_t keep = (size_t)DIV_ROUND_UP(size, CHUNK_SIZE), i;
 	int r;
 
+	if (size > MEM_MAX_SIZE)
+		return -EFBIG;
 	pthread_mutex_lock(&m->lock);
 	for (i = keep; i < m->nchunks; i++) {
 		free(m->chunks[i]);
@@ -198,8 +206,8 @@ mem_opt(void *arg, const char *k, const char *v)
 	struct mem_args *a = arg;
 
 	if (strcmp(k, "size") == 0) {
-		if (parse_size(v, &a->size) < 0) {
-			set_err(a->err, a->errlen, "mem: bad size '%s'", v);
+		if (parse_size(v, &a->size) < 0 || a->size > MEM_MAX_SIZE) {
+			set_err(a->err, a->errlen, "mem: bad size '%s' (at most 1T)", v);
 			return -EINVAL;
 		}
 	} else if (strcmp(k, "maxio") == 0) {
@@ -244,15 +252,17 @@ dev_mem_open(const char *opts, int flags, clio_dev **dp, char *err,
 	pthread_mutex_init(&m->lock, NULL);
 	r = dev_alloc(&mem_ops, name, &d);
 	free(name);
-	if (r == 0)
-		r = grow_table(m, a.size);
+	if (r == 0 && (r = grow_table(m, a.size)) < 0)
+		dev_free(d);
 	if (r < 0) {
 		free(m->chunks);
+		pthread_mutex_destroy(&m->lock);
 		free(m);
 		return r;
 	}
 	d->priv = m;
 	d->size = a.size;
+	d->max_size = MEM_MAX_SIZE;
 	d->maxio = (uint32_t)a.maxio;
 	*dp = d;
 	return 0;
