@@ -53,7 +53,7 @@ echo "ok: a change made right after a run is seen by the next"
 # ------------------------------------------------------------ two at once
 rm -rf "$dc"
 mkdir "$dc"
-head -c 16000000 /dev/urandom >"$tmp/big"
+head -c 8000000 /dev/urandom >"$tmp/big"
 "$CLIO" dd if="$tmp/big" of="$tmp/b1" bs=64k --disk-cache="$dc" 2>"$tmp/err1" &
 p1=$!
 "$CLIO" dd if="$tmp/big" of="$tmp/b2" bs=64k --disk-cache="$dc" 2>"$tmp/err2" ||
@@ -80,13 +80,13 @@ PY
 }
 rm -rf "$dc"
 mkdir "$dc"
-head -c 16000000 /dev/urandom >"$tmp/old"
+head -c 8000000 /dev/urandom >"$tmp/old"
 : >"$tmp/empty"
 killed=0
 s=$seed
-for round in 1 2 3 4 5 6 7 8; do
+for round in 1 2 3 4 5 6; do
 	s=$(( (s * 1103515245 + 12345) % 2147483648 ))
-	ms=$(( 20 + s % 250 ))
+	ms=$(( 10 + s % 150 ))
 	cp "$tmp/old" "$tmp/dst"
 	"$CLIO" dd if="$tmp/big" of="$tmp/dst" bs=64k conv=notrunc,fsync \
 		--disk-cache="$dc" --disk-cache-mode=writeback 2>"$tmp/err" &
@@ -114,14 +114,23 @@ for round in 1 2 3 4 5 6 7 8; do
 	dirty=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["devices"][0]["disk_cache"]["dirty"])' "$tmp/j")
 	[ "$dirty" = 0 ] || fail "round $round: $dirty dirty blocks after the restart"
 done
-echo "ok: clio dd killed in writeback ($killed of 8 rounds): old or new pages, nothing stale"
+echo "ok: clio dd killed in writeback ($killed of 6 rounds): old or new pages, nothing stale"
 
 # ------------------------------------------------------------ clio serve
+if [ "${CLIO_FLAVOUR:-plain}" = tsan ]; then
+	echo "skip: clio serve under TSan (nbdkit cannot load a TSan plugin)"
+else
 rm -rf "$dc"
 mkdir "$dc"
 cp "$tmp/old" "$tmp/sv"
 head -c 1048576 /dev/urandom >"$tmp/pat"
-"$CLIO" serve "$tmp/sv" --socket "$sock" --pidfile "$tmp/pid" \
+# nbdkit is no sanitized program: under ASan the plugin needs the
+# runtime loaded first (the plugin's leaks are not checked)
+serve_env=""
+if [ "${CLIO_FLAVOUR:-plain}" = asan ]; then
+	serve_env="LD_PRELOAD=$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so) ASAN_OPTIONS=detect_leaks=0"
+fi
+env $serve_env "$CLIO" serve "$tmp/sv" --socket "$sock" --pidfile "$tmp/pid" \
 	-o "disk_cache=$dc,disk_cache_mode=writeback,disk_cache_brun=20,disk_cache_bcull=10,disk_cache_bstop=2" \
 	2>"$tmp/err" || { cat "$tmp/err"; fail "clio serve with the tier's tunables"; }
 nbd_wait_pid "$tmp/pid"
@@ -142,6 +151,7 @@ open(sys.argv[3], "wb").write(o)
 PY
 cmp "$tmp/want" "$tmp/sv" || fail "clio serve: what the client flushed is not in the file once the server stopped"
 echo "ok: clio serve -o with the tier's tunables: blocks in DIR, the flushed write in the file"
+fi
 
 # ------------------------------------------------------------ bad tunables
 # one line naming the value, from each front end
@@ -152,15 +162,16 @@ bad() { # WHAT VALUE COMMAND...
 		fusermount3 -u -q "$tmp/mnt" 2>/dev/null
 		fail "$what: '$val' was accepted"
 	fi
-	grep -q -- "$val" "$tmp/err" || { cat "$tmp/err"; fail "$what: the error does not name '$val'"; }
-	[ "$(wc -l <"$tmp/err")" -le 2 ] || { cat "$tmp/err"; fail "$what: more than a line or two"; }
+	grep -q -e "'$val'" -e "${key#disk_cache_} $val " "$tmp/err" ||
+		{ cat "$tmp/err"; fail "$what: the error does not name '$val'"; }
+	[ "$(wc -l <"$tmp/err")" -eq 1 ] || { cat "$tmp/err"; fail "$what: not one line"; }
 }
 mkdir "$tmp/mnt" "$tmp/src"
 for kv in disk_cache_size=lots disk_cache_size=-5 disk_cache_brun=200 \
 	disk_cache_bcull=abc disk_cache_bstop=9 disk_cache_mode=sometimes \
 	disk_cache_verify=all; do
-	k=${kv%%=*} v=${kv#*=}
-	opt=$(echo "$k" | tr _ -)
+	key=${kv%%=*} v=${kv#*=}
+	opt=$(echo "$key" | tr _ -)
 	bad "clio dd --$opt" "$v" "$CLIO" dd if="$tmp/a" of=/dev/null --disk-cache="$dc" "--$opt=$v"
 	bad "clio mount -o $kv" "$v" "$CLIO" mount -o "disk_cache=$dc,$kv" "$tmp/src" "$tmp/mnt"
 	bad "clio serve -o $kv" "$v" "$CLIO" serve -o "disk_cache=$dc,$kv" -f \

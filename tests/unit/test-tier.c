@@ -1450,7 +1450,7 @@ test_writeback_kill_overwrite(void **state)
 	(void)state;
 	snprintf(ack, sizeof(ack), "%s/acked", dir);
 	printf("writeback overwrite kill -9 (seed %u): rounds acknowledged:", seed);
-	for (int it = 0; it < 6; it++) {
+	for (int it = 0; it < (slow > 1 ? 3 : 6); it++) {
 		struct stack st;
 		int status, last = -1;
 
