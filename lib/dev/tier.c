@@ -68,7 +68,9 @@
  *     writer's: the clean entries are dropped first).  Another writer
  *     that changed the file between a write of ours and the flush after
  *     it is not told apart from ours: the promise is no other writer
- *     while this process writes.  An object found "writing"
+ *     while this process writes.  (writeback: the fsync after writes
+ *     that went through flushes the device and records it so, before
+ *     it returns: its dirty blocks are then written back after a crash.)  An object found "writing"
  *     or with another validator at attach has all its clean entries
  *     dropped before any read is served.  ("writing" is a second line of
  *     defence: a write of the tier's own changes the file's mtime and
@@ -1426,9 +1428,40 @@ runs:
 }
 
 static void meta_clean(struct tier *t);
+static ssize_t dev_sync(struct tier *t, enum clio_op op, void *buf, size_t len,
+			uint64_t off);
 
-/* The tier's reader: serves the asynchronous reads queued on t->rq, and
- * records the device's version after a flush (meta_due). */
+/* writeback: an fsync after writes that went through to the device
+ * flushes it, then, if no write came since the fsync began, records the
+ * device's version (crash safety 4), so that after a crash the dirty
+ * blocks are written back, not taken for another writer's. */
+static void
+wb_flush(struct tier *t, struct top *op)
+{
+	ssize_t r = dev_sync(t, CLIO_OP_FLUSH, NULL, 0, 0);
+	bool quiet;
+
+	pthread_mutex_lock(&t->lock);
+	if (r < 0)
+		t->devflush = true; /* the next fsync flushes again */
+	quiet = t->wgen == op->gen;
+	for (struct top *o = t->ops; o != NULL && quiet; o = o->next)
+		if (o->op == CLIO_OP_WRITE)
+			quiet = false;
+	pthread_mutex_unlock(&t->lock);
+	if (r < 0)
+		atomic_store(&op->err, r);
+	else if (quiet && atomic_load(&t->meta_writing)) {
+		pthread_mutex_lock(&t->wb_lock); /* no write-back batch in flight */
+		meta_clean(t);
+		pthread_mutex_unlock(&t->wb_lock);
+	}
+	top_finish(op);
+}
+
+/* The tier's reader: serves the asynchronous reads queued on t->rq (and
+ * writeback's device flushes, wb_flush), and records the device's
+ * version after a flush (meta_due). */
 static void *
 reader_main(void *arg)
 {
@@ -1459,7 +1492,10 @@ reader_main(void *arg)
 		if (t->rq == NULL)
 			t->rq_tail = &t->rq;
 		pthread_mutex_unlock(&t->lock);
-		serve_read(t, op);
+		if (op->op == CLIO_OP_FLUSH)
+			wb_flush(t, op);
+		else
+			serve_read(t, op);
 		pthread_mutex_lock(&t->lock);
 	}
 	pthread_mutex_unlock(&t->lock);
@@ -1514,14 +1550,22 @@ tier_submit(struct tier *t, clio_dev *d, struct clio_req *req)
 			op_start(t, op);
 			pthread_mutex_unlock(&t->lock);
 			atomic_store(&op->err, e);
-			if (!devflush || kid_add(op, 0, 0, 0) < 0) {
-				if (devflush)
-					atomic_store(&op->err, -ENOMEM);
+			if (!devflush) {
 				top_finish(op);
 				return 0;
 			}
-			/* and the writes that went through, on the device */
-			kids_go(t, op);
+			/* and the writes that went through, on the device,
+			 * by the reader (not in a device's thread) */
+			if (t->reader_running) {
+				pthread_mutex_lock(&t->lock);
+				op->rnext = NULL;
+				*t->rq_tail = op;
+				t->rq_tail = &op->rnext;
+				pthread_cond_broadcast(&t->rcv);
+				pthread_mutex_unlock(&t->lock);
+			} else {
+				wb_flush(t, op);
+			}
 			return 0;
 		}
 		pthread_mutex_lock(&t->lock);

@@ -22,7 +22,9 @@
  * still writes back every dirty block; dirty blocks that lost+found
  * cannot take stay in DIR; DIR removed while an object is open; the
  * same blocks rewritten and fsynced while killed at random moments; a
- * read-only open after a writeback crash reads the dirty blocks.
+ * read-only open after a writeback crash reads the dirty blocks; an
+ * fsync after a write that went through keeps its dirty blocks from
+ * lost+found after kill -9.
  * TIER_SEED=N repeats a run, TIER_ITERS=N sets the kill -9 rounds (100;
  * 20 with CLIO_FLAVOUR=tsan).
  */
@@ -1551,6 +1553,52 @@ test_writeback_readonly_restart(void **state)
 	free(b);
 }
 
+/* writeback: a write that goes through to the device (unaligned, on
+ * the device itself), then dirty blocks, fsync, kill -9. */
+static int
+child_wb_through(unsigned s)
+{
+	struct stack st;
+	char *b = malloc(WB_LEN), x[100];
+
+	if (b == NULL || stack_open(&st, "writeback", "8M", 256 * TU_KiB) < 0)
+		return 2;
+	tu_fill(x, sizeof(x), 20 * BS + 50, s + 1);
+	if (clio_dev_pwrite(st.d, x, sizeof(x), 20 * BS + 50) != sizeof(x))
+		return 3;
+	tu_fill(b, WB_LEN, WB_A, s);
+	if (clio_pwrite(st.f, b, WB_LEN, WB_A) != WB_LEN || clio_fsync(st.f) != 0)
+		return 4;
+	raise(SIGKILL);
+	return 5;
+}
+
+/* The fsync after a write of the session's own that went through to
+ * the device records the device's version: the dirty blocks reach the
+ * device after kill -9 and a restart, not lost+found. */
+static void
+test_writeback_through_recover(void **state)
+{
+	struct stack st;
+	int status;
+
+	(void)state;
+	nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	mkdir(dcdir, 0755);
+	make_file(21);
+	pid_t p = spawn("child-wbthrough", 210, 0);
+	assert_true(p > 0);
+	assert_int_equal(waitpid(p, &status, 0), p);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	assert_int_equal(stack_open(&st, "writethrough", "8M", 256 * TU_KiB), 0);
+	assert_int_equal(param(st.d, "lost_found"), 0);
+	assert_int_equal(stack_close(&st), 0);
+	char *f = file_read();
+	assert_int_equal(tu_check(f + WB_A, WB_LEN, WB_A, 210), -1);
+	assert_int_equal(tu_check(f + 20 * BS + 50, 100, 20 * BS + 50, 211), -1);
+	free(f);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1578,6 +1626,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_dir_removed),
 		cmocka_unit_test(test_writeback_kill_overwrite),
 		cmocka_unit_test(test_writeback_readonly_restart),
+		cmocka_unit_test(test_writeback_through_recover),
 	};
 	const char *e = getenv("TIER_SEED");
 	ssize_t n;
@@ -1592,6 +1641,8 @@ main(int argc, char **argv)
 			return child_wb_rounds();
 		if (strcmp(argv[1], "child-other") == 0)
 			return child_other();
+		if (strcmp(argv[1], "child-wbthrough") == 0)
+			return child_wb_through((unsigned)atoi(argv[3]));
 		if (strcmp(argv[1], "child-ow") == 0)
 			return child_overwrite();
 		if (strcmp(argv[1], "child-wbbig") == 0)
