@@ -68,7 +68,9 @@
  *     writer's: the clean entries are dropped first).  Another writer
  *     that changed the file between a write of ours and the flush after
  *     it is not told apart from ours: the promise is no other writer
- *     while this process writes.  An object found "writing"
+ *     while this process writes.  (writeback: the fsync after writes
+ *     that went through flushes the device and records it so, before
+ *     it returns: its dirty blocks are then written back after a crash.)  An object found "writing"
  *     or with another validator at attach has all its clean entries
  *     dropped before any read is served.  ("writing" is a second line of
  *     defence: a write of the tier's own changes the file's mtime and
@@ -83,7 +85,10 @@
  *     entry becomes clean only after the device took it and was
  *     flushed.  At attach, dirty entries (the newest valid one of each
  *     block) are written back if the validator matches (devices without
- *     one: the user's promise), else copied to lost+found.
+ *     one: the user's promise), else copied to lost+found.  A device
+ *     opened read-only keeps them dirty and reads them from DIR; an
+ *     index that holds more slots than disk_cache_size now allows keeps
+ *     the dirty ones past it; dirty blocks lost+found cannot take stay.
  *
  * Invariants (under t->lock):
  *  a. A slot is FREE (on the free list), FILL (owned by one inserter, in no
@@ -1423,9 +1428,40 @@ runs:
 }
 
 static void meta_clean(struct tier *t);
+static ssize_t dev_sync(struct tier *t, enum clio_op op, void *buf, size_t len,
+			uint64_t off);
 
-/* The tier's reader: serves the asynchronous reads queued on t->rq, and
- * records the device's version after a flush (meta_due). */
+/* writeback: an fsync after writes that went through to the device
+ * flushes it, then, if no write came since the fsync began, records the
+ * device's version (crash safety 4), so that after a crash the dirty
+ * blocks are written back, not taken for another writer's. */
+static void
+wb_flush(struct tier *t, struct top *op)
+{
+	ssize_t r = dev_sync(t, CLIO_OP_FLUSH, NULL, 0, 0);
+	bool quiet;
+
+	pthread_mutex_lock(&t->lock);
+	if (r < 0)
+		t->devflush = true; /* the next fsync flushes again */
+	quiet = t->wgen == op->gen;
+	for (struct top *o = t->ops; o != NULL && quiet; o = o->next)
+		if (o->op == CLIO_OP_WRITE)
+			quiet = false;
+	pthread_mutex_unlock(&t->lock);
+	if (r < 0)
+		atomic_store(&op->err, r);
+	else if (quiet && atomic_load(&t->meta_writing)) {
+		pthread_mutex_lock(&t->wb_lock); /* no write-back batch in flight */
+		meta_clean(t);
+		pthread_mutex_unlock(&t->wb_lock);
+	}
+	top_finish(op);
+}
+
+/* The tier's reader: serves the asynchronous reads queued on t->rq (and
+ * writeback's device flushes, wb_flush), and records the device's
+ * version after a flush (meta_due). */
 static void *
 reader_main(void *arg)
 {
@@ -1456,7 +1492,10 @@ reader_main(void *arg)
 		if (t->rq == NULL)
 			t->rq_tail = &t->rq;
 		pthread_mutex_unlock(&t->lock);
-		serve_read(t, op);
+		if (op->op == CLIO_OP_FLUSH)
+			wb_flush(t, op);
+		else
+			serve_read(t, op);
 		pthread_mutex_lock(&t->lock);
 	}
 	pthread_mutex_unlock(&t->lock);
@@ -1511,14 +1550,22 @@ tier_submit(struct tier *t, clio_dev *d, struct clio_req *req)
 			op_start(t, op);
 			pthread_mutex_unlock(&t->lock);
 			atomic_store(&op->err, e);
-			if (!devflush || kid_add(op, 0, 0, 0) < 0) {
-				if (devflush)
-					atomic_store(&op->err, -ENOMEM);
+			if (!devflush) {
 				top_finish(op);
 				return 0;
 			}
-			/* and the writes that went through, on the device */
-			kids_go(t, op);
+			/* and the writes that went through, on the device,
+			 * by the reader (not in a device's thread) */
+			if (t->reader_running) {
+				pthread_mutex_lock(&t->lock);
+				op->rnext = NULL;
+				*t->rq_tail = op;
+				t->rq_tail = &op->rnext;
+				pthread_cond_broadcast(&t->rcv);
+				pthread_mutex_unlock(&t->lock);
+			} else {
+				wb_flush(t, op);
+			}
 			return 0;
 		}
 		pthread_mutex_lock(&t->lock);
@@ -1958,8 +2005,8 @@ load_index(struct tier *t, uint64_t maxblk)
 	if (fstat(t->ifd, &st) < 0)
 		return -errno;
 	nrec = (uint64_t)st.st_size / REC_SIZE;
-	if (nrec > t->cap)
-		nrec = t->cap;
+	if (nrec > UINT32_MAX - 2)
+		nrec = UINT32_MAX - 2;
 	recs = malloc(nrec ? nrec * REC_SIZE : 1);
 	if (recs == NULL)
 		return -ENOMEM;
@@ -1967,6 +2014,20 @@ load_index(struct tier *t, uint64_t maxblk)
 		free(recs);
 		return r;
 	}
+	/* a session with a larger disk_cache_size left more slots than this
+	 * one may have: the clean ones past cap go, no dirty one (the cap
+	 * grows to the last for this session) */
+	uint64_t keep = MIN(nrec, t->cap);
+	for (uint64_t i = keep; i < nrec; i++) {
+		struct rec c = recs[i];
+		c.rcrc = 0;
+		if (recs[i].magic == REC_MAGIC && (recs[i].flags & R_DIRTY) &&
+		    recs[i].rcrc == crc32c(0, &c, sizeof(c)))
+			keep = i + 1;
+	}
+	if (keep > t->cap)
+		t->cap = keep;
+	nrec = keep;
 	r = slots_grow(t, (uint32_t)(nrec + 1));
 	if (r < 0) {
 		free(recs);
@@ -2039,14 +2100,15 @@ load_index(struct tier *t, uint64_t maxblk)
 
 /* Dirty entries that must not reach the device: into
  * DIR/lost+found/<object>-<time>/<byte offset>, with a message. */
-static void
+static bool
 lost_found(struct tier *t, const char *ident, const char *why)
 {
 	char *lf = xasprintf("%s/lost+found", t->dir);
 	char *sub = xasprintf("%s/lost+found/%s-%lld", t->dir, t->objname,
 			      (long long)time(NULL));
 	char *buf = malloc(t->bs);
-	uint64_t n = 0;
+	uint64_t n = 0, want = 0;
+	bool ok = false;
 
 	if (lf == NULL || sub == NULL || buf == NULL ||
 	    (mkdir(lf, 0700) < 0 && errno != EEXIST) ||
@@ -2059,6 +2121,7 @@ lost_found(struct tier *t, const char *ident, const char *why)
 		struct slot *s = &t->slots[i];
 		char *p = xasprintf("%s/%llu", sub, (unsigned long long)(s->lbn * t->bs));
 		int fd = p ? open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600) : -1;
+		want++;
 		if (fd >= 0 && read_all(t->dfd, buf, s->len, (off_t)i * t->bs) == 0 &&
 		    write_all(fd, buf, s->len, 0) == 0 && fsync(fd) == 0)
 			n++;
@@ -2079,10 +2142,16 @@ lost_found(struct tier *t, const char *ident, const char *why)
 		"written back (%s); kept in %s\n", t->dir, (unsigned long long)n,
 		ident, why, sub);
 	t->st.lost_found += n;
+	ok = n == want;
+	if (!ok)
+		fprintf(stderr, "clio: disk cache %s: %llu dirty blocks of %s could "
+			"not be kept in %s; they stay in the cache\n", t->dir,
+			(unsigned long long)(want - n), ident, sub);
 out:
 	free(lf);
 	free(sub);
 	free(buf);
+	return ok;
 }
 
 /* disk_cache_verify=sample: compare up to SAMPLE_BLOCKS entries with the
@@ -2397,8 +2466,12 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 		goto fail;
 	}
 	if (mkdir(t->objdir, 0755) < 0 && errno != EEXIST) {
-		r = -errno;
-		goto fail;
+		/* DIR removed, read-only or full: no entry of the object can
+		 * be there, so it runs without the tier */
+		fprintf(stderr, "clio: disk cache %s: %s: %s; %s runs without it\n",
+			t->dir, t->objdir, strerror(errno), ident);
+		r = 1;
+		goto fail_free;
 	}
 	if ((r = open_in(t, "lock", O_RDWR | O_CREAT)) < 0)
 		goto fail;
@@ -2459,7 +2532,13 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 		why = "its size changed";
 	}
 	if (t->ndirty > 0) {
-		if (why == NULL) {
+		if (why == NULL && t->d->readonly) {
+			/* they are the object's newest data: served from DIR,
+			 * written back by a later open for writing */
+			fprintf(stderr, "clio: disk cache %s: %llu dirty blocks of %s "
+				"stay in it until the device is opened for writing\n",
+				t->dir, (unsigned long long)t->ndirty, ident);
+		} else if (why == NULL) {
 			uint64_t nd = t->ndirty;
 			r = wb_all(t, true, 0, 0);
 			if (r < 0) {
@@ -2470,11 +2549,18 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 			}
 			t->st.recovered += nd - t->ndirty;
 			validator_of(t, &t->v, &t->has_v);
-		} else {
-			lost_found(t, ident, why);
+		} else if (lost_found(t, ident, why)) {
 			pthread_mutex_lock(&t->lock);
 			drop_all(t, true);
 			pthread_mutex_unlock(&t->lock);
+		} else {
+			/* not kept aside: they stay in DIR (never written
+			 * back, the validator differs) for a later open */
+			fprintf(stderr, "clio: disk cache %s: %s runs without it\n",
+				t->dir, ident);
+			tier_free(t);
+			free(ident);
+			return 1;
 		}
 	}
 	if (why != NULL) {
@@ -2502,7 +2588,7 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 	if (r < 0)
 		goto fail;
 	check_floor(t, true);
-	if (t->writeback) {
+	if (t->writeback && !t->d->readonly) {
 		r = pthread_create(&t->writer, NULL, writer_main, t);
 		if (r != 0) {
 			r = -r;
@@ -2534,6 +2620,7 @@ fail:
 		}
 		r = 1;
 	}
+fail_free:
 	tier_free(t);
 fail_quiet:
 	free(ident);
@@ -2589,7 +2676,7 @@ tier_detach(clio_dev *d)
 		pthread_join(t->writer, NULL);
 	if (t->reader_running)
 		pthread_join(t->reader, NULL);
-	if (t->ndirty > 0)
+	if (t->ndirty > 0 && !d->readonly)
 		r = wb_all(t, true, 0, 0);
 	__atomic_store_n(&d->tier, NULL, __ATOMIC_RELEASE);
 	if (atomic_load(&t->meta_writing) || HAS_VALIDATOR(t->kind))

@@ -17,7 +17,14 @@
  * a second process writing the file while the first holds the object;
  * threads writing and reading through a tiny memory cache, truncations
  * between rounds, against a model; writeback killed at random moments
- * of writes and fsyncs: every acknowledged fsync reaches the device.
+ * of writes and fsyncs: every acknowledged fsync reaches the device;
+ * a restart with a smaller disk_cache_size than the crashed session's
+ * still writes back every dirty block; dirty blocks that lost+found
+ * cannot take stay in DIR; DIR removed while an object is open; the
+ * same blocks rewritten and fsynced while killed at random moments; a
+ * read-only open after a writeback crash reads the dirty blocks; an
+ * fsync after a write that went through keeps its dirty blocks from
+ * lost+found after kill -9.
  * TIER_SEED=N repeats a run, TIER_ITERS=N sets the kill -9 rounds (100;
  * 20 with CLIO_FLAVOUR=tsan).
  */
@@ -1254,6 +1261,344 @@ test_writeback_kill_rounds(void **state)
 	printf(" of %d\n", KR_ROUNDS);
 }
 
+/* ------------------------------------------------------------ probes */
+
+#define WBB_LEN (48 * BS)
+
+/* writeback: WBB_LEN bytes of pattern s at 0 into a roomy DIR (48 dirty
+ * slots), fsync, and die at once. */
+static int
+child_wb_big(unsigned s)
+{
+	struct stack st;
+	char *b = malloc(WBB_LEN);
+
+	if (b == NULL || stack_open(&st, "writeback", "64M", 256 * TU_KiB) < 0)
+		return 2;
+	tu_fill(b, WBB_LEN, 0, s);
+	if (clio_pwrite(st.f, b, WBB_LEN, 0) != WBB_LEN || clio_fsync(st.f) != 0)
+		return 3;
+	raise(SIGKILL);
+	return 5;
+}
+
+/* A restart with a disk_cache_size smaller than what the crashed session
+ * had (fewer slots than its index holds) still writes back every dirty
+ * block it left: none is cut off with the index. */
+static void
+test_writeback_smaller_restart(void **state)
+{
+	struct stack st;
+	int status;
+	char *truth;
+
+	(void)state;
+	nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	mkdir(dcdir, 0755);
+	make_file(13);
+	pid_t p = spawn("child-wbbig", 130, 0);
+	assert_true(p > 0);
+	assert_int_equal(waitpid(p, &status, 0), p);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	/* a DIR budget below one block */
+	assert_int_equal(stack_open(&st, "writethrough", "1000", 256 * TU_KiB), 0);
+	assert_int_equal(param(st.d, "dirty"), 0);
+	assert_int_equal(stack_close(&st), 0);
+	truth = file_read();
+	for (uint64_t o = 0; o < WBB_LEN; o += BS)
+		if (tu_check(truth + o, BS, o, 130) != -1) {
+			fprintf(stderr, "block %llu of the fsynced data is not on the "
+				"device\n", (unsigned long long)(o / BS));
+			fail();
+		}
+	assert_int_equal(tu_check(truth + WBB_LEN, FSIZE - WBB_LEN, WBB_LEN, 13), -1);
+	free(truth);
+}
+
+/* Dirty blocks that must go to lost+found but cannot (DIR/lost+found is
+ * not a directory) are not dropped: the object runs without the tier,
+ * the file untouched, and a later restart keeps them aside. */
+static void
+test_lost_found_fails(void **state)
+{
+	struct stack st;
+	char lf[400], *before;
+	int fd;
+
+	(void)state;
+	nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	mkdir(dcdir, 0755);
+	make_file(14);
+	run_wb_child(140);
+	file_write(FSIZE - 4096, 4096, 15);
+	before = file_read();
+	snprintf(lf, sizeof(lf), "%s/lost+found", dcdir);
+	fd = open(lf, O_WRONLY | O_CREAT, 0644);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(stack_open(&st, "writethrough", "8M", 256 * TU_KiB), 0);
+	read_all_check(&st, before);
+	assert_int_equal(stack_close(&st), 0);
+	char *after = file_read();
+	assert_memory_equal(before, after, FSIZE);
+	free(after);
+	assert_int_equal(unlink(lf), 0);
+	assert_int_equal(stack_open(&st, "writethrough", "8M", 256 * TU_KiB), 0);
+	assert_int_equal(param(st.d, "lost_found"), 2 * WB_LEN / BS);
+	read_all_check(&st, before);
+	assert_int_equal(stack_close(&st), 0);
+	after = file_read();
+	assert_memory_equal(before, after, FSIZE);
+	free(after);
+	free(before);
+}
+
+/* DIR removed while the object is open, in writeback: writes, fsync,
+ * reads and the close still succeed with the right bytes, the file gets
+ * them; another object opened meanwhile runs without the tier; a new
+ * DIR of the same name starts empty. */
+static void
+test_dir_removed(void **state)
+{
+	struct stack st;
+	char *truth = malloc(FSIZE);
+
+	(void)state;
+	nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	mkdir(dcdir, 0755);
+	make_file(16);
+	tu_fill(truth, FSIZE, 0, 16);
+	assert_int_equal(stack_open(&st, "writeback", "8M", 256 * TU_KiB), 0);
+	read_all_check(&st, truth);
+	tu_fill(truth + BS, WB_LEN, BS, 17);
+	assert_int_equal(clio_pwrite(st.f, truth + BS, WB_LEN, BS), WB_LEN);
+	assert_int_equal(clio_fsync(st.f), 0);
+	nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	tu_fill(truth + 600 * TU_KiB, WB_LEN, 600 * TU_KiB, 18);
+	assert_int_equal(clio_pwrite(st.f, truth + 600 * TU_KiB, WB_LEN, 600 * TU_KiB), WB_LEN);
+	assert_int_equal(clio_fsync(st.f), 0);
+	read_all_check(&st, truth);
+	/* another object opened meanwhile runs without the tier */
+	char p2[400], *b2 = malloc(FSIZE);
+	clio_dev *d2;
+	clio_file *f2;
+	snprintf(p2, sizeof(p2), "%s/file2", dir);
+	int fd = open(p2, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_true(fd >= 0 && b2 != NULL);
+	tu_fill(b2, FSIZE, 0, 19);
+	assert_int_equal(pwrite(fd, b2, FSIZE, 0), FSIZE);
+	close(fd);
+	assert_int_equal(clio_dev_open(p2, 0, &d2), 0);
+	assert_int_equal(clio_open(st.c, d2, CLIO_RDWR, &f2), 0);
+	assert_int_equal(clio_pread(f2, b2, FSIZE, 0), FSIZE);
+	assert_int_equal(tu_check(b2, FSIZE, 0, 19), -1);
+	assert_int_equal(clio_close(f2), 0);
+	free(b2);
+	assert_int_equal(stack_close(&st), 0);
+	assert_int_equal(clio_dev_close(d2), 0);
+	char *f = file_read();
+	assert_memory_equal(f, truth, FSIZE);
+	free(f);
+	assert_int_equal(mkdir(dcdir, 0755), 0);
+	assert_int_equal(stack_open(&st, "writeback", "8M", 256 * TU_KiB), 0);
+	read_all_check(&st, truth);
+	assert_int_equal(param(st.d, "recovered"), 0);
+	assert_int_equal(stack_close(&st), 0);
+	free(truth);
+}
+
+/* writeback, the same blocks over and over: round r writes OW_LEN bytes
+ * of pattern 300 + r at OW_OFF (unaligned: the memory cache reads the
+ * edges), fsyncs, and appends r to DIR/../acked. */
+#define OW_OFF (3 * BS + 1000)
+#define OW_LEN (5 * BS)
+#define OW_ROUNDS 400
+
+static int
+child_overwrite(void)
+{
+	struct stack st;
+	char *b = malloc(OW_LEN), ack[300];
+	int fd;
+
+	snprintf(ack, sizeof(ack), "%s/acked", dir);
+	fd = open(ack, O_WRONLY | O_APPEND | O_CREAT, 0644);
+	if (b == NULL || fd < 0 || stack_open(&st, "writeback", "64M", 256 * TU_KiB) < 0)
+		return 2;
+	for (int r = 0; r < OW_ROUNDS; r++) {
+		tu_fill(b, OW_LEN, OW_OFF, 300 + (uint64_t)r);
+		if (clio_pwrite(st.f, b, OW_LEN, OW_OFF) != OW_LEN || clio_fsync(st.f) != 0)
+			return 3;
+		char line[16];
+		int n = snprintf(line, sizeof(line), "%d\n", r);
+		if (write(fd, line, (size_t)n) != n)
+			return 4;
+	}
+	for (;;)
+		pause();
+}
+
+/* kill -9 at random moments of the overwrites, then a restart: each page
+ * of the range is the last acknowledged round's or the next one's, and
+ * the restarted tier serves the file's bytes. */
+static void
+test_writeback_kill_overwrite(void **state)
+{
+	unsigned s = seed ^ 0x5a5a;
+	char ack[300];
+	const char *fl = getenv("CLIO_FLAVOUR");
+	unsigned slow = fl && strcmp(fl, "tsan") == 0 ? 3 : 1;
+
+	(void)state;
+	snprintf(ack, sizeof(ack), "%s/acked", dir);
+	printf("writeback overwrite kill -9 (seed %u): rounds acknowledged:", seed);
+	for (int it = 0; it < (slow > 1 ? 3 : 6); it++) {
+		struct stack st;
+		int status, last = -1;
+
+		nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+		mkdir(dcdir, 0755);
+		unlink(ack);
+		make_file(61);
+		pid_t p = spawn("child-ow", 0, 0);
+		assert_true(p > 0);
+		usleep((useconds_t)(10000 + rand_r(&s) % 140000) * slow);
+		kill(p, SIGKILL);
+		assert_int_equal(waitpid(p, &status, 0), p);
+		assert_true(WIFSIGNALED(status));
+		FILE *af = fopen(ack, "r");
+		int v;
+		while (af != NULL && fscanf(af, "%d", &v) == 1)
+			last = v;
+		if (af != NULL)
+			fclose(af);
+		printf(" %d", last + 1);
+		assert_int_equal(stack_open(&st, "writeback", "64M", 256 * TU_KiB), 0);
+		assert_int_equal(param(st.d, "dirty"), 0);
+		char *f = file_read();
+		read_all_check(&st, f);
+		assert_int_equal(stack_close(&st), 0);
+		for (uint64_t o = 0; o < FSIZE; o += 4096) {
+			uint64_t a = o > OW_OFF ? o : OW_OFF;
+			uint64_t e = o + 4096 < OW_OFF + OW_LEN ? o + 4096 : OW_OFF + OW_LEN;
+			if (e <= a) {
+				if (tu_check(f + o, 4096, o, 61) != -1) {
+					fprintf(stderr, "page %llu outside the range changed "
+						"(seed %u, iteration %d)\n",
+						(unsigned long long)o, seed, it);
+					fail();
+				}
+				continue;
+			}
+			bool okp = false;
+			for (int r = last; r <= last + 1 && !okp; r++)
+				okp = r < 0 ? tu_check(f + a, e - a, a, 61) == -1
+					    : tu_check(f + a, e - a, a, 300 + (uint64_t)r) == -1;
+			if (!okp) {
+				fprintf(stderr, "page %llu is neither round %d nor %d "
+					"(seed %u, iteration %d)\n", (unsigned long long)o,
+					last, last + 1, seed, it);
+				fail();
+			}
+		}
+		free(f);
+	}
+	printf("\n");
+}
+
+/* After a crash in writeback, a read-only open of the device reads the
+ * dirty blocks from DIR (the newest data) and writes nothing; the next
+ * open for writing writes them back. */
+static void
+test_writeback_readonly_restart(void **state)
+{
+	struct clio_conf conf;
+	char err[256], *b = malloc(FSIZE), *truth = malloc(FSIZE);
+	clio_cache *c;
+	clio_dev *d;
+	clio_file *f;
+	struct stack st;
+
+	(void)state;
+	nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	mkdir(dcdir, 0755);
+	make_file(20);
+	run_wb_child(200);
+	tu_fill(truth, FSIZE, 0, 20);
+	tu_fill(truth + WB_A, WB_LEN, WB_A, 200);
+	tu_fill(truth + WB_B, WB_LEN, WB_B, 200);
+	char *before = file_read();
+	clio_conf_init(&conf);
+	assert_int_equal(clio_conf_set(&conf, "disk_cache", dcdir, err, sizeof(err)), 0);
+	assert_int_equal(clio_cache_new(&conf, &c), 0);
+	assert_int_equal(clio_dev_open(path, CLIO_DEV_RDONLY, &d), 0);
+	assert_int_equal(clio_open(c, d, CLIO_RDONLY, &f), 0);
+	assert_int_equal(clio_pread(f, b, FSIZE, 0), FSIZE);
+	assert_memory_equal(b, truth, FSIZE);
+	assert_int_equal(clio_close(f), 0);
+	assert_int_equal(clio_cache_free(c), 0);
+	assert_int_equal(clio_dev_close(d), 0);
+	char *mid = file_read();
+	assert_memory_equal(before, mid, FSIZE); /* nothing written */
+	assert_int_equal(stack_open(&st, "writethrough", "8M", 256 * TU_KiB), 0);
+	assert_int_equal(param(st.d, "dirty"), 0);
+	read_all_check(&st, truth);
+	assert_int_equal(stack_close(&st), 0);
+	char *after = file_read();
+	assert_memory_equal(after, truth, FSIZE);
+	free(before);
+	free(mid);
+	free(after);
+	free(truth);
+	free(b);
+}
+
+/* writeback: a write that goes through to the device (unaligned, on
+ * the device itself), then dirty blocks, fsync, kill -9. */
+static int
+child_wb_through(unsigned s)
+{
+	struct stack st;
+	char *b = malloc(WB_LEN), x[100];
+
+	if (b == NULL || stack_open(&st, "writeback", "8M", 256 * TU_KiB) < 0)
+		return 2;
+	tu_fill(x, sizeof(x), 20 * BS + 50, s + 1);
+	if (clio_dev_pwrite(st.d, x, sizeof(x), 20 * BS + 50) != sizeof(x))
+		return 3;
+	tu_fill(b, WB_LEN, WB_A, s);
+	if (clio_pwrite(st.f, b, WB_LEN, WB_A) != WB_LEN || clio_fsync(st.f) != 0)
+		return 4;
+	raise(SIGKILL);
+	return 5;
+}
+
+/* The fsync after a write of the session's own that went through to
+ * the device records the device's version: the dirty blocks reach the
+ * device after kill -9 and a restart, not lost+found. */
+static void
+test_writeback_through_recover(void **state)
+{
+	struct stack st;
+	int status;
+
+	(void)state;
+	nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	mkdir(dcdir, 0755);
+	make_file(21);
+	pid_t p = spawn("child-wbthrough", 210, 0);
+	assert_true(p > 0);
+	assert_int_equal(waitpid(p, &status, 0), p);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	assert_int_equal(stack_open(&st, "writethrough", "8M", 256 * TU_KiB), 0);
+	assert_int_equal(param(st.d, "lost_found"), 0);
+	assert_int_equal(stack_close(&st), 0);
+	char *f = file_read();
+	assert_int_equal(tu_check(f + WB_A, WB_LEN, WB_A, 210), -1);
+	assert_int_equal(tu_check(f + 20 * BS + 50, 100, 20 * BS + 50, 211), -1);
+	free(f);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1276,6 +1621,12 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_two_procs),
 		cmocka_unit_test(test_threads_truncate),
 		cmocka_unit_test(test_writeback_kill_rounds),
+		cmocka_unit_test(test_writeback_smaller_restart),
+		cmocka_unit_test(test_lost_found_fails),
+		cmocka_unit_test(test_dir_removed),
+		cmocka_unit_test(test_writeback_kill_overwrite),
+		cmocka_unit_test(test_writeback_readonly_restart),
+		cmocka_unit_test(test_writeback_through_recover),
 	};
 	const char *e = getenv("TIER_SEED");
 	ssize_t n;
@@ -1290,6 +1641,12 @@ main(int argc, char **argv)
 			return child_wb_rounds();
 		if (strcmp(argv[1], "child-other") == 0)
 			return child_other();
+		if (strcmp(argv[1], "child-wbthrough") == 0)
+			return child_wb_through((unsigned)atoi(argv[3]));
+		if (strcmp(argv[1], "child-ow") == 0)
+			return child_overwrite();
+		if (strcmp(argv[1], "child-wbbig") == 0)
+			return child_wb_big((unsigned)atoi(argv[3]));
 		if (strcmp(argv[1], "child-wb") == 0)
 			return child_wb((unsigned)atoi(argv[3]));
 		return 2;
