@@ -203,7 +203,9 @@ demo: deps all
 bench: deps all
 	@sh scripts/bench.sh $(BUILD)/clio
 
-# One build per flavour, each in its own directory.
+# One build per flavour, each in its own directory, built with a job per
+# core (the tests themselves run one at a time).
+CHECK_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 check: deps
 	$(MAKE) check-plain
 	$(MAKE) check-asan
@@ -212,17 +214,17 @@ check: deps
 		awk '{ p += $$1; f += $$2; s += $$3 } END { printf "total: %d passed, %d failed, %d skipped\n", p, f, s }'
 
 check-plain:
-	$(MAKE) BUILD=build-debug DEFS=-DCLIO_DEBUG tests
+	$(MAKE) -j$(CHECK_JOBS) BUILD=build-debug DEFS=-DCLIO_DEBUG tests
 	sh tests/run-tests.sh build-debug plain
 
 check-asan:
-	$(MAKE) BUILD=build-asan OPT=-O1 DEFS=-DCLIO_DEBUG \
+	$(MAKE) -j$(CHECK_JOBS) BUILD=build-asan OPT=-O1 DEFS=-DCLIO_DEBUG \
 		SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" tests
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		sh tests/run-tests.sh build-asan asan
 
 check-tsan:
-	$(MAKE) BUILD=build-tsan OPT=-O1 SAN="-fsanitize=thread" tests
+	$(MAKE) -j$(CHECK_JOBS) BUILD=build-tsan OPT=-O1 SAN="-fsanitize=thread" tests
 	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
 		sh tests/run-tests.sh build-tsan tsan
 

@@ -13,7 +13,7 @@ ceph_start 8M
 seed=${CLIO_SEED:-$(date +%s)}
 ops=${CLIO_FSX_OPS:-3000}
 [ "${CLIO_FLAVOUR:-}" = plain ] || [ -n "${CLIO_FSX_OPS:-}" ] || ops=1200
-[ "${CLIO_FLAVOUR:-}" = tsan ] && [ -z "${CLIO_FSX_OPS:-}" ] && ops=600
+[ "${CLIO_FLAVOUR:-}" = tsan ] && [ -z "${CLIO_FSX_OPS:-}" ] && ops=300
 CLIO_SEED=$seed CLIO_FSX_OPS=$ops CLIO_FSX_DEV="$(ceph_uri)" "$fsx" >"$tmp/fsx.out" 2>&1 ||
 	{ tail -n 40 "$tmp/fsx.out"; fail "test-fsx on $(ceph_uri) (CLIO_SEED=$seed CLIO_FSX_OPS=$ops)"; }
 grep "seed .*ops" "$tmp/fsx.out"
