@@ -4,9 +4,19 @@
  * `nbd+unix:///EXPORT?socket=PATH` (and the nbds forms with TLS), libnbd's
  * URIs, with two query keys of clio's own that are taken out before the
  * URI goes to nbd_connect_uri: `qd=N` (requests in flight on a
- * connection, default 16) and `conns=N` (connections, default 1; more
+ * connection, default 16), `conns=N` (connections, default 1; more
  * only when the server offers multi-conn, and as many of them as the
- * server takes: a connection after the first that fails is left out).
+ * server takes: a connection after the first that fails is left out)
+ * and `timeout=S` (seconds, default 0: none, as NBD itself has none).
+ *
+ * The timeout: a connection with commands in flight that has had no
+ * reply for S seconds (a server that hangs, or was stopped) is cut by
+ * its thread with shutdown(2) on its socket; libnbd then finds the
+ * connection closed and fails every command in flight, which complete
+ * with ETIMEDOUT, as does every command started on it later.  The clock
+ * runs from the last reply, or from the start of a command when none
+ * was in flight.  The handshake at open and the synchronous calls of
+ * threading rule 4 have no deadline.
  *
  * What the server says is the device: its size (fixed), read-only
  * (nbd_is_read_only), the minimum block size as the sector size (512
@@ -62,6 +72,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -70,6 +81,7 @@
 #define NBD_MAX_QD 1024
 #define NBD_MAX_CONNS 16
 #define NBD_MAXIO_LIMIT (32u << 20)
+#define NBD_MAX_TIMEOUT 3600
 
 struct nbd_dev;
 
@@ -95,6 +107,11 @@ struct nbd_conn {
 	pthread_mutex_t lock;	/* done, stop */
 	struct nbd_cmd *done_head, *done_tail;
 	bool stop;
+	/* the timeout (the header), under lock: commands in flight, when
+	 * the connection last made progress, and whether it was cut */
+	unsigned inflight;
+	double progress;
+	atomic_bool timed_out;
 	/* NBD_OPT_INFO's block sizes (0: none), and whether NBD_OPT_GO went
 	 * without asking for them (an odd export) */
 	int64_t info_min, info_pref, info_max;
@@ -106,6 +123,7 @@ struct nbd_dev {
 	struct nbd_conn *conns;
 	int nconns, conns_asked;
 	uint32_t qd;
+	int timeout;		/* seconds without a reply; 0: none */
 	atomic_uint next;	/* round robin over the connections */
 	int64_t bmin, bpref, bmax;
 	bool odd;		/* an odd export (the header) */
@@ -146,8 +164,15 @@ static int
 cmd_callback(void *arg, int *error)
 {
 	struct nbd_cmd *cmd = arg;
+	struct nbd_conn *c = cmd->c;
 
 	cmd->err = *error;
+	pthread_mutex_lock(&c->lock);
+	c->inflight--;
+	c->progress = now_fast();
+	pthread_mutex_unlock(&c->lock);
+	if (cmd->err != 0 && atomic_load(&c->timed_out))
+		cmd->err = ETIMEDOUT;
 	if (cmd->sync) {
 		pthread_mutex_lock(cmd->m);
 		cmd->finished = true;
@@ -215,15 +240,19 @@ cmd_start(struct nbd_cmd *cmd)
 	nbd_completion_callback cb = { .callback = cmd_callback,
 				       .user_data = cmd };
 	int64_t cookie;
-	void *buf;
+	void *buf = NULL;
 
+	if (p->op == CLIO_OP_FLUSH && !c->nd->can_flush)
+		return 1;
+	if (p->op != CLIO_OP_FLUSH && (buf = cmd_buffer(cmd)) == NULL)
+		return -ENOMEM;
+	pthread_mutex_lock(&c->lock);
+	if (c->inflight++ == 0)
+		c->progress = now_fast();
+	pthread_mutex_unlock(&c->lock);
 	if (p->op == CLIO_OP_FLUSH) {
-		if (!c->nd->can_flush)
-			return 1;
 		cookie = nbd_aio_flush(c->h, cb, 0);
 	} else {
-		if ((buf = cmd_buffer(cmd)) == NULL)
-			return -ENOMEM;
 		if (p->op == CLIO_OP_READ)
 			cookie = nbd_aio_pread(c->h, buf, cmd->len, p->off, cb, 0);
 		else
@@ -231,6 +260,12 @@ cmd_start(struct nbd_cmd *cmd)
 	}
 	if (cookie == -1) {
 		int e = nbd_errno_of(c->h);
+
+		pthread_mutex_lock(&c->lock);
+		c->inflight--;
+		pthread_mutex_unlock(&c->lock);
+		if (e == ENOTCONN && atomic_load(&c->timed_out))
+			e = ETIMEDOUT;
 		free(cmd->bounce);
 		cmd->bounce = NULL;
 		return -e;
@@ -363,6 +398,32 @@ conn_dispatch(struct nbd_conn *c)
 	}
 }
 
+/* The timeout (the header): cut a connection that had no reply for
+ * nd->timeout seconds with commands in flight.  Returns how long poll(2)
+ * may wait before the next look, ms (-1: for ever). */
+static int
+conn_deadline(struct nbd_conn *c)
+{
+	double left;
+	unsigned inflight;
+	int fd;
+
+	if (c->nd->timeout <= 0 || atomic_load(&c->timed_out))
+		return -1;
+	pthread_mutex_lock(&c->lock);
+	inflight = c->inflight;
+	left = c->progress + c->nd->timeout - now_fast();
+	pthread_mutex_unlock(&c->lock);
+	if (inflight == 0)
+		return c->nd->timeout * 1000; /* a start wakes the thread, or not */
+	if (left > 0)
+		return (int)(left * 1000) + 1;
+	atomic_store(&c->timed_out, true);
+	if ((fd = nbd_aio_get_fd(c->h)) >= 0)
+		(void)shutdown(fd, SHUT_RDWR);
+	return -1;
+}
+
 static void *
 conn_main(void *arg)
 {
@@ -370,6 +431,7 @@ conn_main(void *arg)
 
 	driving = c;
 	while (conn_dispatch(c)) {
+		int wait_ms = conn_deadline(c);
 		struct pollfd fds[2] = { { c->wake, POLLIN, 0 }, { -1, 0, 0 } };
 		int dir = nbd_aio_get_direction(c->h), nfds = 1;
 		uint64_t n;
@@ -380,7 +442,7 @@ conn_main(void *arg)
 						((dir & LIBNBD_AIO_DIRECTION_WRITE) ? POLLOUT : 0));
 			nfds = 2;
 		}
-		if (poll(fds, (nfds_t)nfds, -1) < 0)
+		if (poll(fds, (nfds_t)nfds, wait_ms) < 0)
 			continue; /* EINTR */
 		if (fds[0].revents & POLLIN)
 			(void)!read(c->wake, &n, sizeof(n));
@@ -478,6 +540,7 @@ nbd_params(clio_dev *d, struct dev_params *o)
 	if (nd->conns_asked != nd->nconns)
 		dev_param(o, "connections_asked", "%d", nd->conns_asked);
 	dev_param(o, "qd", "%u", nd->qd);
+	dev_param(o, "timeout", "%d", nd->timeout);
 }
 
 static const struct dev_ops nbd_ops = {
@@ -496,7 +559,8 @@ struct nbd_split {
 	size_t errlen;
 };
 
-/* One pair of the URI's query: 1 if it is clio's (qd=, conns=). */
+/* One pair of the URI's query: 1 if it is clio's (qd=, conns=,
+ * timeout=). */
 static int
 nbd_take_key(void *arg, const char *kv)
 {
@@ -519,6 +583,16 @@ nbd_take_key(void *arg, const char *kv)
 			return -EINVAL;
 		}
 		sp->nd->conns_asked = (int)n;
+		return 1;
+	}
+	if (strncmp(kv, "timeout=", 8) == 0) {
+		if (parse_uint(kv + 8, &n) < 0 || n > NBD_MAX_TIMEOUT) {
+			set_err(sp->err, sp->errlen,
+				"nbd: bad timeout '%s' in '%s' (0 to %d s, 0: none)",
+				kv + 8, sp->spec, NBD_MAX_TIMEOUT);
+			return -EINVAL;
+		}
+		sp->nd->timeout = (int)n;
 		return 1;
 	}
 	return 0;
@@ -727,6 +801,7 @@ dev_nbd_open(const char *spec, int flags, clio_dev **dp, char *err,
 		c->nd = nd;
 		c->wake = -1;
 		pthread_mutex_init(&c->lock, NULL);
+		atomic_init(&c->timed_out, false);
 		nd->nconns = i + 1;
 		r = conn_connect(c, spec, err, errlen);
 		if (r < 0 && i > 0) {
