@@ -75,7 +75,8 @@ void clio_dev_set_default_queue_depth(uint32_t qd);
  * pwrite move all len bytes and return 0 or -errno; pwrite NULL makes the
  * device read-only, flush NULL a device with nothing to flush.  close
  * (optional) runs once, from clio_dev_close or a failed open.  The size is
- * fixed; sector is the alignment of direct transfers (0: 512).  name
+ * fixed; sector is the alignment of every transfer (0: 512): a cache
+ * whose bsize is below it cannot open the device (clio_open: -EINVAL).  name
  * (NULL: "callback") is what clio_dev_name returns.
  */
 struct clio_dev_callbacks {

@@ -118,6 +118,10 @@ struct clio_dev {
 	bool blocking;		/* io() may block: it runs on the worker pool */
 	bool is_virtual;
 	bool readonly;
+	bool aligned_only;	/* the backend refuses transfers not aligned
+				   to sector (an NBD server's minimum block,
+				   a program's callbacks): clio_open() on a
+				   cache whose bsize is below it, EINVAL */
 	bool flush_at_close;	/* the last clio_close() flushes what was
 				   written back since the last flush (nfs:
 				   its close's COMMIT has no caller) */

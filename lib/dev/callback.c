@@ -126,6 +126,7 @@ dev_callback_open(const char *name, uint64_t size, uint32_t sector,
 	d->size = size;
 	if (sector != 0)
 		d->sector = sector;
+	d->aligned_only = d->sector > 512;
 	d->maxio = maxio;
 	d->queue_depth = queue_depth != 0 ? MIN(queue_depth, 256u) : dev_default_qd;
 	d->blocking = true;

@@ -280,6 +280,7 @@ dev_fault_open(const char *opts, const char *inner, int flags, clio_dev **dp,
 	d->size = in->size;
 	d->max_size = in->max_size;
 	d->sector = in->sector;
+	d->aligned_only = in->aligned_only;
 	d->maxio = in->maxio;
 	d->queue_depth = in->queue_depth;
 	d->blocking = in->blocking;

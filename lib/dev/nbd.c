@@ -746,6 +746,7 @@ read_export(clio_dev *d, struct nbd_dev *nd, const char *spec, char *err,
 		nd->bmax = nd->conns[0].info_max;
 	}
 	d->sector = nd->bmin > 512 ? (uint32_t)nd->bmin : 512;
+	d->aligned_only = d->sector > 512;
 	d->maxio = nd->bmax > 0 && nd->bmax < NBD_MAXIO_LIMIT ? (uint32_t)nd->bmax
 							      : NBD_MAXIO_LIMIT;
 	if (d->sector > d->maxio) {

@@ -451,6 +451,34 @@ test_dev_errors(void **state)
 	assert_int_equal(atomic_load(&refused_done), 0);
 	clio_dev_close(d);
 	assert_int_equal(atomic_load(&m.closed), 1);
+	/* a sector above the cache's bsize: the cache's blocks would go
+	 * unaligned to the program's functions, so clio_open refuses */
+	{
+		struct clio_conf small = CLIO_CONF_DEFAULTS;
+		struct cbmem m2;
+		clio_cache *c1k;
+
+		small.bsize = 1024;
+		small.cache_size = 256 * KiB;
+		cbm_init(&m2, 64 * KiB);
+		assert_int_equal(clio_cache_new(&small, &c1k), 0);
+		assert_int_equal(clio_dev_open_callbacks("cbm4k", 64 * KiB, 4096, 0, &cbm_ops,
+							 &m2, 2, &d), 0);
+		f = NULL;
+		assert_int_equal(clio_open(c1k, d, CLIO_RDONLY, &f), -EINVAL);
+		assert_null(f);
+		f = tu_open(c, d, CLIO_RDWR); /* bsize 16 KiB: aligned */
+		memset(buf, 0x6b, 1024);
+		assert_int_equal(clio_pwrite(f, buf, 1024, 4096), 1024);
+		assert_int_equal(clio_fsync(f), 0);
+		assert_int_equal(clio_close(f), 0);
+		assert_int_equal(m2.mem[4096], 0x6b);
+		assert_int_equal(m2.mem[5119], 0x6b);
+		assert_int_equal(m2.mem[5120], 0);
+		assert_int_equal(clio_cache_free(c1k), 0);
+		clio_dev_close(d);
+		cbm_free(&m2);
+	}
 	/* bad parameters: EINVAL, and close is not called */
 	assert_int_equal(clio_dev_open_callbacks("x", 4096, 3, 0, &cbm_ops, &m, 1, &d),
 			 -EINVAL);
