@@ -171,6 +171,8 @@ struct mnode {
 	bool have_v;		/* v: the source's version seen last */
 	struct clio_validator v;
 	_Atomic uint64_t maxbytes;	/* the source's file size limit, 0: unknown */
+	_Atomic int64_t wtime;	/* ns: a write through the cache since the
+				 * version was recorded, its time; 0: none */
 };
 
 struct mhandle {
@@ -335,8 +337,14 @@ node_forget(struct mnode *n, uint64_t count)
 		node_free(n);
 }
 
+static bool
+ts_before(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
 /* st, the source's attributes of n: a regular file with a clio object
- * reports its size. */
+ * reports its size, and mtime and ctime no older than its last write. */
 static void
 node_attr(struct mnode *n, struct stat *st)
 {
@@ -355,6 +363,15 @@ node_attr(struct mnode *n, struct stat *st)
 				st->st_blocks = (blkcnt_t)((sz + 511) / 512);
 			if (sz >= 0)
 				st->st_size = (off_t)sz;
+			/* a write not yet written back moved the times */
+			int64_t w = atomic_load(&n->wtime);
+			if (w > 0) {
+				struct timespec t = { w / 1000000000, w % 1000000000 };
+				if (ts_before(&st->st_mtim, &t))
+					st->st_mtim = t;
+				if (ts_before(&st->st_ctim, &t))
+					st->st_ctim = t;
+			}
 		}
 		pthread_mutex_unlock(&n->lock);
 	}
@@ -475,6 +492,7 @@ node_settle_locked(struct mnode *n, clio_file *cf)
 	clio_validator_set(cf, &v);
 	n->v = v;
 	n->have_v = true;
+	n->wtime = 0;	/* the source's times are past those writes */
 	return 0;
 }
 
@@ -874,13 +892,20 @@ handle_of(struct fuse_file_info *fi)
 
 /* h wrote: its flush writes back, and through the cache the node's
  * version is then this mount's own to record (an open for writing
- * alone records none, so a change behind the mount's back is seen). */
+ * alone records none, so a change behind the mount's back is seen),
+ * and its times are the write's until then (node_attr). */
 static void
 handle_wrote(struct mhandle *h)
 {
 	atomic_store(&h->wrote, true);
-	if (h->cf != NULL)
+	if (h->cf != NULL) {
+		struct timespec t;
+		/* the clock of the source's times, which a write-back
+		 * later moves past this */
+		clock_gettime(CLOCK_REALTIME_COARSE, &t);
+		h->node->wtime = (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 		h->node->changed = true;
+	}
 }
 
 /* ------------------------------------------------------------- ACLs */
