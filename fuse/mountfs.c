@@ -49,8 +49,9 @@
  * the object's clean buffers if the source changed since the version
  * recorded; not while a handle of this mount writes the file (its own
  * write-behind moves the version).  After a handle's own writes are
- * written back (flush, and the last release of a file that was open for
- * writing) and after a truncation or a change of times, the source's new
+ * written back (flush, and the last release of a file written through
+ * the cache; an open for writing that wrote nothing records nothing)
+ * and after a truncation or a change of times, the source's new
  * version is recorded with clio_validator_set, so the next open keeps what
  * this mount wrote.  Setting mtime writes the object's dirty data back
  * first, so that no later write-back moves the time that was set.
@@ -160,7 +161,7 @@ struct mnode {
 	int nuser;		/* handles of programs */
 	int nwriters;		/* handles open for writing */
 	int ndirect;		/* direct handles among them (see handle_open) */
-	bool changed;		/* written since the version was recorded */
+	atomic_bool changed;	/* written since the version was recorded */
 	clio_dev *cdev;
 	clio_file *cf;		/* node handle: truncation and size */
 	bool cdev_ro;
@@ -170,6 +171,8 @@ struct mnode {
 	bool have_v;		/* v: the source's version seen last */
 	struct clio_validator v;
 	_Atomic uint64_t maxbytes;	/* the source's file size limit, 0: unknown */
+	_Atomic int64_t wtime;	/* ns: a write through the cache since the
+				 * version was recorded, its time; 0: none */
 };
 
 struct mhandle {
@@ -334,8 +337,14 @@ node_forget(struct mnode *n, uint64_t count)
 		node_free(n);
 }
 
+static bool
+ts_before(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
 /* st, the source's attributes of n: a regular file with a clio object
- * reports its size. */
+ * reports its size, and mtime and ctime no older than its last write. */
 static void
 node_attr(struct mnode *n, struct stat *st)
 {
@@ -354,6 +363,15 @@ node_attr(struct mnode *n, struct stat *st)
 				st->st_blocks = (blkcnt_t)((sz + 511) / 512);
 			if (sz >= 0)
 				st->st_size = (off_t)sz;
+			/* a write not yet written back moved the times */
+			int64_t w = atomic_load(&n->wtime);
+			if (w > 0) {
+				struct timespec t = { w / 1000000000, w % 1000000000 };
+				if (ts_before(&st->st_mtim, &t))
+					st->st_mtim = t;
+				if (ts_before(&st->st_ctim, &t))
+					st->st_ctim = t;
+			}
 		}
 		pthread_mutex_unlock(&n->lock);
 	}
@@ -474,6 +492,7 @@ node_settle_locked(struct mnode *n, clio_file *cf)
 	clio_validator_set(cf, &v);
 	n->v = v;
 	n->have_v = true;
+	n->wtime = 0;	/* the source's times are past those writes */
 	return 0;
 }
 
@@ -658,10 +677,12 @@ handle_open(struct mnode *n, struct fuse_file_info *fi, bool internal,
 		/* also of an empty file: its times move, as locally (a
 		 * create's openat truncated the source itself) */
 		if (r == 0 && !direct && trunc && (known == NULL || clio_fsize(n->cf) != 0)) {
-			if ((r = clio_ftruncate(n->cf, 0)) < 0)
+			if ((r = clio_ftruncate(n->cf, 0)) < 0) {
 				clio_close(h->cf);
-			else
+			} else {
 				atomic_store(&h->wrote, true);
+				n->changed = true;
+			}
 		}
 	}
 	if (r == 0 && (fs_cache_off || direct)) {
@@ -700,10 +721,8 @@ handle_open(struct mnode *n, struct fuse_file_info *fi, bool internal,
 	h->writer = want_write;
 	h->direct = direct;
 	h->append = append;
-	if (want_write) {
+	if (want_write)
 		n->nwriters++;
-		n->changed = true;
-	}
 	if (direct)
 		n->ndirect++;
 	pthread_mutex_unlock(&n->lock);
@@ -869,6 +888,24 @@ static struct mhandle *
 handle_of(struct fuse_file_info *fi)
 {
 	return (struct mhandle *)(uintptr_t)fi->fh;
+}
+
+/* h wrote: its flush writes back, and through the cache the node's
+ * version is then this mount's own to record (an open for writing
+ * alone records none, so a change behind the mount's back is seen),
+ * and its times are the write's until then (node_attr). */
+static void
+handle_wrote(struct mhandle *h)
+{
+	atomic_store(&h->wrote, true);
+	if (h->cf != NULL) {
+		struct timespec t;
+		/* the clock of the source's times, which a write-back
+		 * later moves past this */
+		clock_gettime(CLOCK_REALTIME_COARSE, &t);
+		h->node->wtime = (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+		h->node->changed = true;
+	}
 }
 
 /* ------------------------------------------------------------- ACLs */
@@ -1531,7 +1568,7 @@ fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		mount_io_end(true, 0, t0);
 		return;
 	}
-	atomic_store(&h->wrote, true);
+	handle_wrote(h);
 	fuse_reply_write(req, (size_t)r);
 	mount_io_end(true, (size_t)r, t0);
 }
@@ -2026,7 +2063,7 @@ fs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
 		if (r == 0) {
 			r = zero_range(h->cf, (uint64_t)off,
 				       end < (uint64_t)sz ? end : (uint64_t)sz);
-			atomic_store(&h->wrote, true);
+			handle_wrote(h);
 		}
 		if (r == 0 && !(mode & FALLOC_FL_KEEP_SIZE))
 			r = node_grow(h->node, end);
@@ -2034,6 +2071,8 @@ fs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
 	default:
 		r = -EOPNOTSUPP;
 	}
+	if (r == 0)
+		handle_wrote(h);
 	fuse_reply_err(req, -r);
 }
 
@@ -2122,7 +2161,7 @@ fs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 	if (done > 0 && out->cf == NULL)
 		node_wrote_direct(out->node);
 	if (done > 0)
-		atomic_store(&out->wrote, true);
+		handle_wrote(out);
 	if (done == 0 && r < 0)
 		fuse_reply_err(req, (int)-r);
 	else
