@@ -1637,6 +1637,21 @@ meta_begin_write(struct tier *t)
 
 static int wb_all(struct tier *t, bool all, uint64_t first, uint64_t last);
 
+/* Dirty blocks up to end: a resizable device grows to it, as a write
+ * the device took would have grown it (dev.c). */
+static void
+dev_grow(struct tier *t, uint64_t end)
+{
+	clio_dev *d = t->d;
+
+	if (d->ops->resize == NULL)
+		return;
+	pthread_mutex_lock(&d->lock);
+	if (end > d->size)
+		d->size = end;
+	pthread_mutex_unlock(&d->lock);
+}
+
 static int
 tier_write(struct tier *t, struct clio_req *req, size_t len, bool aligned)
 {
@@ -1655,6 +1670,8 @@ tier_write(struct tier *t, struct clio_req *req, size_t len, bool aligned)
 		pthread_mutex_unlock(&t->lock);
 		r = insert_blocks(t, &op->tainted, req->offset, len, req->iov,
 				  req->iovcnt, 0, true);
+		if (r == 0)
+			dev_grow(t, req->offset + len);
 		if (r != -ENOSPC) {
 			atomic_store(&op->err, r);
 			pthread_mutex_lock(&t->lock);

@@ -1599,6 +1599,36 @@ test_writeback_through_recover(void **state)
 	free(f);
 }
 
+/* writeback: whole blocks written past the end make the device that
+ * much larger at once, as a write the device took would: a handle
+ * opened after the first closed sees them. */
+static void
+test_writeback_grow(void **state)
+{
+	struct stack st;
+	char *b = malloc(WB_LEN), *r = malloc(WB_LEN);
+
+	(void)state;
+	nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	mkdir(dcdir, 0755);
+	make_file(22);
+	assert_int_equal(stack_open(&st, "writeback", "8M", 256 * TU_KiB), 0);
+	tu_fill(b, WB_LEN, FSIZE, 220);
+	assert_int_equal(clio_pwrite(st.f, b, WB_LEN, FSIZE), WB_LEN);
+	assert_int_equal(clio_close(st.f), 0);
+	assert_int_equal(clio_dev_size(st.d), FSIZE + WB_LEN);
+	assert_int_equal(clio_open(st.c, st.d, CLIO_RDWR, &st.f), 0);
+	assert_int_equal(clio_fsize(st.f), FSIZE + WB_LEN);
+	assert_int_equal(clio_pread(st.f, r, WB_LEN, FSIZE), WB_LEN);
+	assert_memory_equal(r, b, WB_LEN);
+	assert_int_equal(stack_close(&st), 0);
+	struct stat sb;
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(sb.st_size, FSIZE + WB_LEN);
+	free(b);
+	free(r);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1627,6 +1657,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_writeback_kill_overwrite),
 		cmocka_unit_test(test_writeback_readonly_restart),
 		cmocka_unit_test(test_writeback_through_recover),
+		cmocka_unit_test(test_writeback_grow),
 	};
 	const char *e = getenv("TIER_SEED");
 	ssize_t n;
