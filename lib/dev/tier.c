@@ -2062,8 +2062,9 @@ load_index(struct tier *t, uint64_t maxblk)
 		c->rcrc = 0;
 		if (c->magic != REC_MAGIC || rc != crc32c(0, c, sizeof(*c)) ||
 		    (c->obj != t->tag && !(c->obj == 0 && (c->flags & R_DIRTY))) ||
-		    !(c->flags & R_VALID) || c->lbn >= maxblk || c->len == 0 ||
-		    c->len > t->bs)
+		    !(c->flags & R_VALID) || c->len == 0 || c->len > t->bs ||
+		    /* a dirty block may lie past the end: a write grew it */
+		    c->lbn >= ((c->flags & R_DIRTY) ? (uint64_t)INT64_MAX / t->bs : maxblk))
 			continue;
 		if (c->flags & R_DIRTY) {
 			if (buf == NULL && (buf = malloc(t->bs)) == NULL)
@@ -2550,8 +2551,11 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 	}
 	if (t->ndirty > 0) {
 		if (why == NULL && t->d->readonly) {
-			/* they are the object's newest data: served from DIR,
-			 * written back by a later open for writing */
+			/* they are the object's newest data: served from DIR
+			 * (the device as large as they make it), written back
+			 * by a later open for writing */
+			for (uint32_t i = t->dirty_head; i != NIL; i = t->slots[i].next)
+				dev_grow(t, t->slots[i].lbn * t->bs + t->slots[i].len);
 			fprintf(stderr, "clio: disk cache %s: %llu dirty blocks of %s "
 				"stay in it until the device is opened for writing\n",
 				t->dir, (unsigned long long)t->ndirty, ident);

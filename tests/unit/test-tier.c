@@ -1629,6 +1629,71 @@ test_writeback_grow(void **state)
 	free(r);
 }
 
+/* writeback: whole blocks past the end, fsync, kill -9. */
+static int
+child_wb_grow(unsigned s)
+{
+	struct stack st;
+	char *b = malloc(WB_LEN);
+
+	if (b == NULL || stack_open(&st, "writeback", "8M", 256 * TU_KiB) < 0)
+		return 2;
+	tu_fill(b, WB_LEN, FSIZE, s);
+	if (clio_pwrite(st.f, b, WB_LEN, FSIZE) != WB_LEN || clio_fsync(st.f) != 0)
+		return 3;
+	raise(SIGKILL);
+	return 4;
+}
+
+/* Dirty blocks past the file's end, fsynced, survive kill -9: a
+ * read-only open reads them, the next open for writing writes them
+ * back and the file grows to hold them. */
+static void
+test_writeback_grow_recover(void **state)
+{
+	struct clio_conf conf;
+	char err[256], *b = malloc(WB_LEN);
+	clio_cache *c;
+	clio_dev *d;
+	clio_file *f;
+	struct stack st;
+	struct stat sb;
+	int status;
+
+	(void)state;
+	nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	mkdir(dcdir, 0755);
+	make_file(23);
+	pid_t p = spawn("child-wbgrow", 230, 0);
+	assert_true(p > 0);
+	assert_int_equal(waitpid(p, &status, 0), p);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(sb.st_size, FSIZE);
+	clio_conf_init(&conf);
+	assert_int_equal(clio_conf_set(&conf, "disk_cache", dcdir, err, sizeof(err)), 0);
+	assert_int_equal(clio_cache_new(&conf, &c), 0);
+	assert_int_equal(clio_dev_open(path, CLIO_DEV_RDONLY, &d), 0);
+	assert_int_equal(clio_open(c, d, CLIO_RDONLY, &f), 0);
+	assert_int_equal(clio_fsize(f), FSIZE + WB_LEN);
+	assert_int_equal(clio_pread(f, b, WB_LEN, FSIZE), WB_LEN);
+	assert_int_equal(tu_check(b, WB_LEN, FSIZE, 230), -1);
+	assert_int_equal(clio_close(f), 0);
+	assert_int_equal(clio_cache_free(c), 0);
+	assert_int_equal(clio_dev_close(d), 0);
+	assert_int_equal(stack_open(&st, "writethrough", "8M", 256 * TU_KiB), 0);
+	assert_int_equal(param(st.d, "recovered"), WB_LEN / BS);
+	assert_int_equal(stack_close(&st), 0);
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(sb.st_size, FSIZE + WB_LEN);
+	int fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, b, WB_LEN, FSIZE), WB_LEN);
+	close(fd);
+	assert_int_equal(tu_check(b, WB_LEN, FSIZE, 230), -1);
+	free(b);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1658,6 +1723,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_writeback_readonly_restart),
 		cmocka_unit_test(test_writeback_through_recover),
 		cmocka_unit_test(test_writeback_grow),
+		cmocka_unit_test(test_writeback_grow_recover),
 	};
 	const char *e = getenv("TIER_SEED");
 	ssize_t n;
@@ -1678,6 +1744,8 @@ main(int argc, char **argv)
 			return child_overwrite();
 		if (strcmp(argv[1], "child-wbbig") == 0)
 			return child_wb_big((unsigned)atoi(argv[3]));
+		if (strcmp(argv[1], "child-wbgrow") == 0)
+			return child_wb_grow((unsigned)atoi(argv[3]));
 		if (strcmp(argv[1], "child-wb") == 0)
 			return child_wb((unsigned)atoi(argv[3]));
 		return 2;
