@@ -1520,6 +1520,10 @@ tier_submit(struct tier *t, clio_dev *d, struct clio_req *req)
 		return -EINVAL;
 	if (!flush && d->ops->resize == NULL && (off > size || len > size - off))
 		return req->op == CLIO_OP_WRITE ? -ENOSPC : -EINVAL;
+	/* writeback may not take a write the device would refuse (dev.c) */
+	if (req->op == CLIO_OP_WRITE && d->max_size != 0 &&
+	    (off > d->max_size || len > d->max_size - off))
+		return -EFBIG;
 	aligned = off % t->bs == 0 &&
 		  (len % t->bs == 0 || (req->op == CLIO_OP_READ && off + len == size));
 

@@ -1694,6 +1694,35 @@ test_writeback_grow_recover(void **state)
 	free(b);
 }
 
+/* writeback: a write past the device's largest size fails with EFBIG
+ * at once, as without the tier, not at close with the block lost. */
+static void
+test_writeback_max_size(void **state)
+{
+	struct clio_conf conf;
+	char err[256], b[BS];
+	clio_cache *c;
+	clio_dev *d;
+	clio_file *f;
+
+	(void)state;
+	nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	mkdir(dcdir, 0755);
+	clio_conf_init(&conf);
+	assert_int_equal(clio_conf_set(&conf, "disk_cache", dcdir, err, sizeof(err)), 0);
+	assert_int_equal(clio_conf_set(&conf, "disk_cache_mode", "writeback", err, sizeof(err)), 0);
+	assert_int_equal(clio_cache_new(&conf, &c), 0);
+	assert_int_equal(clio_dev_open("mem:size=1M", 0, &d), 0);
+	assert_int_equal(clio_open(c, d, CLIO_RDWR, &f), 0);
+	memset(b, 1, sizeof(b));
+	assert_int_equal(clio_dev_pwrite(d, b, sizeof(b), 1ull << 40), -EFBIG);
+	assert_int_equal(param(d, "dirty"), 0);
+	assert_int_equal(clio_dev_size(d), TU_MiB);
+	assert_int_equal(clio_close(f), 0);
+	assert_int_equal(clio_cache_free(c), 0);
+	assert_int_equal(clio_dev_close(d), 0);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1724,6 +1753,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_writeback_through_recover),
 		cmocka_unit_test(test_writeback_grow),
 		cmocka_unit_test(test_writeback_grow_recover),
+		cmocka_unit_test(test_writeback_max_size),
 	};
 	const char *e = getenv("TIER_SEED");
 	ssize_t n;
