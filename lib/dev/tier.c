@@ -69,7 +69,7 @@
  *     that changed the file between a write of ours and the flush after
  *     it is not told apart from ours: the promise is no other writer
  *     while this process writes.  (writeback: the fsync after writes
- *     that went through flushes the device and records it so, before
+ *     or truncations that went through flushes the device and records it so, before
  *     it returns: its dirty blocks are then written back after a crash.)  An object found "writing"
  *     or with another validator at attach has all its clean entries
  *     dropped before any read is served.  ("writing" is a second line of
@@ -2748,6 +2748,11 @@ tier_resize(clio_dev *d, uint64_t size, bool before)
 	/* the block holding the new end and all after it */
 	drop_range(t, size / t->bs, UINT64_MAX - 1);
 	fills_taint(t);
+	/* a change that went through: the next fsync flushes the device and
+	 * records its version (writeback), as after a write */
+	t->wgen++;
+	if (t->writeback)
+		t->devflush = true;
 	pthread_mutex_unlock(&t->lock);
 	return 0;
 }

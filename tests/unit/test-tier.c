@@ -1723,6 +1723,61 @@ test_writeback_max_size(void **state)
 	assert_int_equal(clio_dev_close(d), 0);
 }
 
+/* writeback: dirty blocks, a truncation (grow or shrink), fsync,
+ * kill -9. */
+static int
+child_wb_trunc(unsigned s, int shrink)
+{
+	struct stack st;
+	char *b = malloc(WB_LEN);
+
+	if (b == NULL || stack_open(&st, "writeback", "8M", 256 * TU_KiB) < 0)
+		return 2;
+	tu_fill(b, WB_LEN, WB_A, s);
+	if (clio_pwrite(st.f, b, WB_LEN, WB_A) != WB_LEN)
+		return 3;
+	if (clio_ftruncate(st.f, shrink ? FSIZE - BS : FSIZE + BS) != 0)
+		return 4;
+	if (clio_fsync(st.f) != 0)
+		return 5;
+	raise(SIGKILL);
+	return 6;
+}
+
+/* The fsync after a truncation records the device's version as after
+ * a write that went through: the dirty blocks reach the device after
+ * kill -9 and a restart, not lost+found. */
+static void
+test_writeback_trunc_recover(void **state)
+{
+	struct stack st;
+	struct stat sb;
+	int status;
+
+	(void)state;
+	for (int shrink = 0; shrink < 2; shrink++) {
+		nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+		mkdir(dcdir, 0755);
+		make_file(24);
+		pid_t p = spawn("child-wbtrunc", 240, shrink);
+		assert_true(p > 0);
+		assert_int_equal(waitpid(p, &status, 0), p);
+		assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+		assert_int_equal(stack_open(&st, "writethrough", "8M", 256 * TU_KiB), 0);
+		assert_int_equal(param(st.d, "lost_found"), 0);
+		assert_int_equal(stack_close(&st), 0);
+		assert_int_equal(stat(path, &sb), 0);
+		assert_int_equal(sb.st_size, shrink ? FSIZE - BS : FSIZE + BS);
+		char *b = malloc(WB_LEN);
+		int fd = open(path, O_RDONLY);
+		assert_true(fd >= 0 && b != NULL);
+		assert_int_equal(pread(fd, b, WB_LEN, WB_A), WB_LEN);
+		close(fd);
+		assert_int_equal(tu_check(b, WB_LEN, WB_A, 240), -1);
+		free(b);
+	}
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1754,6 +1809,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_writeback_grow),
 		cmocka_unit_test(test_writeback_grow_recover),
 		cmocka_unit_test(test_writeback_max_size),
+		cmocka_unit_test(test_writeback_trunc_recover),
 	};
 	const char *e = getenv("TIER_SEED");
 	ssize_t n;
@@ -1774,6 +1830,8 @@ main(int argc, char **argv)
 			return child_overwrite();
 		if (strcmp(argv[1], "child-wbbig") == 0)
 			return child_wb_big((unsigned)atoi(argv[3]));
+		if (strcmp(argv[1], "child-wbtrunc") == 0)
+			return child_wb_trunc((unsigned)atoi(argv[3]), atoi(argv[4]));
 		if (strcmp(argv[1], "child-wbgrow") == 0)
 			return child_wb_grow((unsigned)atoi(argv[3]));
 		if (strcmp(argv[1], "child-wb") == 0)
