@@ -2747,6 +2747,8 @@ tier_resize(clio_dev *d, uint64_t size, bool before)
 	pthread_mutex_lock(&t->lock);
 	/* the block holding the new end and all after it */
 	drop_range(t, size / t->bs, UINT64_MAX - 1);
+	for (struct top *o = t->ops; o != NULL; o = o->next)
+		o->tainted = true; /* reads in flight may bring the old data */
 	fills_taint(t);
 	/* a change that went through: the next fsync flushes the device and
 	 * records its version (writeback), as after a write */

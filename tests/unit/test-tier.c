@@ -1778,6 +1778,71 @@ test_writeback_trunc_recover(void **state)
 	}
 }
 
+struct rdone {
+	pthread_mutex_t m;
+	pthread_cond_t cv;
+	bool done;
+};
+
+static void
+rdone_cb(struct clio_req *req)
+{
+	struct rdone *w = req->priv;
+
+	pthread_mutex_lock(&w->m);
+	w->done = true;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->m);
+}
+
+/* A read of the device in flight while it shrinks to nothing and grows
+ * back: what it brings is the old data, which must not be kept (the
+ * file reads as zeros after, in this run and the next). */
+static void
+test_resize_inflight(void **state)
+{
+	struct rdone w = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false };
+	char *b = malloc(FSIZE);
+	int stale = 0;
+
+	(void)state;
+	assert_non_null(b);
+	for (int round = 0; round < 8; round++) {
+		struct stack st;
+		struct clio_req req;
+		struct iovec v = { b, FSIZE };
+
+		nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+		mkdir(dcdir, 0755);
+		make_file(25);
+		assert_int_equal(stack_open(&st, "writethrough", "64M", 256 * TU_KiB), 0);
+		memset(&req, 0, sizeof(req));
+		req.op = CLIO_OP_READ;
+		req.iov = &v;
+		req.iovcnt = 1;
+		req.done = rdone_cb;
+		req.priv = &w;
+		w.done = false;
+		assert_int_equal(clio_dev_submit(st.d, &req), 0);
+		assert_int_equal(clio_dev_resize(st.d, 0), 0);
+		assert_int_equal(clio_dev_resize(st.d, FSIZE), 0);
+		pthread_mutex_lock(&w.m);
+		while (!w.done)
+			pthread_cond_wait(&w.cv, &w.m);
+		pthread_mutex_unlock(&w.m);
+		assert_int_equal(stack_close(&st), 0); /* the queue drained */
+		assert_int_equal(stack_open(&st, "writethrough", "64M", 256 * TU_KiB), 0);
+		assert_int_equal(clio_dev_pread(st.d, b, FSIZE, 0), FSIZE);
+		if (tu_check_zero(b, FSIZE) != -1)
+			stale++;
+		assert_int_equal(stack_close(&st), 0);
+	}
+	if (stale > 0)
+		fprintf(stderr, "%d of 8 rounds read old data after the regrowth\n", stale);
+	assert_int_equal(stale, 0);
+	free(b);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1810,6 +1875,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_writeback_grow_recover),
 		cmocka_unit_test(test_writeback_max_size),
 		cmocka_unit_test(test_writeback_trunc_recover),
+		cmocka_unit_test(test_resize_inflight),
 	};
 	const char *e = getenv("TIER_SEED");
 	ssize_t n;
