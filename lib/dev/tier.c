@@ -69,7 +69,7 @@
  *     that changed the file between a write of ours and the flush after
  *     it is not told apart from ours: the promise is no other writer
  *     while this process writes.  (writeback: the fsync after writes
- *     that went through flushes the device and records it so, before
+ *     or truncations that went through flushes the device and records it so, before
  *     it returns: its dirty blocks are then written back after a crash.)  An object found "writing"
  *     or with another validator at attach has all its clean entries
  *     dropped before any read is served.  ("writing" is a second line of
@@ -1520,6 +1520,10 @@ tier_submit(struct tier *t, clio_dev *d, struct clio_req *req)
 		return -EINVAL;
 	if (!flush && d->ops->resize == NULL && (off > size || len > size - off))
 		return req->op == CLIO_OP_WRITE ? -ENOSPC : -EINVAL;
+	/* writeback may not take a write the device would refuse (dev.c) */
+	if (req->op == CLIO_OP_WRITE && d->max_size != 0 &&
+	    (off > d->max_size || len > d->max_size - off))
+		return -EFBIG;
 	aligned = off % t->bs == 0 &&
 		  (len % t->bs == 0 || (req->op == CLIO_OP_READ && off + len == size));
 
@@ -1637,6 +1641,21 @@ meta_begin_write(struct tier *t)
 
 static int wb_all(struct tier *t, bool all, uint64_t first, uint64_t last);
 
+/* Dirty blocks up to end: a resizable device grows to it, as a write
+ * the device took would have grown it (dev.c). */
+static void
+dev_grow(struct tier *t, uint64_t end)
+{
+	clio_dev *d = t->d;
+
+	if (d->ops->resize == NULL)
+		return;
+	pthread_mutex_lock(&d->lock);
+	if (end > d->size)
+		d->size = end;
+	pthread_mutex_unlock(&d->lock);
+}
+
 static int
 tier_write(struct tier *t, struct clio_req *req, size_t len, bool aligned)
 {
@@ -1655,6 +1674,8 @@ tier_write(struct tier *t, struct clio_req *req, size_t len, bool aligned)
 		pthread_mutex_unlock(&t->lock);
 		r = insert_blocks(t, &op->tainted, req->offset, len, req->iov,
 				  req->iovcnt, 0, true);
+		if (r == 0)
+			dev_grow(t, req->offset + len);
 		if (r != -ENOSPC) {
 			atomic_store(&op->err, r);
 			pthread_mutex_lock(&t->lock);
@@ -2045,8 +2066,9 @@ load_index(struct tier *t, uint64_t maxblk)
 		c->rcrc = 0;
 		if (c->magic != REC_MAGIC || rc != crc32c(0, c, sizeof(*c)) ||
 		    (c->obj != t->tag && !(c->obj == 0 && (c->flags & R_DIRTY))) ||
-		    !(c->flags & R_VALID) || c->lbn >= maxblk || c->len == 0 ||
-		    c->len > t->bs)
+		    !(c->flags & R_VALID) || c->len == 0 || c->len > t->bs ||
+		    /* a dirty block may lie past the end: a write grew it */
+		    c->lbn >= ((c->flags & R_DIRTY) ? (uint64_t)INT64_MAX / t->bs : maxblk))
 			continue;
 		if (c->flags & R_DIRTY) {
 			if (buf == NULL && (buf = malloc(t->bs)) == NULL)
@@ -2533,8 +2555,11 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 	}
 	if (t->ndirty > 0) {
 		if (why == NULL && t->d->readonly) {
-			/* they are the object's newest data: served from DIR,
-			 * written back by a later open for writing */
+			/* they are the object's newest data: served from DIR
+			 * (the device as large as they make it), written back
+			 * by a later open for writing */
+			for (uint32_t i = t->dirty_head; i != NIL; i = t->slots[i].next)
+				dev_grow(t, t->slots[i].lbn * t->bs + t->slots[i].len);
 			fprintf(stderr, "clio: disk cache %s: %llu dirty blocks of %s "
 				"stay in it until the device is opened for writing\n",
 				t->dir, (unsigned long long)t->ndirty, ident);
@@ -2722,7 +2747,14 @@ tier_resize(clio_dev *d, uint64_t size, bool before)
 	pthread_mutex_lock(&t->lock);
 	/* the block holding the new end and all after it */
 	drop_range(t, size / t->bs, UINT64_MAX - 1);
+	for (struct top *o = t->ops; o != NULL; o = o->next)
+		o->tainted = true; /* reads in flight may bring the old data */
 	fills_taint(t);
+	/* a change that went through: the next fsync flushes the device and
+	 * records its version (writeback), as after a write */
+	t->wgen++;
+	if (t->writeback)
+		t->devflush = true;
 	pthread_mutex_unlock(&t->lock);
 	return 0;
 }

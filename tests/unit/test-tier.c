@@ -1599,6 +1599,250 @@ test_writeback_through_recover(void **state)
 	free(f);
 }
 
+/* writeback: whole blocks written past the end make the device that
+ * much larger at once, as a write the device took would: a handle
+ * opened after the first closed sees them. */
+static void
+test_writeback_grow(void **state)
+{
+	struct stack st;
+	char *b = malloc(WB_LEN), *r = malloc(WB_LEN);
+
+	(void)state;
+	nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	mkdir(dcdir, 0755);
+	make_file(22);
+	assert_int_equal(stack_open(&st, "writeback", "8M", 256 * TU_KiB), 0);
+	tu_fill(b, WB_LEN, FSIZE, 220);
+	assert_int_equal(clio_pwrite(st.f, b, WB_LEN, FSIZE), WB_LEN);
+	assert_int_equal(clio_close(st.f), 0);
+	assert_int_equal(clio_dev_size(st.d), FSIZE + WB_LEN);
+	assert_int_equal(clio_open(st.c, st.d, CLIO_RDWR, &st.f), 0);
+	assert_int_equal(clio_fsize(st.f), FSIZE + WB_LEN);
+	assert_int_equal(clio_pread(st.f, r, WB_LEN, FSIZE), WB_LEN);
+	assert_memory_equal(r, b, WB_LEN);
+	assert_int_equal(stack_close(&st), 0);
+	struct stat sb;
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(sb.st_size, FSIZE + WB_LEN);
+	free(b);
+	free(r);
+}
+
+/* writeback: whole blocks past the end, fsync, kill -9. */
+static int
+child_wb_grow(unsigned s)
+{
+	struct stack st;
+	char *b = malloc(WB_LEN);
+
+	if (b == NULL || stack_open(&st, "writeback", "8M", 256 * TU_KiB) < 0)
+		return 2;
+	tu_fill(b, WB_LEN, FSIZE, s);
+	if (clio_pwrite(st.f, b, WB_LEN, FSIZE) != WB_LEN || clio_fsync(st.f) != 0)
+		return 3;
+	raise(SIGKILL);
+	return 4;
+}
+
+/* Dirty blocks past the file's end, fsynced, survive kill -9: a
+ * read-only open reads them, the next open for writing writes them
+ * back and the file grows to hold them. */
+static void
+test_writeback_grow_recover(void **state)
+{
+	struct clio_conf conf;
+	char err[256], *b = malloc(WB_LEN);
+	clio_cache *c;
+	clio_dev *d;
+	clio_file *f;
+	struct stack st;
+	struct stat sb;
+	int status;
+
+	(void)state;
+	nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	mkdir(dcdir, 0755);
+	make_file(23);
+	pid_t p = spawn("child-wbgrow", 230, 0);
+	assert_true(p > 0);
+	assert_int_equal(waitpid(p, &status, 0), p);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(sb.st_size, FSIZE);
+	clio_conf_init(&conf);
+	assert_int_equal(clio_conf_set(&conf, "disk_cache", dcdir, err, sizeof(err)), 0);
+	assert_int_equal(clio_cache_new(&conf, &c), 0);
+	assert_int_equal(clio_dev_open(path, CLIO_DEV_RDONLY, &d), 0);
+	assert_int_equal(clio_open(c, d, CLIO_RDONLY, &f), 0);
+	assert_int_equal(clio_fsize(f), FSIZE + WB_LEN);
+	assert_int_equal(clio_pread(f, b, WB_LEN, FSIZE), WB_LEN);
+	assert_int_equal(tu_check(b, WB_LEN, FSIZE, 230), -1);
+	assert_int_equal(clio_close(f), 0);
+	assert_int_equal(clio_cache_free(c), 0);
+	assert_int_equal(clio_dev_close(d), 0);
+	assert_int_equal(stack_open(&st, "writethrough", "8M", 256 * TU_KiB), 0);
+	assert_int_equal(param(st.d, "recovered"), WB_LEN / BS);
+	assert_int_equal(stack_close(&st), 0);
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(sb.st_size, FSIZE + WB_LEN);
+	int fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, b, WB_LEN, FSIZE), WB_LEN);
+	close(fd);
+	assert_int_equal(tu_check(b, WB_LEN, FSIZE, 230), -1);
+	free(b);
+}
+
+/* writeback: a write past the device's largest size fails with EFBIG
+ * at once, as without the tier, not at close with the block lost. */
+static void
+test_writeback_max_size(void **state)
+{
+	struct clio_conf conf;
+	char err[256], b[BS];
+	clio_cache *c;
+	clio_dev *d;
+	clio_file *f;
+
+	(void)state;
+	nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	mkdir(dcdir, 0755);
+	clio_conf_init(&conf);
+	assert_int_equal(clio_conf_set(&conf, "disk_cache", dcdir, err, sizeof(err)), 0);
+	assert_int_equal(clio_conf_set(&conf, "disk_cache_mode", "writeback", err, sizeof(err)), 0);
+	assert_int_equal(clio_cache_new(&conf, &c), 0);
+	assert_int_equal(clio_dev_open("mem:size=1M", 0, &d), 0);
+	assert_int_equal(clio_open(c, d, CLIO_RDWR, &f), 0);
+	memset(b, 1, sizeof(b));
+	assert_int_equal(clio_dev_pwrite(d, b, sizeof(b), 1ull << 40), -EFBIG);
+	assert_int_equal(param(d, "dirty"), 0);
+	assert_int_equal(clio_dev_size(d), TU_MiB);
+	assert_int_equal(clio_close(f), 0);
+	assert_int_equal(clio_cache_free(c), 0);
+	assert_int_equal(clio_dev_close(d), 0);
+}
+
+/* writeback: dirty blocks, a truncation (grow or shrink), fsync,
+ * kill -9. */
+static int
+child_wb_trunc(unsigned s, int shrink)
+{
+	struct stack st;
+	char *b = malloc(WB_LEN);
+
+	if (b == NULL || stack_open(&st, "writeback", "8M", 256 * TU_KiB) < 0)
+		return 2;
+	tu_fill(b, WB_LEN, WB_A, s);
+	if (clio_pwrite(st.f, b, WB_LEN, WB_A) != WB_LEN)
+		return 3;
+	if (clio_ftruncate(st.f, shrink ? FSIZE - BS : FSIZE + BS) != 0)
+		return 4;
+	if (clio_fsync(st.f) != 0)
+		return 5;
+	raise(SIGKILL);
+	return 6;
+}
+
+/* The fsync after a truncation records the device's version as after
+ * a write that went through: the dirty blocks reach the device after
+ * kill -9 and a restart, not lost+found. */
+static void
+test_writeback_trunc_recover(void **state)
+{
+	struct stack st;
+	struct stat sb;
+	int status;
+
+	(void)state;
+	for (int shrink = 0; shrink < 2; shrink++) {
+		nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+		mkdir(dcdir, 0755);
+		make_file(24);
+		pid_t p = spawn("child-wbtrunc", 240, shrink);
+		assert_true(p > 0);
+		assert_int_equal(waitpid(p, &status, 0), p);
+		assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+		assert_int_equal(stack_open(&st, "writethrough", "8M", 256 * TU_KiB), 0);
+		assert_int_equal(param(st.d, "lost_found"), 0);
+		assert_int_equal(stack_close(&st), 0);
+		assert_int_equal(stat(path, &sb), 0);
+		assert_int_equal(sb.st_size, shrink ? FSIZE - BS : FSIZE + BS);
+		char *b = malloc(WB_LEN);
+		int fd = open(path, O_RDONLY);
+		assert_true(fd >= 0 && b != NULL);
+		assert_int_equal(pread(fd, b, WB_LEN, WB_A), WB_LEN);
+		close(fd);
+		assert_int_equal(tu_check(b, WB_LEN, WB_A, 240), -1);
+		free(b);
+	}
+}
+
+struct rdone {
+	pthread_mutex_t m;
+	pthread_cond_t cv;
+	bool done;
+};
+
+static void
+rdone_cb(struct clio_req *req)
+{
+	struct rdone *w = req->priv;
+
+	pthread_mutex_lock(&w->m);
+	w->done = true;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->m);
+}
+
+/* A read of the device in flight while it shrinks to nothing and grows
+ * back: what it brings is the old data, which must not be kept (the
+ * file reads as zeros after, in this run and the next). */
+static void
+test_resize_inflight(void **state)
+{
+	struct rdone w = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false };
+	char *b = malloc(FSIZE);
+	int stale = 0;
+
+	(void)state;
+	assert_non_null(b);
+	for (int round = 0; round < 8; round++) {
+		struct stack st;
+		struct clio_req req;
+		struct iovec v = { b, FSIZE };
+
+		nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+		mkdir(dcdir, 0755);
+		make_file(25);
+		assert_int_equal(stack_open(&st, "writethrough", "64M", 256 * TU_KiB), 0);
+		memset(&req, 0, sizeof(req));
+		req.op = CLIO_OP_READ;
+		req.iov = &v;
+		req.iovcnt = 1;
+		req.done = rdone_cb;
+		req.priv = &w;
+		w.done = false;
+		assert_int_equal(clio_dev_submit(st.d, &req), 0);
+		assert_int_equal(clio_dev_resize(st.d, 0), 0);
+		assert_int_equal(clio_dev_resize(st.d, FSIZE), 0);
+		pthread_mutex_lock(&w.m);
+		while (!w.done)
+			pthread_cond_wait(&w.cv, &w.m);
+		pthread_mutex_unlock(&w.m);
+		assert_int_equal(stack_close(&st), 0); /* the queue drained */
+		assert_int_equal(stack_open(&st, "writethrough", "64M", 256 * TU_KiB), 0);
+		assert_int_equal(clio_dev_pread(st.d, b, FSIZE, 0), FSIZE);
+		if (tu_check_zero(b, FSIZE) != -1)
+			stale++;
+		assert_int_equal(stack_close(&st), 0);
+	}
+	if (stale > 0)
+		fprintf(stderr, "%d of 8 rounds read old data after the regrowth\n", stale);
+	assert_int_equal(stale, 0);
+	free(b);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1627,6 +1871,11 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_writeback_kill_overwrite),
 		cmocka_unit_test(test_writeback_readonly_restart),
 		cmocka_unit_test(test_writeback_through_recover),
+		cmocka_unit_test(test_writeback_grow),
+		cmocka_unit_test(test_writeback_grow_recover),
+		cmocka_unit_test(test_writeback_max_size),
+		cmocka_unit_test(test_writeback_trunc_recover),
+		cmocka_unit_test(test_resize_inflight),
 	};
 	const char *e = getenv("TIER_SEED");
 	ssize_t n;
@@ -1647,6 +1896,10 @@ main(int argc, char **argv)
 			return child_overwrite();
 		if (strcmp(argv[1], "child-wbbig") == 0)
 			return child_wb_big((unsigned)atoi(argv[3]));
+		if (strcmp(argv[1], "child-wbtrunc") == 0)
+			return child_wb_trunc((unsigned)atoi(argv[3]), atoi(argv[4]));
+		if (strcmp(argv[1], "child-wbgrow") == 0)
+			return child_wb_grow((unsigned)atoi(argv[3]));
 		if (strcmp(argv[1], "child-wb") == 0)
 			return child_wb((unsigned)atoi(argv[3]));
 		return 2;
