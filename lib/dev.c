@@ -1492,6 +1492,12 @@ clio_dev_size(const clio_dev *d)
 	return s;
 }
 
+bool
+dev_takes_blocks(const clio_dev *d, uint32_t bsize)
+{
+	return !d->aligned_only || bsize >= d->sector;
+}
+
 uint32_t
 clio_dev_sector_size(const clio_dev *d)
 {

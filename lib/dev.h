@@ -150,6 +150,8 @@ extern uint32_t dev_default_qd;
 int dev_alloc(const struct dev_ops *ops, const char *name, clio_dev **dp);
 void dev_free(clio_dev *d);
 void dev_account_front(clio_dev *d, enum clio_op op, size_t len, double lat);
+/* Whether a cache of bsize-byte blocks can use d (aligned_only). */
+bool dev_takes_blocks(const clio_dev *d, uint32_t bsize);
 double vclock_now(void);
 /* The device's clock for timing the front end's requests: virtual time,
  * or now_fast()'s seconds (inline: read twice per request). */

@@ -126,8 +126,7 @@ clio_open(clio_cache *c, clio_dev *d, int flags, clio_file **fp)
 	if ((flags & CLIO_ACCMODE) != CLIO_RDONLY && clio_dev_info(d, &in) == 0 &&
 	    in.readonly)
 		return -EROFS;
-	/* the cache's blocks would be refused (clio_dev_open_callbacks) */
-	if (d->aligned_only && c->conf.bsize < d->sector)
+	if (!dev_takes_blocks(d, c->conf.bsize))
 		return -EINVAL;
 	if (c->conf.disk_cache != NULL) {
 		int r = tier_attach(d, &c->conf);
