@@ -36,7 +36,9 @@
  *     block read meanwhile is not kept stale.  Trim is advertised when
  *     the plugin trims (the partial blocks at its edges are left alone);
  *     zero always: what the plugin cannot zero, or refuses to, and the
- *     partial blocks, get zeros written through the cache.
+ *     partial blocks, get zeros written through the cache.  With a disk
+ *     tier (disk_cache), whose copies the plugin's calls would bypass,
+ *     neither goes down: no trim, and zeros through the cache.
  */
 #include <nbdkit-filter.h>
 
@@ -114,6 +116,10 @@ cf_after_fork(nbdkit_backend *backend)
 		plugin_trim = plugin_zero = 0;
 	}
 	plugin_zero = plugin_zero == NBDKIT_ZERO_NATIVE;
+	/* a disk tier would keep what the plugin zeroed or trimmed behind its
+	 * back (clio_dev_discard refuses under one): zeros go through it */
+	if (conf.disk_cache != NULL)
+		plugin_trim = plugin_zero = 0;
 	devnext = next;
 	r = filterdev_open(next, conf.queue_depth, &dev);
 	if (r < 0) {
