@@ -210,7 +210,8 @@ open_endpoint(struct dd *dd, struct endpoint *ep, bool output)
 	if (is_fd_path(ep->spec, &st) || (ep->flags & FLAG_DIRECTORY)) {
 		ep->kind = EP_FD;
 		ep->fd = open(ep->spec, mode | open_flags(ep->flags) | O_CLOEXEC |
-						(output && !(dd->conv & CONV_NOCREAT) ? O_CREAT : 0),
+						(output && !(dd->conv & CONV_NOCREAT) ? O_CREAT : 0) |
+						(output && (dd->conv & CONV_EXCL) ? O_EXCL : 0),
 			      0666);
 		if (ep->fd < 0)
 			return open_error(ep, errno, output);
