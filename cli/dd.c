@@ -199,8 +199,9 @@ open_endpoint(struct dd *dd, struct endpoint *ep, bool output)
 		describe_fd(ep);
 		return set_std_flags(ep, output);
 	}
+	/* with direct, GNU dd's open of /dev/zero fails (EINVAL) */
 	if (!output && strcmp(ep->spec, "/dev/zero") == 0 &&
-	    !(ep->flags & (FLAG_DIRECTORY | FLAG_NONBLOCK))) {
+	    !(ep->flags & (FLAG_DIRECTORY | FLAG_NONBLOCK | FLAG_DIRECT))) {
 		ep->kind = EP_ZERO;
 		return 0;
 	}

@@ -8,7 +8,7 @@
 # /dev/stdout and "-" operands (a file named -), a full output with
 # gathered obs blocks ("writing to"), seek= in bytes of one obs block
 # (below one, clio(1) lists the difference), conv=excl on a character
-# device; then status=progress on a copy of
+# device, iflag=direct on /dev/zero; then status=progress on a copy of
 # about two seconds: GNU's progress lines, each rewritten with a
 # carriage return, in whole seconds, then the summary.
 . "$(dirname "$0")/functions.sh"
@@ -57,6 +57,7 @@ new if=@IN@ of=/dev/full ibs=3000 obs=1000 count=3
 new if=@IN@ of=/dev/full ibs=1000 obs=3000 count=2
 new if=@IN@ of=/dev/full bs=1000 count=2 conv=ucase
 new if=@IN@ of=/dev/null conv=excl
+new if=/dev/zero of=@OUT@ count=1 iflag=direct
 ROWS
 rm -f "$tmp/-"
 
