@@ -605,6 +605,19 @@ struct bufs {
 };
 static struct bufs bufs;
 
+/* A sparse end on a regular file descriptor: as GNU dd, extend it to
+ * the offset, never shorten it. */
+static int
+extend_fd(int fd)
+{
+	struct stat st;
+	off_t off = lseek(fd, 0, SEEK_CUR);
+
+	if (off < 0 || fstat(fd, &st) < 0 || st.st_size >= off)
+		return 0;
+	return ftruncate(fd, off) < 0 ? -errno : 0;
+}
+
 /* conv's output: gathered into obs-sized blocks */
 static int
 emit_out(struct dd *dd, const char *p, size_t n)
@@ -760,7 +773,7 @@ copy(struct dd *dd)
 		if (ep->kind == EP_CLIO && clio_fsize(ep->file) < (int64_t)ep->off)
 			r = clio_ftruncate(ep->file, ep->off);
 		else if (ep->kind == EP_FD && ep->regular)
-			r = ftruncate(ep->fd, lseek(ep->fd, 0, SEEK_CUR)) < 0 ? -errno : 0;
+			r = extend_fd(ep->fd);
 		else
 			r = 0;
 		if (r < 0) {

@@ -8,7 +8,8 @@
 # /dev/stdout and "-" operands (a file named -), a full output with
 # gathered obs blocks ("writing to"), seek= in bytes of one obs block
 # (below one, clio(1) lists the difference), conv=excl on a character
-# device, iflag=direct on /dev/zero; then status=progress on a copy of
+# device, iflag=direct on /dev/zero, a sparse end on standard output
+# (extended, never shortened); then status=progress on a copy of
 # about two seconds: GNU's progress lines, each rewritten with a
 # carriage return, in whole seconds, then the summary.
 . "$(dirname "$0")/functions.sh"
@@ -58,6 +59,8 @@ new if=@IN@ of=/dev/full ibs=1000 obs=3000 count=2
 new if=@IN@ of=/dev/full bs=1000 count=2 conv=ucase
 new if=@IN@ of=/dev/null conv=excl
 new if=/dev/zero of=@OUT@ count=1 iflag=direct
+stdout if=/dev/zero bs=1K count=3 iflag=count_bytes conv=notrunc,sparse
+stdout if=@ZEROS@ bs=1000 skip=6 count=2 conv=sparse
 ROWS
 rm -f "$tmp/-"
 
