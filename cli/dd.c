@@ -508,6 +508,14 @@ write_block(struct dd *dd, const char *buf, size_t len, bool full)
 
 	last_was_seek = false;
 	short_written = 0;
+	if (ep->kind == EP_FD && (ep->flags & FLAG_DIRECT) && len < dd->obs) {
+		/* as GNU dd: O_DIRECT off for a short block, then conv=fsync */
+		int fl = fcntl(ep->fd, F_GETFL);
+		if (fl >= 0 && fcntl(ep->fd, F_SETFL, fl & ~O_DIRECT) < 0)
+			fprintf(stderr, "clio dd: failed to turn off O_DIRECT: %s\n",
+				ep->name);
+		dd->conv |= CONV_FSYNC;
+	}
 	if ((dd->conv & CONV_SPARSE) && all_zero(buf, len)) {
 		if (ep->kind == EP_CLIO) {
 			w = (ssize_t)len;

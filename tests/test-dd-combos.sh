@@ -9,7 +9,9 @@
 # gathered obs blocks ("writing to"), seek= in bytes of one obs block
 # (below one, clio(1) lists the difference), conv=excl on a character
 # device, iflag=direct on /dev/zero, a sparse end on standard output
-# (extended, never shortened); then status=progress on a copy of
+# (extended, never shortened), oflag=direct on standard output with a
+# short last block (O_DIRECT off, then an fsync, which a pipe
+# refuses); then status=progress on a copy of
 # about two seconds: GNU's progress lines, each rewritten with a
 # carriage return, in whole seconds, then the summary.
 . "$(dirname "$0")/functions.sh"
@@ -61,6 +63,8 @@ new if=@IN@ of=/dev/null conv=excl
 new if=/dev/zero of=@OUT@ count=1 iflag=direct
 stdout if=/dev/zero bs=1K count=3 iflag=count_bytes conv=notrunc,sparse
 stdout if=@ZEROS@ bs=1000 skip=6 count=2 conv=sparse
+stdout if=@IN@ bs=512 count=3 iflag=count_bytes oflag=direct
+pipeout if=@IN@ bs=512 count=3 iflag=count_bytes oflag=direct
 ROWS
 rm -f "$tmp/-"
 
