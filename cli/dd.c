@@ -855,6 +855,21 @@ close_files(struct dd *dd)
 	return rc;
 }
 
+/* count=0 with nocache: GNU dd drops the kernel's cache to the end of
+ * each such end, which cannot be done on a pipe (a clio device is left,
+ * see clio(1)). */
+static int
+discard_cache(const struct endpoint *ep)
+{
+	char qb[512];
+
+	if (!(ep->flags & FLAG_NOCACHE) || ep->kind != EP_FD || ep->seekable)
+		return 0;
+	fprintf(stderr, "clio dd: failed to discard cache for: %s: %s\n",
+		dd_quotef(ep->name, qb, sizeof(qb)), strerror(ESPIPE));
+	return EX_IOERR;
+}
+
 static int
 check_direct(const struct dd *dd)
 {
@@ -944,6 +959,12 @@ cmd_dd(int argc, char **argv)
 	r = sync_output(&dd);
 	if (rc == 0)
 		rc = r;
+	if (dd.have_count && dd.max_records == 0 && dd.max_bytes == 0) {
+		if ((r = discard_cache(&dd.in)) != 0 && rc == 0)
+			rc = r;
+		if ((r = discard_cache(&dd.out)) != 0 && rc == 0)
+			rc = r;
+	}
 	/* like dd, close before the summary: it then counts the write-back
 	 * at close, and an error there is not printed after a success */
 	r = close_files(&dd);

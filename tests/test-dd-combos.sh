@@ -11,7 +11,8 @@
 # device, iflag=direct on /dev/zero, a sparse end on standard output
 # (extended, never shortened), oflag=direct on standard output with a
 # short last block (O_DIRECT off, then an fsync, which a pipe
-# refuses); then status=progress on a copy of
+# refuses), count=0 with nocache on a pipe (GNU cannot drop its cache);
+# then status=progress on a copy of
 # about two seconds: GNU's progress lines, each rewritten with a
 # carriage return, in whole seconds, then the summary.
 . "$(dirname "$0")/functions.sh"
@@ -65,6 +66,8 @@ stdout if=/dev/zero bs=1K count=3 iflag=count_bytes conv=notrunc,sparse
 stdout if=@ZEROS@ bs=1000 skip=6 count=2 conv=sparse
 stdout if=@IN@ bs=512 count=3 iflag=count_bytes oflag=direct
 pipeout if=@IN@ bs=512 count=3 iflag=count_bytes oflag=direct
+pipe of=@OUT@ count=0 iflag=nocache
+pipeout if=@IN@ count=0 oflag=nocache
 ROWS
 rm -f "$tmp/-"
 
