@@ -560,21 +560,16 @@ write_error(struct dd *dd, int e, bool gathered)
 		dd->out.name, strerror(e));
 }
 
-/* seek=: position the output; truncate there unless conv=notrunc. */
+/* seek=, before skip= as GNU dd truncates at its open: truncate the
+ * output there unless conv=notrunc. */
 static int
-seek_output(struct dd *dd)
+truncate_output(struct dd *dd)
 {
 	struct endpoint *ep = &dd->out;
-	char qb[512];
 	int r;
 
 	if (ep->kind == EP_CLIO) {
 		int64_t size = clio_fsize(ep->file);
-		if (ep->blockdev && size >= 0 && dd->seek > (uint64_t)size) {
-			fprintf(stderr, "clio dd: %s: cannot seek: %s\n",
-				dd_quotef(ep->name, qb, sizeof(qb)), strerror(EINVAL));
-			return EX_IOERR;
-		}
 		if (!(dd->conv & CONV_NOTRUNC) && size >= 0 &&
 		    (uint64_t)size != dd->seek) {
 			r = clio_ftruncate(ep->file, dd->seek);
@@ -591,7 +586,24 @@ seek_output(struct dd *dd)
 			size = clio_fsize(ep->file);
 			ep->off = size > 0 ? (uint64_t)size : 0;
 		}
-		return 0;
+	}
+	return 0;
+}
+
+/* seek=, after skip=: position the output. */
+static int
+seek_output(struct dd *dd)
+{
+	struct endpoint *ep = &dd->out;
+	char qb[512];
+
+	if (ep->kind == EP_CLIO) {
+		int64_t size = clio_fsize(ep->file);
+		if (!ep->blockdev || size < 0 || dd->seek <= (uint64_t)size)
+			return 0;
+		fprintf(stderr, "clio dd: %s: cannot seek: %s\n",
+			dd_quotef(ep->name, qb, sizeof(qb)), strerror(EINVAL));
+		return EX_IOERR;
 	}
 	if (dd->seek == 0)
 		return 0;
@@ -696,7 +708,8 @@ copy(struct dd *dd)
 	warn_partial = !(dd->conv & CONV_TWOBUFS) && !(dd->in.flags & FLAG_FULLBLOCK) &&
 		       (dd->skip >= dd->ibs || (dd->have_count && dd->max_records > 0) ||
 			((dd->in.flags | dd->out.flags) & FLAG_DIRECT));
-	if ((rc = skip_input(dd, bufs.ibuf)) != 0)
+	/* GNU dd's order: the input is skipped before the output is sought */
+	if ((rc = skip_input(dd, bufs.ibuf)) != 0 || (rc = seek_output(dd)) != 0)
 		return rc;
 	if (dd->have_count && dd->max_records == 0 && dd->max_bytes == 0)
 		return 0;
@@ -953,7 +966,7 @@ cmd_dd(int argc, char **argv)
 	dd.next_tick = dd.t_start + dd.iostat;
 	if (dd.iostat > 0)
 		dd_iostat_header(&dd);
-	rc = seek_output(&dd);
+	rc = truncate_output(&dd);
 	if (rc == 0)
 		rc = copy(&dd);
 	r = sync_output(&dd);

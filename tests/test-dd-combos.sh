@@ -11,8 +11,9 @@
 # device, iflag=direct on /dev/zero, a sparse end on standard output
 # (extended, never shortened), oflag=direct on standard output with a
 # short last block (O_DIRECT off, then an fsync, which a pipe
-# refuses), count=0 with nocache on a pipe (GNU cannot drop its cache);
-# then status=progress on a copy of
+# refuses), count=0 with nocache on a pipe (GNU cannot drop its cache),
+# skip= before seek= (the warning, and what is left of a piped input,
+# when the seek fails); then status=progress on a copy of
 # about two seconds: GNU's progress lines, each rewritten with a
 # carriage return, in whole seconds, then the summary.
 . "$(dirname "$0")/functions.sh"
@@ -68,8 +69,15 @@ stdout if=@IN@ bs=512 count=3 iflag=count_bytes oflag=direct
 pipeout if=@IN@ bs=512 count=3 iflag=count_bytes oflag=direct
 pipe of=@OUT@ count=0 iflag=nocache
 pipeout if=@IN@ count=0 oflag=nocache
+pipeout if=@IN@ skip=1000 seek=1 count=1
 ROWS
 rm -f "$tmp/-"
+
+# GNU dd skips the input before it seeks the output: a failed seek on a
+# pipe still took the skipped block from the input
+left=$(head -c 2000 "$tmp/in" | { "$CLIO" dd skip=1 seek=1 count=1 2>/dev/null | cat >/dev/null; wc -c; })
+[ "$left" -eq 1488 ] || fail "skip=1 seek=1 onto a pipe: $left bytes left of 2000, not 1488"
+echo "ok: skip=1 seek=1 onto a pipe: 1488 bytes left of the input"
 
 # status=progress on a copy of about 2.3 s: a line at each second
 # rewritten in place (a carriage return first), whole seconds, as GNU's
