@@ -396,6 +396,7 @@ skip_input(struct dd *dd, char *buf)
 			/* GNU dd: lseek(2) past a block device's end fails */
 			fprintf(stderr, "clio dd: %s: cannot skip: %s\n",
 				dd_quotef(ep->name, qb, sizeof(qb)), strerror(EINVAL));
+			dd->quit = true;
 			return EX_IOERR;
 		}
 		if (size >= 0 && (uint64_t)size < dd->skip) {
@@ -418,6 +419,7 @@ skip_input(struct dd *dd, char *buf)
 			return 0;
 		if (n < 0) {
 			read_error(dd, (int)-n);
+			dd->quit = true;
 			return EX_IOERR;
 		}
 		if (n == 0)
@@ -551,6 +553,8 @@ done:
 static void
 write_error(struct dd *dd, int e, bool gathered)
 {
+	if (gathered)
+		dd->quit = true; /* GNU's write_output quits */
 	if (e == EPIPE && dd_signal_poll(dd) == SIGPIPE)
 		return; /* the signal says it */
 	if (e == EINTR)
@@ -590,7 +594,8 @@ truncate_output(struct dd *dd)
 	return 0;
 }
 
-/* seek=, after skip=: position the output. */
+/* seek=, after skip=: position the output (an error here is one GNU dd
+ * quits on). */
 static int
 seek_output(struct dd *dd)
 {
@@ -603,6 +608,7 @@ seek_output(struct dd *dd)
 			return 0;
 		fprintf(stderr, "clio dd: %s: cannot seek: %s\n",
 			dd_quotef(ep->name, qb, sizeof(qb)), strerror(EINVAL));
+		dd->quit = true;
 		return EX_IOERR;
 	}
 	if (dd->seek == 0)
@@ -612,6 +618,7 @@ seek_output(struct dd *dd)
 		return 0;
 	fprintf(stderr, "clio dd: %s: cannot seek: %s\n",
 		dd_quotef(ep->name, qb, sizeof(qb)), strerror(ESPIPE));
+	dd->quit = true;
 	return EX_IOERR;
 }
 
@@ -913,6 +920,7 @@ cmd_dd(int argc, char **argv)
 	char err[ERRLEN];
 	int r, rc = 0;
 	double elapsed;
+	bool quit_early;
 
 	memset(&dd, 0, sizeof(dd));
 	dd.conf = defaults;
@@ -972,7 +980,10 @@ cmd_dd(int argc, char **argv)
 	r = sync_output(&dd);
 	if (rc == 0)
 		rc = r;
-	if (dd.have_count && dd.max_records == 0 && dd.max_bytes == 0) {
+	/* GNU dd quits after such an error: a failed sync there ends it
+	 * before the summary */
+	quit_early = dd.quit && r != 0;
+	if (!dd.quit && dd.have_count && dd.max_records == 0 && dd.max_bytes == 0) {
 		if ((r = discard_cache(&dd.in)) != 0 && rc == 0)
 			rc = r;
 		if ((r = discard_cache(&dd.out)) != 0 && rc == 0)
@@ -985,7 +996,8 @@ cmd_dd(int argc, char **argv)
 		rc = r;
 	dd_iostat_tick(&dd, true);
 	elapsed = dd_now(&dd) - dd.t_start;
-	dd_report(&dd, elapsed);
+	if (!quit_early)
+		dd_report(&dd, elapsed);
 
 done:
 	r = close_files(&dd);

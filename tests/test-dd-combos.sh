@@ -13,7 +13,8 @@
 # short last block (O_DIRECT off, then an fsync, which a pipe
 # refuses), count=0 with nocache on a pipe (GNU cannot drop its cache),
 # skip= before seek= (the warning, and what is left of a piped input,
-# when the seek fails); then status=progress on a copy of
+# when the seek fails), a failed conv=fsync after an error GNU dd quits
+# on (no summary); then status=progress on a copy of
 # about two seconds: GNU's progress lines, each rewritten with a
 # carriage return, in whole seconds, then the summary.
 . "$(dirname "$0")/functions.sh"
@@ -70,6 +71,8 @@ pipeout if=@IN@ bs=512 count=3 iflag=count_bytes oflag=direct
 pipe of=@OUT@ count=0 iflag=nocache
 pipeout if=@IN@ count=0 oflag=nocache
 pipeout if=@IN@ skip=1000 seek=1 count=1
+pipeout if=@IN@ count=1 seek=3 conv=fsync
+new if=@IN@ of=/dev/full ibs=3000 obs=1000 count=3 conv=fdatasync
 ROWS
 rm -f "$tmp/-"
 
