@@ -476,6 +476,36 @@ write_fd(struct dd *dd, const char *buf, size_t len)
 	return (ssize_t)done;
 }
 
+/* A write-back error taken early (check_writeback), owed to the user at
+ * conv=fsync or the close; the one that ended the copy, said once. */
+static int out_err, stop_err;
+
+/* Once a MiB: a write-back that failed for want of space (a full file
+ * system) ends the copy, as the kernel's write does for GNU dd; another
+ * error waits for conv=fsync or the close. */
+static int
+check_writeback(struct dd *dd)
+{
+	static uint64_t next_check = 1 << 20, errors_seen;
+	struct endpoint *ep = &dd->out;
+	struct clio_cache_stats cs;
+	int r;
+
+	if (ep->off < next_check)
+		return 0;
+	next_check = ep->off + (1 << 20);
+	clio_cache_stats(dd->cache, &cs);
+	if (cs.write_errors == errors_seen)
+		return 0;
+	errors_seen = cs.write_errors;
+	r = clio_writeback(ep->file);
+	if (r == -ENOSPC || r == -EDQUOT || r == -EFBIG)
+		return stop_err = r;
+	if (out_err == 0)
+		out_err = r;
+	return 0;
+}
+
 static ssize_t
 write_clio(struct dd *dd, const char *buf, size_t len)
 {
@@ -492,6 +522,8 @@ write_clio(struct dd *dd, const char *buf, size_t len)
 			return r;
 	}
 	w = clio_pwrite(ep->tail ? ep->tail : ep->file, buf, len, ep->off);
+	if (w > 0 && (r = check_writeback(dd)) < 0)
+		return r;
 	if (w > 0 && (ep->flags & (FLAG_DSYNC | FLAG_SYNC))) {
 		r = clio_fsync(ep->tail ? ep->tail : ep->file);
 		if (r < 0)
@@ -826,7 +858,10 @@ sync_output(struct dd *dd)
 		r = clio_fsync(ep->tail ? ep->tail : ep->file);
 		if (r == 0 && ep->tail)
 			r = clio_fsync(ep->file);
-		if (r < 0) {
+		if (r == 0)
+			r = out_err;
+		out_err = 0;
+		if (r < 0 && r != stop_err) {
 			fprintf(stderr, "clio dd: %s failed for '%s': %s\n",
 				dd->conv & CONV_FSYNC ? "fsync" : "fdatasync", ep->name,
 				strerror(-r));
@@ -866,6 +901,12 @@ close_files(struct dd *dd)
 			continue;
 		r = clio_close(*fs[i]);
 		*fs[i] = NULL;
+		if (i == 1 && r == 0)
+			r = out_err;
+		if (i == 1)
+			out_err = 0;
+		if (r == stop_err)
+			r = 0;
 		if (r < 0 && rc == 0) {
 			fprintf(stderr, "clio dd: error closing '%s': %s\n", out->name,
 				strerror(-r));
