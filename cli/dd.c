@@ -199,8 +199,9 @@ open_endpoint(struct dd *dd, struct endpoint *ep, bool output)
 		describe_fd(ep);
 		return set_std_flags(ep, output);
 	}
+	/* with direct, GNU dd's open of /dev/zero fails (EINVAL) */
 	if (!output && strcmp(ep->spec, "/dev/zero") == 0 &&
-	    !(ep->flags & (FLAG_DIRECTORY | FLAG_NONBLOCK))) {
+	    !(ep->flags & (FLAG_DIRECTORY | FLAG_NONBLOCK | FLAG_DIRECT))) {
 		ep->kind = EP_ZERO;
 		return 0;
 	}
@@ -210,7 +211,8 @@ open_endpoint(struct dd *dd, struct endpoint *ep, bool output)
 	if (is_fd_path(ep->spec, &st) || (ep->flags & FLAG_DIRECTORY)) {
 		ep->kind = EP_FD;
 		ep->fd = open(ep->spec, mode | open_flags(ep->flags) | O_CLOEXEC |
-						(output && !(dd->conv & CONV_NOCREAT) ? O_CREAT : 0),
+						(output && !(dd->conv & CONV_NOCREAT) ? O_CREAT : 0) |
+						(output && (dd->conv & CONV_EXCL) ? O_EXCL : 0),
 			      0666);
 		if (ep->fd < 0)
 			return open_error(ep, errno, output);
@@ -394,6 +396,7 @@ skip_input(struct dd *dd, char *buf)
 			/* GNU dd: lseek(2) past a block device's end fails */
 			fprintf(stderr, "clio dd: %s: cannot skip: %s\n",
 				dd_quotef(ep->name, qb, sizeof(qb)), strerror(EINVAL));
+			dd->quit = true;
 			return EX_IOERR;
 		}
 		if (size >= 0 && (uint64_t)size < dd->skip) {
@@ -416,6 +419,7 @@ skip_input(struct dd *dd, char *buf)
 			return 0;
 		if (n < 0) {
 			read_error(dd, (int)-n);
+			dd->quit = true;
 			return EX_IOERR;
 		}
 		if (n == 0)
@@ -472,6 +476,36 @@ write_fd(struct dd *dd, const char *buf, size_t len)
 	return (ssize_t)done;
 }
 
+/* A write-back error taken early (check_writeback), owed to the user at
+ * conv=fsync or the close; the one that ended the copy, said once. */
+static int out_err, stop_err;
+
+/* Once a MiB: a write-back that failed for want of space (a full file
+ * system) ends the copy, as the kernel's write does for GNU dd; another
+ * error waits for conv=fsync or the close. */
+static int
+check_writeback(struct dd *dd)
+{
+	static uint64_t next_check = 1 << 20, errors_seen;
+	struct endpoint *ep = &dd->out;
+	struct clio_cache_stats cs;
+	int r;
+
+	if (ep->off < next_check)
+		return 0;
+	next_check = ep->off + (1 << 20);
+	clio_cache_stats(dd->cache, &cs);
+	if (cs.write_errors == errors_seen)
+		return 0;
+	errors_seen = cs.write_errors;
+	r = clio_writeback(ep->file);
+	if (r == -ENOSPC || r == -EDQUOT || r == -EFBIG)
+		return stop_err = r;
+	if (out_err == 0)
+		out_err = r;
+	return 0;
+}
+
 static ssize_t
 write_clio(struct dd *dd, const char *buf, size_t len)
 {
@@ -488,6 +522,8 @@ write_clio(struct dd *dd, const char *buf, size_t len)
 			return r;
 	}
 	w = clio_pwrite(ep->tail ? ep->tail : ep->file, buf, len, ep->off);
+	if (w > 0 && (r = check_writeback(dd)) < 0)
+		return r;
 	if (w > 0 && (ep->flags & (FLAG_DSYNC | FLAG_SYNC))) {
 		r = clio_fsync(ep->tail ? ep->tail : ep->file);
 		if (r < 0)
@@ -506,6 +542,14 @@ write_block(struct dd *dd, const char *buf, size_t len, bool full)
 
 	last_was_seek = false;
 	short_written = 0;
+	if (ep->kind == EP_FD && (ep->flags & FLAG_DIRECT) && len < dd->obs) {
+		/* as GNU dd: O_DIRECT off for a short block, then conv=fsync */
+		int fl = fcntl(ep->fd, F_GETFL);
+		if (fl >= 0 && fcntl(ep->fd, F_SETFL, fl & ~O_DIRECT) < 0)
+			fprintf(stderr, "clio dd: failed to turn off O_DIRECT: %s\n",
+				ep->name);
+		dd->conv |= CONV_FSYNC;
+	}
 	if ((dd->conv & CONV_SPARSE) && all_zero(buf, len)) {
 		if (ep->kind == EP_CLIO) {
 			w = (ssize_t)len;
@@ -541,6 +585,8 @@ done:
 static void
 write_error(struct dd *dd, int e, bool gathered)
 {
+	if (gathered)
+		dd->quit = true; /* GNU's write_output quits */
 	if (e == EPIPE && dd_signal_poll(dd) == SIGPIPE)
 		return; /* the signal says it */
 	if (e == EINTR)
@@ -550,21 +596,16 @@ write_error(struct dd *dd, int e, bool gathered)
 		dd->out.name, strerror(e));
 }
 
-/* seek=: position the output; truncate there unless conv=notrunc. */
+/* seek=, before skip= as GNU dd truncates at its open: truncate the
+ * output there unless conv=notrunc. */
 static int
-seek_output(struct dd *dd)
+truncate_output(struct dd *dd)
 {
 	struct endpoint *ep = &dd->out;
-	char qb[512];
 	int r;
 
 	if (ep->kind == EP_CLIO) {
 		int64_t size = clio_fsize(ep->file);
-		if (ep->blockdev && size >= 0 && dd->seek > (uint64_t)size) {
-			fprintf(stderr, "clio dd: %s: cannot seek: %s\n",
-				dd_quotef(ep->name, qb, sizeof(qb)), strerror(EINVAL));
-			return EX_IOERR;
-		}
 		if (!(dd->conv & CONV_NOTRUNC) && size >= 0 &&
 		    (uint64_t)size != dd->seek) {
 			r = clio_ftruncate(ep->file, dd->seek);
@@ -581,7 +622,26 @@ seek_output(struct dd *dd)
 			size = clio_fsize(ep->file);
 			ep->off = size > 0 ? (uint64_t)size : 0;
 		}
-		return 0;
+	}
+	return 0;
+}
+
+/* seek=, after skip=: position the output (an error here is one GNU dd
+ * quits on). */
+static int
+seek_output(struct dd *dd)
+{
+	struct endpoint *ep = &dd->out;
+	char qb[512];
+
+	if (ep->kind == EP_CLIO) {
+		int64_t size = clio_fsize(ep->file);
+		if (!ep->blockdev || size < 0 || dd->seek <= (uint64_t)size)
+			return 0;
+		fprintf(stderr, "clio dd: %s: cannot seek: %s\n",
+			dd_quotef(ep->name, qb, sizeof(qb)), strerror(EINVAL));
+		dd->quit = true;
+		return EX_IOERR;
 	}
 	if (dd->seek == 0)
 		return 0;
@@ -590,6 +650,7 @@ seek_output(struct dd *dd)
 		return 0;
 	fprintf(stderr, "clio dd: %s: cannot seek: %s\n",
 		dd_quotef(ep->name, qb, sizeof(qb)), strerror(ESPIPE));
+	dd->quit = true;
 	return EX_IOERR;
 }
 
@@ -602,6 +663,19 @@ struct bufs {
 	bool gathered;	/* werr from a full obs block */
 };
 static struct bufs bufs;
+
+/* A sparse end on a regular file descriptor: as GNU dd, extend it to
+ * the offset, never shorten it. */
+static int
+extend_fd(int fd)
+{
+	struct stat st;
+	off_t off = lseek(fd, 0, SEEK_CUR);
+
+	if (off < 0 || fstat(fd, &st) < 0 || st.st_size >= off)
+		return 0;
+	return ftruncate(fd, off) < 0 ? -errno : 0;
+}
 
 /* conv's output: gathered into obs-sized blocks */
 static int
@@ -673,7 +747,8 @@ copy(struct dd *dd)
 	warn_partial = !(dd->conv & CONV_TWOBUFS) && !(dd->in.flags & FLAG_FULLBLOCK) &&
 		       (dd->skip >= dd->ibs || (dd->have_count && dd->max_records > 0) ||
 			((dd->in.flags | dd->out.flags) & FLAG_DIRECT));
-	if ((rc = skip_input(dd, bufs.ibuf)) != 0)
+	/* GNU dd's order: the input is skipped before the output is sought */
+	if ((rc = skip_input(dd, bufs.ibuf)) != 0 || (rc = seek_output(dd)) != 0)
 		return rc;
 	if (dd->have_count && dd->max_records == 0 && dd->max_bytes == 0)
 		return 0;
@@ -758,7 +833,7 @@ copy(struct dd *dd)
 		if (ep->kind == EP_CLIO && clio_fsize(ep->file) < (int64_t)ep->off)
 			r = clio_ftruncate(ep->file, ep->off);
 		else if (ep->kind == EP_FD && ep->regular)
-			r = ftruncate(ep->fd, lseek(ep->fd, 0, SEEK_CUR)) < 0 ? -errno : 0;
+			r = extend_fd(ep->fd);
 		else
 			r = 0;
 		if (r < 0) {
@@ -783,7 +858,10 @@ sync_output(struct dd *dd)
 		r = clio_fsync(ep->tail ? ep->tail : ep->file);
 		if (r == 0 && ep->tail)
 			r = clio_fsync(ep->file);
-		if (r < 0) {
+		if (r == 0)
+			r = out_err;
+		out_err = 0;
+		if (r < 0 && r != stop_err) {
 			fprintf(stderr, "clio dd: %s failed for '%s': %s\n",
 				dd->conv & CONV_FSYNC ? "fsync" : "fdatasync", ep->name,
 				strerror(-r));
@@ -823,6 +901,12 @@ close_files(struct dd *dd)
 			continue;
 		r = clio_close(*fs[i]);
 		*fs[i] = NULL;
+		if (i == 1 && r == 0)
+			r = out_err;
+		if (i == 1)
+			out_err = 0;
+		if (r == stop_err)
+			r = 0;
 		if (r < 0 && rc == 0) {
 			fprintf(stderr, "clio dd: error closing '%s': %s\n", out->name,
 				strerror(-r));
@@ -830,6 +914,21 @@ close_files(struct dd *dd)
 		}
 	}
 	return rc;
+}
+
+/* count=0 with nocache: GNU dd drops the kernel's cache to the end of
+ * each such end, which cannot be done on a pipe (a clio device is left,
+ * see clio(1)). */
+static int
+discard_cache(const struct endpoint *ep)
+{
+	char qb[512];
+
+	if (!(ep->flags & FLAG_NOCACHE) || ep->kind != EP_FD || ep->seekable)
+		return 0;
+	fprintf(stderr, "clio dd: failed to discard cache for: %s: %s\n",
+		dd_quotef(ep->name, qb, sizeof(qb)), strerror(ESPIPE));
+	return EX_IOERR;
 }
 
 static int
@@ -862,6 +961,7 @@ cmd_dd(int argc, char **argv)
 	char err[ERRLEN];
 	int r, rc = 0;
 	double elapsed;
+	bool quit_early;
 
 	memset(&dd, 0, sizeof(dd));
 	dd.conf = defaults;
@@ -915,12 +1015,21 @@ cmd_dd(int argc, char **argv)
 	dd.next_tick = dd.t_start + dd.iostat;
 	if (dd.iostat > 0)
 		dd_iostat_header(&dd);
-	rc = seek_output(&dd);
+	rc = truncate_output(&dd);
 	if (rc == 0)
 		rc = copy(&dd);
 	r = sync_output(&dd);
 	if (rc == 0)
 		rc = r;
+	/* GNU dd quits after such an error: a failed sync there ends it
+	 * before the summary */
+	quit_early = dd.quit && r != 0;
+	if (!dd.quit && dd.have_count && dd.max_records == 0 && dd.max_bytes == 0) {
+		if ((r = discard_cache(&dd.in)) != 0 && rc == 0)
+			rc = r;
+		if ((r = discard_cache(&dd.out)) != 0 && rc == 0)
+			rc = r;
+	}
 	/* like dd, close before the summary: it then counts the write-back
 	 * at close, and an error there is not printed after a success */
 	r = close_files(&dd);
@@ -928,7 +1037,8 @@ cmd_dd(int argc, char **argv)
 		rc = r;
 	dd_iostat_tick(&dd, true);
 	elapsed = dd_now(&dd) - dd.t_start;
-	dd_report(&dd, elapsed);
+	if (!quit_early)
+		dd_report(&dd, elapsed);
 
 done:
 	r = close_files(&dd);

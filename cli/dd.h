@@ -94,6 +94,7 @@ struct dd {
 	clio_cache *cache;
 	bool is_virtual;
 	bool same_file;		/* if= and of= share one clio device */
+	bool quit;		/* an error GNU dd ends with its quit() */
 	/* the copy's counters (invariant 3) */
 	uint64_t full_in, part_in, full_out, part_out, truncated, bytes;
 	double t_start;

@@ -7,7 +7,14 @@
 # a pipe with ibs != obs, of= an existing directory, /dev/stdin,
 # /dev/stdout and "-" operands (a file named -), a full output with
 # gathered obs blocks ("writing to"), seek= in bytes of one obs block
-# (below one, clio(1) lists the difference); then status=progress on a copy of
+# (below one, clio(1) lists the difference), conv=excl on a character
+# device, iflag=direct on /dev/zero, a sparse end on standard output
+# (extended, never shortened), oflag=direct on standard output with a
+# short last block (O_DIRECT off, then an fsync, which a pipe
+# refuses), count=0 with nocache on a pipe (GNU cannot drop its cache),
+# skip= before seek= (the warning, and what is left of a piped input,
+# when the seek fails), a failed conv=fsync after an error GNU dd quits
+# on (no summary); then status=progress on a copy of
 # about two seconds: GNU's progress lines, each rewritten with a
 # carriage return, in whole seconds, then the summary.
 . "$(dirname "$0")/functions.sh"
@@ -55,8 +62,25 @@ pipeout if=@IN@ of=/dev/stdout ibs=1000 obs=1500 count=3
 new if=@IN@ of=/dev/full ibs=3000 obs=1000 count=3
 new if=@IN@ of=/dev/full ibs=1000 obs=3000 count=2
 new if=@IN@ of=/dev/full bs=1000 count=2 conv=ucase
+new if=@IN@ of=/dev/null conv=excl
+new if=/dev/zero of=@OUT@ count=1 iflag=direct
+stdout if=/dev/zero bs=1K count=3 iflag=count_bytes conv=notrunc,sparse
+stdout if=@ZEROS@ bs=1000 skip=6 count=2 conv=sparse
+stdout if=@IN@ bs=512 count=3 iflag=count_bytes oflag=direct
+pipeout if=@IN@ bs=512 count=3 iflag=count_bytes oflag=direct
+pipe of=@OUT@ count=0 iflag=nocache
+pipeout if=@IN@ count=0 oflag=nocache
+pipeout if=@IN@ skip=1000 seek=1 count=1
+pipeout if=@IN@ count=1 seek=3 conv=fsync
+new if=@IN@ of=/dev/full ibs=3000 obs=1000 count=3 conv=fdatasync
 ROWS
 rm -f "$tmp/-"
+
+# GNU dd skips the input before it seeks the output: a failed seek on a
+# pipe still took the skipped block from the input
+left=$(head -c 2000 "$tmp/in" | { "$CLIO" dd skip=1 seek=1 count=1 2>/dev/null | cat >/dev/null; wc -c; })
+[ "$left" -eq 1488 ] || fail "skip=1 seek=1 onto a pipe: $left bytes left of 2000, not 1488"
+echo "ok: skip=1 seek=1 onto a pipe: 1488 bytes left of the input"
 
 # status=progress on a copy of about 2.3 s: a line at each second
 # rewritten in place (a carriage return first), whole seconds, as GNU's

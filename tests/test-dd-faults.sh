@@ -3,7 +3,8 @@
 # test-dd-faults.sh - I/O errors injected under clio dd reach the user:
 # a write error in the output exits 74 (EX_IOERR) with a message, with
 # conv=fsync and without it (the write-back at close fails), and the rest
-# of the data still lands; a read error in the input exits 74 after
+# of the data still lands, but a write-back that fails with ENOSPC ends
+# the copy; a read error in the input exits 74 after
 # copying what came before it; a failed flush exits 74.
 set -e
 . "$(dirname "$0")/functions.sh"
@@ -58,6 +59,24 @@ rc=0
 grep -q '"lost_bytes": 65536' "$tmp/json" || fail "--json: lost_bytes is not 64K: $(cat "$tmp/json")"
 grep -q '"write_errors": [1-9]' "$tmp/json" || fail "--json: no write_errors"
 echo "ok: write fault, --json: 64 KiB lost and counted"
+
+# A write-back that fails for want of space (a full file system) ends
+# the copy, as GNU dd's write does: said once, exit 74, long before the
+# 1000 blocks asked; without count= the copy ends too
+for n in count=1000 count=1000000000; do
+	rm -f "$tmp/out"
+	rc=0
+	timeout 60 "$CLIO" dd if=/dev/zero of="fault:write=ENOSPC,offset=2M,length=1T@$tmp/out" \
+		bs=64k $n 2>"$tmp/err" || rc=$?
+	[ "$rc" -eq 74 ] || fail "ENOSPC at write-back, $n: exit $rc, want 74: $(cat "$tmp/err")"
+	grep -q "^clio dd: error writing 'fault:write=ENOSPC.*': No space left on device$" "$tmp/err" ||
+		fail "ENOSPC at write-back, $n: no error writing: $(cat "$tmp/err")"
+	[ "$(grep -c 'No space left' "$tmp/err")" -eq 1 ] ||
+		fail "ENOSPC at write-back, $n: said more than once: $(cat "$tmp/err")"
+	blocks=$(sed -n 's/^\([0-9]*\)+0 records in$/\1/p' "$tmp/err")
+	[ "$blocks" -lt 200 ] || fail "ENOSPC at write-back, $n: the copy went on to $blocks blocks"
+	echo "ok: ENOSPC at write-back, $n: exit 74 after $blocks blocks"
+done
 
 # a failed flush
 rm -f "$tmp/out"
