@@ -38,30 +38,30 @@ size=2098381 # 512 blocks of 4 KiB and 1229 bytes
 conf="bsize=4k cache_size=256k"
 nbd_start --filter="$filter" memory $size $conf
 ref_start memory $size
-fuzz "filter on memory, $conf" -s 1 -n 1500 -r "$refuri"
+fuzz "filter on memory, $conf" -s 1 -n 800 -r "$refuri"
 nbd_start "$plugin" mem:size=$size $conf
 ref_start memory $size
-fuzz "plugin on mem:, $conf" -s 2 -n 1500 -r "$refuri"
+fuzz "plugin on mem:, $conf" -s 2 -n 800 -r "$refuri"
 head -c $size /dev/urandom >"$tmp/a"
 cp "$tmp/a" "$tmp/b"
 nbd_start --filter="$filter" file "$tmp/b" $conf
 ref_start file "$tmp/a"
-fuzz "filter on file, $conf" -s 3 -n 1000 -r "$refuri" -f "$tmp/b"
+fuzz "filter on file, $conf" -s 3 -n 500 -r "$refuri" -f "$tmp/b"
 cp "$tmp/a" "$tmp/b"
 nbd_start "$plugin" "file:$tmp/b" $conf
 ref_start file "$tmp/a"
-fuzz "plugin on file:, $conf" -s 4 -n 1000 -r "$refuri" -f "$tmp/b"
+fuzz "plugin on file:, $conf" -s 4 -n 500 -r "$refuri" -f "$tmp/b"
 nbd_start --filter="$filter" file "$tmp/b" $conf
-fuzz "filter on file, $conf, 4 connections" -s 5 -n 500 -c 4 -f "$tmp/b"
+fuzz "filter on file, $conf, 4 connections" -s 5 -n 300 -c 4 -f "$tmp/b"
 nbd_start "$plugin" "file:$tmp/b" $conf
-fuzz "plugin on file:, $conf, 4 connections" -s 6 -n 500 -c 4 -f "$tmp/b"
+fuzz "plugin on file:, $conf, 4 connections" -s 6 -n 300 -c 4 -f "$tmp/b"
 conf="bsize=512 cache_size=64k dirty_hi=5 dirty_lo=1 maxphys=8k"
 nbd_start --filter="$filter" memory $size $conf
 ref_start memory $size
-fuzz "filter on memory, $conf" -s 7 -n 1500 -r "$refuri"
+fuzz "filter on memory, $conf" -s 7 -n 800 -r "$refuri"
 nbd_start "$plugin" mem:size=$size $conf
 ref_start memory $size
-fuzz "plugin on mem:, $conf" -s 8 -n 1500 -r "$refuri"
+fuzz "plugin on mem:, $conf" -s 8 -n 800 -r "$refuri"
 
 # the filter below a disk tier: the plugin's zero and trim would bypass it
 for mode in writethrough writeback; do
@@ -85,4 +85,4 @@ cp "$tmp/a" "$tmp/b"
 nbd_start --filter="$filter" file "$tmp/b" bsize=4k cache_size=256k \
 	disk_cache="$tmp/dc" disk_cache_size=2M
 ref_start file "$tmp/a"
-fuzz "filter on file, disk_cache" -s 9 -n 1000 -r "$refuri" -f "$tmp/b"
+fuzz "filter on file, disk_cache" -s 9 -n 500 -r "$refuri" -f "$tmp/b"
