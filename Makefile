@@ -204,7 +204,8 @@ bench: deps all
 	@sh scripts/bench.sh $(BUILD)/clio
 
 # One build per flavour, each in its own directory, built with a job per
-# core (the tests themselves run one at a time).
+# core; the tests of a flavour run two at a time (tests/run-tests.sh,
+# TEST_JOBS), those in tests/serial.list alone.
 CHECK_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 check: deps
 	$(MAKE) check-plain
