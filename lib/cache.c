@@ -9,7 +9,11 @@
  *  - c->lock guards the lists (free list, the dirty lists, each object's
  *    buffer list), the counters, the objects, the CLOCK hand, and every
  *    change of a buffer's identity or state; whoever waits for a buffer
- *    waits on c->cv with it.
+ *    waits with it: for a read to complete on the buffer's slot of
+ *    c->iowait (buf_wait_read()), for anything else on c->cv
+ *    (cache_wait(), which counts its waiters).  A completion wakes the
+ *    slots of its buffers, and c->cv only if someone waits there: one
+ *    read's end wakes its own readers, not every thread waiting for one.
  *  - a stripe lock (c->stripes[], picked by hash bucket) guards the hash
  *    chains of its buckets.  A change of a chain holds both locks, so a
  *    thread holding either one may walk the chains.
@@ -231,6 +235,27 @@ buf_touch(clio_cache *c, struct buf *b)
 		vclock_advance_to(b->b_ready);
 }
 
+void
+cache_wait(clio_cache *c)
+{
+	c->cv_waiters++;
+	pthread_cond_wait(&c->cv, &c->lock);
+	c->cv_waiters--;
+}
+
+static pthread_cond_t *
+iowait_of(clio_cache *c, const struct buf *b)
+{
+	return &c->iowait[(size_t)(b - c->bufs) % IOWAIT_SLOTS];
+}
+
+void
+buf_wait_read(clio_cache *c, struct buf *b)
+{
+	while (b->b_state == B_READING)
+		pthread_cond_wait(iowait_of(c, b), &c->lock);
+}
+
 /* Wait until b changes state (the lock is released meanwhile). */
 void
 buf_wait(clio_cache *c, struct buf *b)
@@ -240,7 +265,7 @@ buf_wait(clio_cache *c, struct buf *b)
 	b->b_hold++;
 	while (b->b_state == s && (s == B_READING || s == B_WRITING ||
 				   (s == B_INVAL && b->b_hold > 1)))
-		pthread_cond_wait(&c->cv, &c->lock);
+		cache_wait(c);
 	buf_release(c, b);
 }
 
@@ -339,7 +364,7 @@ buf_write_begin(clio_cache *c, struct buf *b)
 		b->b_flags |= BF_RWAIT;
 		if (b->b_readers == 0)
 			continue;
-		pthread_cond_wait(&c->cv, &c->lock);
+		cache_wait(c);
 		waited = true;
 	}
 	return waited;
@@ -535,7 +560,7 @@ alloc_buf(clio_cache *c, bool nowait, bool *dropped, int *err)
 		if (b == NULL)
 			b = freelist_pop(c);
 		if (b == NULL)
-			pthread_cond_wait(&c->cv, &c->lock);
+			cache_wait(c);
 		c->alloc_waiting--;
 		if (b != NULL)
 			return b;
@@ -741,7 +766,10 @@ bio_done(struct clio_req *req)
 		}
 	}
 	io->done = true;
-	pthread_cond_broadcast(&c->cv);
+	for (i = 0; i < io->n; i++)
+		pthread_cond_broadcast(iowait_of(c, io->bufs[i]));
+	if (c->cv_waiters > 0)
+		pthread_cond_broadcast(&c->cv);
 	if (!io->waited)
 		bio_put(c, io);
 	pthread_mutex_unlock(&c->lock);
@@ -827,7 +855,7 @@ bio_submit(clio_cache *c, struct cobj *o, enum clio_op op, struct buf **bufs,
 	if (!wait)
 		return 0;
 	while (!io->done)
-		pthread_cond_wait(&c->cv, &c->lock);
+		cache_wait(c);
 	r = io->req.result < 0 ? (int)io->req.result : 0;
 	if (o->o_virtual)
 		vclock_advance_to(io->req.t_done);
@@ -960,14 +988,14 @@ void
 obj_wait_io(clio_cache *c, struct cobj *o)
 {
 	while (o->o_nio > 0 || o->o_flushing)
-		pthread_cond_wait(&c->cv, &c->lock);
+		cache_wait(c);
 }
 
 void
 obj_wait_truncate(clio_cache *c, struct cobj *o)
 {
 	while (o->o_truncating)
-		pthread_cond_wait(&c->cv, &c->lock);
+		cache_wait(c);
 }
 
 /*
@@ -1234,6 +1262,8 @@ clio_cache_new(const struct clio_conf *conf, clio_cache **cp)
 	c->werr_max = MAX((uint64_t)c->nbuf / 8, (uint64_t)c->wcluster);
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->cv, NULL);
+	for (i = 0; i < IOWAIT_SLOTS; i++)
+		pthread_cond_init(&c->iowait[i], NULL);
 	{
 		pthread_condattr_t ca;
 		pthread_condattr_init(&ca);
@@ -1401,7 +1431,7 @@ clio_cache_free(clio_cache *c)
 	r = clio_sync(c);
 	pthread_mutex_lock(&c->lock);
 	while (c->nio > 0)
-		pthread_cond_wait(&c->cv, &c->lock);
+		cache_wait(c);
 	for (struct cobj *o = c->objs; o != NULL; o = o->o_next)
 		obj_wait_io(c, o);
 	pthread_mutex_unlock(&c->lock);
@@ -1422,6 +1452,8 @@ clio_cache_free(clio_cache *c)
 		pthread_mutex_destroy(&c->stripes[i].lock);
 	pthread_mutex_destroy(&c->lock);
 	pthread_cond_destroy(&c->cv);
+	for (i = 0; i < IOWAIT_SLOTS; i++)
+		pthread_cond_destroy(&c->iowait[i]);
 	pthread_cond_destroy(&c->flusher_cv);
 	munmap(c->arena, c->arena_len);
 	free(c->hash);

@@ -127,10 +127,14 @@ read_maxrun(uint32_t nbuf)
 	return n < 1 ? 1 : n > READ_RUN ? READ_RUN : n;
 }
 
+#define IOWAIT_SLOTS 64
+
 struct clio_cache {
 	struct clio_conf conf;
 	pthread_mutex_t lock;
 	pthread_cond_t cv;	/* a buffer changed state, or was let go */
+	uint32_t cv_waiters;	/* threads in cache_wait() */
+	pthread_cond_t iowait[IOWAIT_SLOTS]; /* buf_wait_read(), by buffer */
 	struct buf *bufs;
 	uint32_t nbuf;
 	uint32_t read_maxrun;	/* buffers a read holds at once (file.c) */
@@ -172,6 +176,11 @@ struct clio_file {
 };
 
 /* cache.c: called with c->lock held unless noted. */
+/* Wait on c->cv (counted: a completion wakes c->cv only if someone
+ * waits there). */
+void cache_wait(clio_cache *c);
+/* Wait until b is no longer READING: its read completed. */
+void buf_wait_read(clio_cache *c, struct buf *b);
 struct buf *buf_lookup(clio_cache *c, struct cobj *o, uint64_t lbn);
 struct stripe *stripe_of(clio_cache *c, const struct cobj *o, uint64_t lbn);
 /* The hash bucket of (o, lbn), and a lookup in it: its stripe is

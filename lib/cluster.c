@@ -194,8 +194,7 @@ cluster_read(clio_cache *c, struct cobj *o, uint64_t lbn, size_t totread,
 		if (r == 0)
 			readahead(c, o, lbn, seq);
 	}
-	while (b->b_state == B_READING)
-		pthread_cond_wait(&c->cv, &c->lock);
+	buf_wait_read(c, b);
 	/* valid: another thread may have dirtied or begun writing it since
 	 * the read completed; a failed read left it FREE, and so did a
 	 * truncate or a direct write that dropped it after the read: that

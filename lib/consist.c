@@ -70,7 +70,7 @@ again:
 		}
 		if (!buf_discard_unheld(c, b)) {
 			/* a reader copies out of it: let it finish */
-			pthread_cond_wait(&c->cv, &c->lock);
+			cache_wait(c);
 			goto again;
 		}
 	}
@@ -144,7 +144,7 @@ clio_cache_forget(clio_cache *c, clio_dev *d)
 	/* nothing may touch the device once this returns: wait out every
 	 * I/O and every other pin (a clio_sync flushing it) at one time */
 	while (o->o_nio > 0 || o->o_flushing || o->o_pins > 1)
-		pthread_cond_wait(&c->cv, &c->lock);
+		cache_wait(c);
 	o->o_keep = false;
 	o->o_pins--;
 	if (o->o_nhandles == 0)

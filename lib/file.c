@@ -258,7 +258,7 @@ direct_sync_range(clio_cache *c, struct cobj *o, uint64_t off, size_t len,
 		if (drop && !buf_discard_unheld(c, b)) {
 			/* a reader may have filled it from storage before the
 			 * write landed: let it copy out, then drop it */
-			pthread_cond_wait(&c->cv, &c->lock);
+			cache_wait(c);
 			l--;
 			continue;
 		}
@@ -884,7 +884,7 @@ clio_pwrite(clio_file *f, const void *buf, size_t len, uint64_t off)
 			/* its old bytes would go back over the direct write */
 			buf_write_end(c, b);
 			buf_release(c, b);
-			pthread_cond_wait(&c->cv, &c->lock);
+			cache_wait(c);
 			continue;
 		}
 		memcpy(b->b_data + boff, (const char *)buf + done, n);
@@ -934,7 +934,7 @@ clio_fsync(clio_file *f)
 	pthread_mutex_lock(&c->lock);
 	r = obj_writeback(c, o);
 	while (o->o_flushing) /* its error is this fsync's to report */
-		pthread_cond_wait(&c->cv, &c->lock);
+		cache_wait(c);
 	o->o_wbehind = 0;
 	pthread_mutex_unlock(&c->lock);
 	e = clio_dev_flush(o->o_dev);
@@ -999,7 +999,7 @@ discard_idle(clio_cache *c, struct buf *b)
 		return false;
 	}
 	if (!buf_discard_unheld(c, b)) {
-		pthread_cond_wait(&c->cv, &c->lock);
+		cache_wait(c);
 		return false;
 	}
 	return true;
@@ -1061,7 +1061,7 @@ clio_ftruncate(clio_file *f, uint64_t size)
 		obj_wait_truncate(c, o);
 		if (o->o_dwrites == NULL)
 			break;
-		pthread_cond_wait(&c->cv, &c->lock);
+		cache_wait(c);
 	}
 	o->o_truncating = true;
 	obj_wait_io(c, o);
