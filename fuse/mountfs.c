@@ -634,7 +634,9 @@ handle_open(struct mnode *n, struct fuse_file_info *fi, bool internal,
 	 * access), as on a local file system */
 	int trunc = fi->flags & O_TRUNC;
 	bool want_write = acc != O_RDONLY || trunc;
-	bool append = want_write && node_attr_flag(n, STATX_ATTR_APPEND);
+	/* a create's write open succeeded without O_APPEND: not append-only */
+	bool append = want_write && known == NULL &&
+		      node_attr_flag(n, STATX_ATTR_APPEND);
 	bool direct = append;
 	struct clio_validator v;
 	struct mhandle *h;
