@@ -797,7 +797,8 @@ cmd_mount(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:fdho:", longopts, NULL)) != -1) {
+	/* options may follow the operands too, as FUSE file systems take them */
+	while ((c = getopt_long(argc, argv, ":fdho:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f': foreground = true; break;
 		case 'd': debug = foreground = true; break;
@@ -810,7 +811,12 @@ cmd_mount(int argc, char **argv)
 		}
 	}
 	if (argc - optind != 2) {
-		usage_mount(stderr);
+		fprintf(stderr, "clio mount: %d operand%s%s%s%s: give SOURCE and MOUNTPOINT "
+				"(clio mount --help)\n", argc - optind,
+			argc - optind == 1 ? "" : "s",
+			argc - optind > 2 ? " ('" : "",
+			argc - optind > 2 ? argv[optind + 2] : "",
+			argc - optind > 2 ? "' is a third)" : "");
 		return EX_USAGE;
 	}
 	source = argv[optind];

@@ -59,6 +59,11 @@ bad_usage "'Z'" stat -Z
 grep -qx "clio stat: invalid option -- 'Z'" "$tmp/err" || fail "stat -Z: $(cat "$tmp/err")"
 bad_usage "'Z'" serve mem:size=1M --socket "$tmp/s" -Z
 bad_usage "'Z'" mount -Z "$tmp" "$tmp"
+# options after the operands, as FUSE file systems take them
+bad_usage "'Z'" mount "$tmp" "$tmp" -Z
+bad_usage "'3000'" mount "$tmp" "$tmp" -o bsize=3000
+bad_usage "1 operand:" mount "$tmp"
+bad_usage "'extra' is a third" mount "$tmp" "$tmp" extra
 bad_usage "-Z" info -Z mem:size=1M
 bad_usage "'i'" stat -i
 grep -qx "clio stat: option requires an argument -- 'i'" "$tmp/err" || fail "stat -i: $(cat "$tmp/err")"
