@@ -461,7 +461,8 @@ cmd_stat(int argc, char **argv)
 		return r;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:hxi:c:", longopts, NULL)) != -1) {
+	/* options may follow the mount points too */
+	while ((c = getopt_long(argc, argv, ":hxi:c:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'j': json = true; break;
 		case 'r': raw = true; break;

@@ -88,5 +88,9 @@ run stat "$tmp"
 bad_usage "-c" stat -c 2 "$tmp"
 bad_usage "-x" stat -x "$tmp"
 bad_usage "interval" stat -i 0 "$tmp"
+# options after the mount point are options
+bad_usage "'0'" stat "$tmp" -i 0
+run stat "$tmp" --json
+[ $rc -eq 66 ] && ! grep -q -- "--json" "$tmp/err" || fail "clio stat DIR --json: exit $rc: $(cat "$tmp/err")"
 echo "ok: clio stat: no mount 66, bad combinations 64, one line each"
 exit 0
