@@ -1387,6 +1387,8 @@ clio_sync(clio_cache *c)
 	struct cobj *o, *next;
 	int r = 0, e;
 
+	if (c == NULL)
+		return -EINVAL;
 	pthread_mutex_lock(&c->lock);
 	o = c->objs;
 	if (o != NULL)
@@ -1468,6 +1470,12 @@ clio_cache_stats(clio_cache *c, struct clio_cache_stats *st)
 {
 	uint32_t i;
 
+	if (st == NULL)
+		return;
+	if (c == NULL) {
+		memset(st, 0, sizeof(*st));
+		return;
+	}
 	pthread_mutex_lock(&c->lock);
 	*st = c->st;
 	st->dirty_bytes = c->ndirty * c->conf.bsize;

@@ -80,13 +80,15 @@ again:
 int
 clio_revalidate(clio_file *f, const struct clio_validator *v)
 {
-	clio_cache *c = f->f_cache;
-	struct cobj *o = f->f_obj;
+	clio_cache *c;
+	struct cobj *o;
 	uint64_t keep;
 	int r = 0;
 
-	if (v == NULL || v->size > (uint64_t)INT64_MAX)
+	if (f == NULL || v == NULL || v->size > (uint64_t)INT64_MAX)
 		return -EINVAL;
+	c = f->f_cache;
+	o = f->f_obj;
 	pthread_mutex_lock(&c->lock);
 	obj_wait_truncate(c, o);
 	if (o->o_have_v && !validator_same(&o->o_v, v)) {
@@ -111,10 +113,11 @@ clio_revalidate(clio_file *f, const struct clio_validator *v)
 int
 clio_validator_set(clio_file *f, const struct clio_validator *v)
 {
-	clio_cache *c = f->f_cache;
+	clio_cache *c;
 
-	if (v == NULL)
+	if (f == NULL || v == NULL)
 		return -EINVAL;
+	c = f->f_cache;
 	pthread_mutex_lock(&c->lock);
 	f->f_obj->o_v = *v;
 	f->f_obj->o_have_v = true;
@@ -128,6 +131,8 @@ clio_cache_forget(clio_cache *c, clio_dev *d)
 	struct cobj *o;
 	int r = 0;
 
+	if (c == NULL || d == NULL)
+		return -EINVAL;
 	pthread_mutex_lock(&c->lock);
 	o = obj_find(c, d);
 	if (o == NULL) {

@@ -157,14 +157,18 @@ static _Thread_local bool in_async_completion;
 
 /* ------------------------------------------------------------ iovecs */
 
+/* The bytes of an iovec; SIZE_MAX when they add up past it. */
 size_t
 iov_length(const struct iovec *iov, int iovcnt)
 {
 	size_t n = 0;
 	int i;
 
-	for (i = 0; i < iovcnt; i++)
+	for (i = 0; i < iovcnt; i++) {
+		if (iov[i].iov_len > SIZE_MAX - n)
+			return SIZE_MAX;
 		n += iov[i].iov_len;
+	}
 	return n;
 }
 
@@ -497,6 +501,12 @@ clio_dev_stats(clio_dev *d, struct clio_dev_stats *st)
 {
 	struct dev_stat_acc sum;
 
+	if (st == NULL)
+		return;
+	if (d == NULL) {
+		memset(st, 0, sizeof(*st));
+		return;
+	}
 	pthread_mutex_lock(&d->lock);
 	front_sum(d, &sum);
 	acc_sub(&sum, d->front_base);
@@ -510,6 +520,8 @@ clio_dev_stats(clio_dev *d, struct clio_dev_stats *st)
 void
 clio_dev_stats_reset(clio_dev *d)
 {
+	if (d == NULL)
+		return;
 	pthread_mutex_lock(&d->lock);
 	front_sum(d, d->front_base);
 	memset(d->back, 0, sizeof(*d->back));
@@ -925,7 +937,9 @@ clio_dev_submit(clio_dev *d, struct clio_req *req)
 
 	struct req_state *st = req_state(req);
 	bool flush = req->op == CLIO_OP_FLUSH;
-	size_t len = flush ? 0 : iov_length(req->iov, req->iovcnt);
+	bool badiov = !flush && (req->iovcnt < 0 ||
+				 (req->iovcnt > 0 && req->iov == NULL));
+	size_t len = flush || badiov ? 0 : iov_length(req->iov, req->iovcnt);
 	size_t maxio = d->maxio ? d->maxio : SIZE_MAX;
 	bool whole = flush || (len <= maxio && req->iovcnt <= DEV_IOV_MAX);
 	double t_submit = d->is_virtual ? vclock_now() : 0.0;
@@ -938,7 +952,13 @@ clio_dev_submit(clio_dev *d, struct clio_req *req)
 		return -EINVAL;
 	if (req->op == CLIO_OP_WRITE && d->readonly)
 		return -EROFS;
-	if (!flush && (req->iovcnt < 0 || (req->iovcnt > 0 && req->iov == NULL)))
+	if (badiov)
+		return -EINVAL;
+	for (int i = 0; !flush && i < req->iovcnt; i++)
+		if (req->iov[i].iov_base == NULL && req->iov[i].iov_len > 0)
+			return -EINVAL;
+	/* as for the system calls: the lengths add up to SSIZE_MAX at most */
+	if (!flush && len > (size_t)SSIZE_MAX)
 		return -EINVAL;
 	/* offsets and sizes stay at or below INT64_MAX (an off_t's range) */
 	if (!flush && (req->offset > (uint64_t)INT64_MAX ||
@@ -1183,6 +1203,8 @@ clio_dev_resize(clio_dev *d, uint64_t size)
 {
 	int r;
 
+	if (d == NULL)
+		return -EINVAL;
 	if (d->ops->resize == NULL)
 		return -ENOTSUP;
 	if (d->readonly)
@@ -1478,7 +1500,7 @@ clio_dev_close(clio_dev *d)
 const char *
 clio_dev_name(const clio_dev *d)
 {
-	return d->name;
+	return d != NULL ? d->name : NULL;
 }
 
 uint64_t
@@ -1486,6 +1508,8 @@ clio_dev_size(const clio_dev *d)
 {
 	uint64_t s;
 
+	if (d == NULL)
+		return 0;
 	pthread_mutex_lock((pthread_mutex_t *)&d->lock);
 	s = d->size;
 	pthread_mutex_unlock((pthread_mutex_t *)&d->lock);
@@ -1501,19 +1525,19 @@ dev_takes_blocks(const clio_dev *d, uint32_t bsize)
 uint32_t
 clio_dev_sector_size(const clio_dev *d)
 {
-	return d->sector;
+	return d != NULL ? d->sector : 0;
 }
 
 uint32_t
 clio_dev_maxio(const clio_dev *d)
 {
-	return d->maxio;
+	return d != NULL ? d->maxio : 0;
 }
 
 int
 clio_dev_is_virtual(const clio_dev *d)
 {
-	return d->is_virtual;
+	return d != NULL && d->is_virtual;
 }
 
 int
@@ -1569,7 +1593,7 @@ clio_dev_params(clio_dev *d, char *buf, size_t len)
 {
 	struct dev_params o = { buf, len, 0, "" };
 
-	if (buf == NULL && len > 0)
+	if (d == NULL || (buf == NULL && len > 0))
 		return -EINVAL;
 	if (len > 0)
 		buf[0] = '\0';

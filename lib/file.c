@@ -120,7 +120,8 @@ clio_open(clio_cache *c, clio_dev *d, int flags, clio_file **fp)
 	struct clio_dev_info in;
 	clio_file *f;
 
-	if ((flags & CLIO_ACCMODE) == CLIO_ACCMODE ||
+	if (c == NULL || d == NULL || fp == NULL ||
+	    (flags & CLIO_ACCMODE) == CLIO_ACCMODE ||
 	    (flags & ~(CLIO_ACCMODE | CLIO_DIRECT | CLIO_KEEP)) != 0)
 		return -EINVAL;
 	if ((flags & CLIO_ACCMODE) != CLIO_RDONLY && clio_dev_info(d, &in) == 0 &&
@@ -176,10 +177,14 @@ pending_error(clio_file *f)
 int
 clio_close(clio_file *f)
 {
-	clio_cache *c = f->f_cache;
-	struct cobj *o = f->f_obj;
+	clio_cache *c;
+	struct cobj *o;
 	int r = 0, e;
 
+	if (f == NULL)
+		return -EINVAL;
+	c = f->f_cache;
+	o = f->f_obj;
 	pthread_mutex_lock(&c->lock);
 	/* the last handle: a write in flight may yet fail and leave its
 	 * buffers dirty, so wait for it before looking */
@@ -216,6 +221,8 @@ clio_close(clio_file *f)
 int64_t
 clio_fsize(clio_file *f)
 {
+	if (f == NULL)
+		return -EINVAL;
 	return (int64_t)obj_size(f->f_obj);
 }
 
@@ -721,6 +728,8 @@ clio_pread(clio_file *f, void *buf, size_t len, uint64_t off)
 {
 	struct copy_out co = { buf };
 
+	if (f == NULL || (buf == NULL && len > 0))
+		return -EINVAL;
 	if ((f->f_flags & CLIO_ACCMODE) == CLIO_WRONLY)
 		return -EBADF;
 	if (f->f_flags & CLIO_DIRECT) {
@@ -746,7 +755,7 @@ clio_pread_view(clio_file *f, size_t len, uint64_t off, clio_view_fn *view,
 	ssize_t n;
 	int vr;
 
-	if (view == NULL)
+	if (f == NULL || view == NULL)
 		return -EINVAL;
 	if ((f->f_flags & CLIO_ACCMODE) == CLIO_WRONLY)
 		return -EBADF;
@@ -777,14 +786,20 @@ clio_pread_view(clio_file *f, size_t len, uint64_t off, clio_view_fn *view,
 ssize_t
 clio_pwrite(clio_file *f, const void *buf, size_t len, uint64_t off)
 {
-	clio_cache *c = f->f_cache;
-	struct cobj *o = f->f_obj;
-	uint64_t bs = c->conf.bsize;
-	double t0 = dev_now(o->o_dev);
+	clio_cache *c;
+	struct cobj *o;
+	uint64_t bs;
+	double t0;
 	size_t done = 0;
 	uint32_t seq;
 	int r = 0;
 
+	if (f == NULL || (buf == NULL && len > 0))
+		return -EINVAL;
+	c = f->f_cache;
+	o = f->f_obj;
+	bs = c->conf.bsize;
+	t0 = dev_now(o->o_dev);
 	if ((f->f_flags & CLIO_ACCMODE) == CLIO_RDONLY)
 		return -EBADF;
 	if (off + len < off || off + len > (uint64_t)INT64_MAX ||
@@ -910,10 +925,14 @@ clio_pwrite(clio_file *f, const void *buf, size_t len, uint64_t off)
 int
 clio_writeback(clio_file *f)
 {
-	clio_cache *c = f->f_cache;
-	struct cobj *o = f->f_obj;
+	clio_cache *c;
+	struct cobj *o;
 	int r;
 
+	if (f == NULL)
+		return -EINVAL;
+	c = f->f_cache;
+	o = f->f_obj;
 	pthread_mutex_lock(&c->lock);
 	r = obj_writeback(c, o);
 	if (r < 0)
@@ -927,10 +946,14 @@ clio_writeback(clio_file *f)
 int
 clio_fsync(clio_file *f)
 {
-	clio_cache *c = f->f_cache;
-	struct cobj *o = f->f_obj;
+	clio_cache *c;
+	struct cobj *o;
 	int r, e;
 
+	if (f == NULL)
+		return -EINVAL;
+	c = f->f_cache;
+	o = f->f_obj;
 	pthread_mutex_lock(&c->lock);
 	r = obj_writeback(c, o);
 	while (o->o_flushing) /* its error is this fsync's to report */
@@ -1008,11 +1031,16 @@ discard_idle(clio_cache *c, struct buf *b)
 int
 clio_discard(clio_file *f, uint64_t off, uint64_t len)
 {
-	clio_cache *c = f->f_cache;
-	struct cobj *o = f->f_obj;
-	uint64_t bs = c->conf.bsize, size, end, first, last, l;
+	clio_cache *c;
+	struct cobj *o;
+	uint64_t bs, size, end, first, last, l;
 	struct buf *b, *next;
 
+	if (f == NULL)
+		return -EINVAL;
+	c = f->f_cache;
+	o = f->f_obj;
+	bs = c->conf.bsize;
 	if ((f->f_flags & CLIO_ACCMODE) == CLIO_RDONLY)
 		return -EBADF;
 	if (off + len < off)
@@ -1043,10 +1071,14 @@ clio_discard(clio_file *f, uint64_t off, uint64_t len)
 int
 clio_ftruncate(clio_file *f, uint64_t size)
 {
-	clio_cache *c = f->f_cache;
-	struct cobj *o = f->f_obj;
+	clio_cache *c;
+	struct cobj *o;
 	int r;
 
+	if (f == NULL)
+		return -EINVAL;
+	c = f->f_cache;
+	o = f->f_obj;
 	if ((f->f_flags & CLIO_ACCMODE) == CLIO_RDONLY)
 		return -EBADF;
 	if (size > (uint64_t)INT64_MAX || (o->o_resizable && size > o->o_maxsize))

@@ -35,7 +35,9 @@
  *    then the device close: every callback has run, once, when
  *    clio_dev_close returns;
  *  - stats_threads: the front-end counters of a device used from many
- *    threads only grow, and end exact.
+ *    threads only grow, and end exact;
+ *  - null_args: NULL handles and buffers, and iovecs whose lengths
+ *    overflow, refused without a crash.
  * Random tests print their seed (CLIO_SEED repeats one); CLIO_TEST=NAME
  * runs one test; CLIO_FLAVOUR=tsan does fewer operations.
  */
@@ -1565,6 +1567,88 @@ test_stats_threads(void **state)
 	clio_dev_close(x.d);
 }
 
+/* NULL handles and buffers, and iovecs whose lengths add up past what a
+ * transfer can return: -EINVAL (or nothing, or 0, from the calls that
+ * return no error), never a crash, and nothing moved. */
+static void
+test_null_args(void **state)
+{
+	struct clio_conf conf = CLIO_CONF_DEFAULTS;
+	struct clio_validator v = { 0 };
+	struct clio_cache_stats cs;
+	struct clio_dev_stats ds;
+	unsigned char buf[4096];
+	struct iovec big[2] = { { buf, SIZE_MAX / 2 + 2 }, { buf, SIZE_MAX / 2 + 2 } };
+	struct iovec nul = { NULL, 512 };
+	clio_cache *c;
+	clio_dev *d;
+	clio_file *f = NULL;
+
+	(void)state;
+	conf.bsize = 4096;
+	conf.cache_size = 64 * 4096;
+	assert_int_equal(clio_cache_new(&conf, &c), 0);
+	d = tu_dev_open("mem:size=64K", 0);
+	memset(buf, 0x5a, sizeof(buf));
+	assert_int_equal(clio_open(NULL, d, CLIO_RDWR, &f), -EINVAL);
+	assert_int_equal(clio_open(c, NULL, CLIO_RDWR, &f), -EINVAL);
+	assert_int_equal(clio_open(c, d, CLIO_RDWR, NULL), -EINVAL);
+	assert_null(f);
+	assert_int_equal(clio_close(NULL), -EINVAL);
+	assert_int_equal(clio_pread(NULL, buf, 1, 0), -EINVAL);
+	assert_int_equal(clio_pwrite(NULL, buf, 1, 0), -EINVAL);
+	assert_int_equal(clio_pread_view(NULL, 1, 0, view_fail, NULL), -EINVAL);
+	assert_int_equal(clio_fsync(NULL), -EINVAL);
+	assert_int_equal(clio_writeback(NULL), -EINVAL);
+	assert_int_equal(clio_ftruncate(NULL, 0), -EINVAL);
+	assert_int_equal(clio_discard(NULL, 0, 1), -EINVAL);
+	assert_int_equal(clio_fsize(NULL), -EINVAL);
+	assert_int_equal(clio_revalidate(NULL, &v), -EINVAL);
+	assert_int_equal(clio_validator_set(NULL, &v), -EINVAL);
+	assert_int_equal(clio_cache_forget(NULL, d), -EINVAL);
+	assert_int_equal(clio_cache_forget(c, NULL), -EINVAL);
+	assert_int_equal(clio_sync(NULL), -EINVAL);
+	memset(&cs, 0xff, sizeof(cs));
+	clio_cache_stats(NULL, &cs);
+	assert_int_equal(cs.hits + cs.nbuf, 0);
+	clio_cache_stats(c, NULL);
+	memset(&ds, 0xff, sizeof(ds));
+	clio_dev_stats(NULL, &ds);
+	assert_int_equal(ds.front.reads + ds.back.writes, 0);
+	clio_dev_stats(d, NULL);
+	clio_dev_stats_reset(NULL);
+	assert_null(clio_dev_name(NULL));
+	assert_int_equal(clio_dev_size(NULL), 0);
+	assert_int_equal(clio_dev_sector_size(NULL), 0);
+	assert_int_equal(clio_dev_maxio(NULL), 0);
+	assert_int_equal(clio_dev_is_virtual(NULL), 0);
+	assert_int_equal(clio_dev_params(NULL, (char *)buf, sizeof(buf)), -EINVAL);
+	assert_int_equal(clio_dev_resize(NULL, 4096), -EINVAL);
+
+	/* a NULL buffer with bytes to move */
+	f = tu_open(c, d, CLIO_RDWR);
+	assert_int_equal(clio_pwrite(f, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+	assert_int_equal(clio_pread(f, NULL, 1, 0), -EINVAL);
+	assert_int_equal(clio_pwrite(f, NULL, 1, 0), -EINVAL);
+	assert_int_equal(clio_pread(f, NULL, 0, 0), 0);
+	assert_int_equal(clio_pwrite(f, NULL, 0, 0), 0);
+	assert_int_equal(clio_dev_pread(d, NULL, 512, 0), -EINVAL);
+	assert_int_equal(clio_dev_pwrite(d, NULL, 512, 0), -EINVAL);
+	assert_int_equal(clio_dev_preadv(d, NULL, 1, 0), -EINVAL);
+	assert_int_equal(clio_dev_pwritev(d, NULL, 1, 0), -EINVAL);
+	assert_int_equal(clio_dev_pwritev(d, &nul, 1, 0), -EINVAL);
+	/* lengths that wrap to 2 bytes: refused, nothing written */
+	assert_int_equal(clio_dev_preadv(d, big, 2, 0), -EINVAL);
+	assert_int_equal(clio_dev_pwritev(d, big, 2, 0), -EINVAL);
+	big[0].iov_len = (size_t)SSIZE_MAX + 1;
+	assert_int_equal(clio_dev_pwritev(d, big, 1, 0), -EINVAL);
+	assert_int_equal(clio_close(f), 0);
+	assert_int_equal(clio_dev_pread(d, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+	assert_int_equal(buf[0], 0x5a);
+	assert_int_equal(clio_cache_free(c), 0);
+	clio_dev_close(d);
+}
+
 int
 main(void)
 {
@@ -1580,6 +1664,7 @@ main(void)
 		cmocka_unit_test(test_forget_race),
 		cmocka_unit_test(test_submit_close),
 		cmocka_unit_test(test_stats_threads),
+		cmocka_unit_test(test_null_args),
 	};
 
 	if (getenv("CLIO_TEST") != NULL)
