@@ -10,8 +10,8 @@
  *     goes to the callback in place; any other piece of several goes
  *     through a bounce buffer, so that one piece is always one call (a
  *     cluster of buffers reaches the program as one write).
- *  3. A callback's 0 means the whole piece moved; anything below 0 is the
- *     -errno returned; a positive value is no contract and reads as -EIO.
+ *  3. A callback's 0 means the whole piece moved; -1 to -4095 is the
+ *     -errno returned; anything else is no contract and reads as -EIO.
  *  4. pwrite NULL: the device is read-only; flush NULL: a flush is 0.
  *  5. The program's close runs exactly once, before the device is freed,
  *     also when the open fails past the checks of its arguments.
@@ -27,10 +27,12 @@ struct callback_dev {
 	void *arg;
 };
 
+/* A callback's 0 is len bytes moved; what is neither 0 nor an errno
+ * (-1 to -4095) is -EIO, so that no caller negates INT_MIN. */
 static ssize_t
 callback_status(int r, size_t len)
 {
-	if (r < 0)
+	if (r < 0 && r >= -4095)
 		return r;
 	return r == 0 ? (ssize_t)len : -EIO;
 }
@@ -103,9 +105,11 @@ dev_callback_open(const char *name, uint64_t size, uint32_t sector,
 	clio_dev *d;
 	int r;
 
+	/* maxio a multiple of the sector, the default 512 too: every
+	 * piece of a split starts aligned */
 	if (cb == NULL || cb->pread == NULL || dp == NULL ||
 	    (sector != 0 && (sector & (sector - 1)) != 0) ||
-	    (maxio != 0 && sector != 0 && maxio % sector != 0))
+	    (maxio != 0 && maxio % (sector != 0 ? sector : 512) != 0))
 		return -EINVAL;
 	c = calloc(1, sizeof(*c));
 	if (c == NULL) {

@@ -37,7 +37,10 @@
  *  - stats_threads: the front-end counters of a device used from many
  *    threads only grow, and end exact;
  *  - null_args: NULL handles and buffers, and iovecs whose lengths
- *    overflow, refused without a crash.
+ *    overflow, refused without a crash;
+ *  - callback_odd: callbacks returning what is no errno (INT_MIN, a
+ *    positive value) give -EIO; a maxio that the default sector does
+ *    not divide is refused.
  * Random tests print their seed (CLIO_SEED repeats one); CLIO_TEST=NAME
  * runs one test; CLIO_FLAVOUR=tsan does fewer operations.
  */
@@ -1649,6 +1652,86 @@ test_null_args(void **state)
 	clio_dev_close(d);
 }
 
+/* A device of callbacks that fail with what is no errno, and one whose
+ * maxio does not fit the default sector. */
+static _Atomic int cbodd_ret, cbodd_misaligned;
+
+static int
+cbodd_pread(void *arg, void *buf, size_t len, uint64_t off)
+{
+	(void)arg;
+	if (off % 512 != 0 || len % 512 != 0)
+		atomic_fetch_add(&cbodd_misaligned, 1);
+	memset(buf, 0, len);
+	return atomic_load(&cbodd_ret);
+}
+
+static int
+cbodd_pwrite(void *arg, const void *buf, size_t len, uint64_t off)
+{
+	(void)arg;
+	(void)buf;
+	if (off % 512 != 0 || len % 512 != 0)
+		atomic_fetch_add(&cbodd_misaligned, 1);
+	return atomic_load(&cbodd_ret);
+}
+
+static int
+cbodd_flush(void *arg)
+{
+	(void)arg;
+	return atomic_load(&cbodd_ret);
+}
+
+static void
+test_callback_odd(void **state)
+{
+	static const struct clio_dev_callbacks cb = { cbodd_pread, cbodd_pwrite,
+						      cbodd_flush, NULL };
+	static const int bad[] = { INT_MIN, -4096, -100000, 1, INT_MAX };
+	struct clio_conf conf = CLIO_CONF_DEFAULTS;
+	unsigned char buf[8192];
+	clio_cache *c;
+	clio_dev *d;
+	clio_file *f;
+	size_t i;
+
+	(void)state;
+	memset(buf, 0x3c, sizeof(buf));
+	/* maxio no multiple of the default sector (512): refused, as with
+	 * sector 512 said */
+	assert_int_equal(clio_dev_open_callbacks("x", 64 * KiB, 0, 100, &cb, NULL, 1, &d),
+			 -EINVAL);
+	assert_int_equal(clio_dev_open_callbacks("x", 64 * KiB, 0, 1024, &cb, NULL, 1, &d), 0);
+	assert_int_equal(clio_dev_pwrite(d, buf, 8192, 0), 8192);
+	assert_int_equal(atomic_load(&cbodd_misaligned), 0);
+	clio_dev_close(d);
+
+	/* a return that is no errno is -EIO, everywhere it goes */
+	conf.bsize = 4096;
+	conf.cache_size = 16 * 4096;
+	assert_int_equal(clio_cache_new(&conf, &c), 0);
+	assert_int_equal(clio_dev_open_callbacks("x", 64 * KiB, 0, 0, &cb, NULL, 1, &d), 0);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		atomic_store(&cbodd_ret, bad[i]);
+		assert_int_equal(clio_dev_pread(d, buf, 512, 0), -EIO);
+		assert_int_equal(clio_dev_pwrite(d, buf, 512, 0), -EIO);
+		assert_int_equal(clio_dev_flush(d), -EIO);
+		f = tu_open(c, d, CLIO_RDWR);
+		assert_int_equal(clio_pread(f, buf, 100, 0), -EIO);
+		assert_int_equal(clio_pwrite(f, buf, 4096, 0), 4096);
+		assert_int_equal(clio_fsync(f), -EIO);
+		atomic_store(&cbodd_ret, 0);
+		assert_int_equal(clio_fsync(f), 0);
+		assert_int_equal(clio_close(f), 0);
+	}
+	atomic_store(&cbodd_ret, -ENOSPC);
+	assert_int_equal(clio_dev_pwrite(d, buf, 512, 0), -ENOSPC);
+	atomic_store(&cbodd_ret, 0);
+	assert_int_equal(clio_cache_free(c), 0);
+	clio_dev_close(d);
+}
+
 int
 main(void)
 {
@@ -1665,6 +1748,7 @@ main(void)
 		cmocka_unit_test(test_submit_close),
 		cmocka_unit_test(test_stats_threads),
 		cmocka_unit_test(test_null_args),
+		cmocka_unit_test(test_callback_odd),
 	};
 
 	if (getenv("CLIO_TEST") != NULL)
