@@ -765,6 +765,8 @@ clio_pread_view(clio_file *f, size_t len, uint64_t off, clio_view_fn *view,
 	 * longer than the data (an aligned length stays aligned) */
 	size = obj_size(f->f_obj);
 	sec = f->f_obj->o_sector ? f->f_obj->o_sector : 512;
+	if (off < size && (off | len) % sec != 0)
+		return -EINVAL; /* as clio_pread says, before any allocation */
 	if (off >= size)
 		len = 0;
 	else if (len % sec == 0 && len > size - off)

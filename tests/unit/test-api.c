@@ -40,7 +40,9 @@
  *    overflow, refused without a crash;
  *  - callback_odd: callbacks returning what is no errno (INT_MIN, a
  *    positive value) give -EIO; a maxio that the default sector does
- *    not divide is refused.
+ *    not divide is refused;
+ *  - view_direct_len: clio_pread_view on the direct path refuses an
+ *    unaligned length before it allocates for it.
  * Random tests print their seed (CLIO_SEED repeats one); CLIO_TEST=NAME
  * runs one test; CLIO_FLAVOUR=tsan does fewer operations.
  */
@@ -1732,6 +1734,42 @@ test_callback_odd(void **state)
 	clio_dev_close(d);
 }
 
+/* clio_pread_view on the direct path with a length no read could take:
+ * -EINVAL, as clio_pread says, not -ENOMEM from a buffer of that size. */
+static void
+test_view_direct_len(void **state)
+{
+	struct clio_conf conf = CLIO_CONF_DEFAULTS;
+	struct vfail v = { 0, 0, 0, 0 };
+	unsigned char buf[8192];
+	clio_cache *c;
+	clio_dev *d;
+	clio_file *f, *fd;
+
+	(void)state;
+	conf.bsize = 4096;
+	conf.cache_size = 16 * 4096;
+	assert_int_equal(clio_cache_new(&conf, &c), 0);
+	d = tu_dev_open("mem:size=0", 0);
+	f = tu_open(c, d, CLIO_RDWR);
+	fd = tu_open(c, d, CLIO_RDWR | CLIO_DIRECT);
+	memset(buf, 0x11, sizeof(buf));
+	assert_int_equal(clio_pwrite(f, buf, 5000, 0), 5000);
+	assert_int_equal(clio_pread(fd, buf, SIZE_MAX - 1, 0), -EINVAL);
+	assert_int_equal(clio_pread_view(fd, SIZE_MAX - 1, 0, view_fail, &v), -EINVAL);
+	assert_int_equal(clio_pread_view(fd, 100, 1, view_fail, &v), -EINVAL);
+	assert_int_equal(v.calls, 0);
+	/* aligned, however long: what there is */
+	assert_int_equal(clio_pread_view(fd, SIZE_MAX & ~(size_t)511, 0, view_fail, &v), 5000);
+	assert_int_equal(v.bytes, 5000);
+	/* past the end: 0, however aligned, as clio_pread */
+	assert_int_equal(clio_pread_view(fd, SIZE_MAX - 1, 9999, view_fail, &v), 0);
+	assert_int_equal(clio_close(fd), 0);
+	assert_int_equal(clio_close(f), 0);
+	assert_int_equal(clio_cache_free(c), 0);
+	clio_dev_close(d);
+}
+
 int
 main(void)
 {
@@ -1749,6 +1787,7 @@ main(void)
 		cmocka_unit_test(test_stats_threads),
 		cmocka_unit_test(test_null_args),
 		cmocka_unit_test(test_callback_odd),
+		cmocka_unit_test(test_view_direct_len),
 	};
 
 	if (getenv("CLIO_TEST") != NULL)
