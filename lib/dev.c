@@ -964,6 +964,12 @@ clio_dev_submit(clio_dev *d, struct clio_req *req)
 	if (!flush && (req->offset > (uint64_t)INT64_MAX ||
 		       len > (uint64_t)INT64_MAX - req->offset))
 		return req->op == CLIO_OP_WRITE ? -EFBIG : -EINVAL;
+	/* a device that refuses unaligned transfers gets none: an offset
+	 * and a length in whole sectors, but for a last piece at its end */
+	if (!flush && d->aligned_only &&
+	    (req->offset % d->sector != 0 ||
+	     (len % d->sector != 0 && req->offset + len != clio_dev_size(d))))
+		return -EINVAL;
 	if (!(req->flags & DEV_REQ_TIER)) {
 		struct tier *t = __atomic_load_n(&d->tier, __ATOMIC_ACQUIRE);
 		if (t != NULL)

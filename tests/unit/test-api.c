@@ -40,7 +40,8 @@
  *    overflow, refused without a crash;
  *  - callback_odd: callbacks returning what is no errno (INT_MIN, a
  *    positive value) give -EIO; a maxio that the default sector does
- *    not divide is refused;
+ *    not divide is refused; above 512, a sector is the unit of every
+ *    transfer;
  *  - view_direct_len: clio_pread_view on the direct path refuses an
  *    unaligned length before it allocates for it.
  * Random tests print their seed (CLIO_SEED repeats one); CLIO_TEST=NAME
@@ -1656,13 +1657,13 @@ test_null_args(void **state)
 
 /* A device of callbacks that fail with what is no errno, and one whose
  * maxio does not fit the default sector. */
-static _Atomic int cbodd_ret, cbodd_misaligned;
+static _Atomic int cbodd_ret, cbodd_misaligned, cbodd_sector = 512;
 
 static int
 cbodd_pread(void *arg, void *buf, size_t len, uint64_t off)
 {
 	(void)arg;
-	if (off % 512 != 0 || len % 512 != 0)
+	if (off % (uint64_t)cbodd_sector != 0 || len % (size_t)cbodd_sector != 0)
 		atomic_fetch_add(&cbodd_misaligned, 1);
 	memset(buf, 0, len);
 	return atomic_load(&cbodd_ret);
@@ -1673,7 +1674,7 @@ cbodd_pwrite(void *arg, const void *buf, size_t len, uint64_t off)
 {
 	(void)arg;
 	(void)buf;
-	if (off % 512 != 0 || len % 512 != 0)
+	if (off % (uint64_t)cbodd_sector != 0 || len % (size_t)cbodd_sector != 0)
 		atomic_fetch_add(&cbodd_misaligned, 1);
 	return atomic_load(&cbodd_ret);
 }
@@ -1707,6 +1708,18 @@ test_callback_odd(void **state)
 	assert_int_equal(clio_dev_open_callbacks("x", 64 * KiB, 0, 1024, &cb, NULL, 1, &d), 0);
 	assert_int_equal(clio_dev_pwrite(d, buf, 8192, 0), 8192);
 	assert_int_equal(atomic_load(&cbodd_misaligned), 0);
+	clio_dev_close(d);
+	/* sector 4096: no transfer in parts of sectors reaches the
+	 * callbacks, from the cache or from the program */
+	assert_int_equal(clio_dev_open_callbacks("x", 16384, 4096, 0, &cb, NULL, 1, &d), 0);
+	atomic_store(&cbodd_sector, 4096);
+	assert_int_equal(clio_dev_pread(d, buf, 100, 3), -EINVAL);
+	assert_int_equal(clio_dev_pwrite(d, buf, 100, 0), -EINVAL);
+	assert_int_equal(clio_dev_pwrite(d, buf, 4096, 512), -EINVAL);
+	assert_int_equal(clio_dev_pwrite(d, buf, 8192, 4096), 8192);
+	assert_int_equal(clio_dev_pread(d, buf, 4096, 12288), 4096);
+	assert_int_equal(atomic_load(&cbodd_misaligned), 0);
+	atomic_store(&cbodd_sector, 512);
 	clio_dev_close(d);
 
 	/* a return that is no errno is -EIO, everywhere it goes */
