@@ -64,6 +64,7 @@
 #define DEV_FRONT_SLOTS 16
 #define POOL_MAX 64	/* worker threads of the pool at most */
 #define CACHE_LINE 64
+#define FAULT_NEST_MAX 16	/* fault: devices inside one another at most */
 
 struct dev_stat_acc {
 	struct clio_iostat s;
@@ -1357,14 +1358,25 @@ dev_open_spec(const char *spec, int flags, clio_dev **dp, char *err, size_t errl
 	if (strcmp(spec, "sim") == 0)
 		return dev_sim_open("", flags, dp, err, errlen);
 	if (has_prefix(spec, "fault:")) {
-		const char *at = strchr(spec, '@');
+		const char *at = strchr(spec, '@'), *s = spec;
 		char *opts;
-		int r;
+		int r, depth = 0;
 
 		if (at == NULL || at[1] == '\0') {
 			set_err(err, errlen,
 				"fault device '%s' lacks '@INNER'", spec);
 			return -EINVAL;
+		}
+		/* each level opens the next recursively and names itself
+		 * with all below it: a bound keeps both small */
+		while (!(flags & DEV_OPEN_INNER) && has_prefix(s, "fault:") &&
+		       (s = strchr(s, '@')) != NULL) {
+			s++;
+			if (++depth > FAULT_NEST_MAX) {
+				set_err(err, errlen, "more than %d fault: devices "
+					"nested", FAULT_NEST_MAX);
+				return -EINVAL;
+			}
 		}
 		opts = strndup(spec + 6, (size_t)(at - spec - 6));
 		if (opts == NULL)

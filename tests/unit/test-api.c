@@ -43,7 +43,9 @@
  *    not divide is refused; above 512, a sector is the unit of every
  *    transfer;
  *  - view_direct_len: clio_pread_view on the direct path refuses an
- *    unaligned length before it allocates for it.
+ *    unaligned length before it allocates for it;
+ *  - fault_nest: fault: devices nested past 16 levels are refused, not a
+ *    stack overflow.
  * Random tests print their seed (CLIO_SEED repeats one); CLIO_TEST=NAME
  * runs one test; CLIO_FLAVOUR=tsan does fewer operations.
  */
@@ -1783,6 +1785,35 @@ test_view_direct_len(void **state)
 	clio_dev_close(d);
 }
 
+/* fault: devices nested without end: each level opened the next
+ * recursively and copied all below it into its name, so a long enough
+ * string overflowed the stack (and took memory by the square of its
+ * length).  Past 16 levels: -EINVAL, with a message. */
+static void
+test_fault_nest(void **state)
+{
+	const char *lvl = "fault:write=EIO@";
+	size_t n = 200000, l = strlen(lvl), i;
+	char *spec = malloc(n * l + 16), err[256];
+	clio_dev *d = NULL;
+	char buf[512];
+
+	(void)state;
+	assert_non_null(spec);
+	for (i = 0; i < n; i++)
+		memcpy(spec + i * l, lvl, l);
+	strcpy(spec + n * l, "mem:size=1M");
+	err[0] = '\0';
+	assert_int_equal(clio_dev_open_err(spec, 0, &d, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "nested"));
+	/* 16 levels open, and fail writes as the innermost says */
+	assert_int_equal(clio_dev_open(spec + (n - 16) * l, 0, &d), 0);
+	assert_int_equal(clio_dev_pwrite(d, buf, sizeof(buf), 0), -EIO);
+	clio_dev_close(d);
+	assert_int_equal(clio_dev_open(spec + (n - 17) * l, 0, &d), -EINVAL);
+	free(spec);
+}
+
 int
 main(void)
 {
@@ -1801,6 +1832,7 @@ main(void)
 		cmocka_unit_test(test_null_args),
 		cmocka_unit_test(test_callback_odd),
 		cmocka_unit_test(test_view_direct_len),
+		cmocka_unit_test(test_fault_nest),
 	};
 
 	if (getenv("CLIO_TEST") != NULL)
