@@ -45,7 +45,11 @@
  *  - view_direct_len: clio_pread_view on the direct path refuses an
  *    unaligned length before it allocates for it;
  *  - fault_nest: fault: devices nested past 16 levels are refused, not a
- *    stack overflow.
+ *    stack overflow;
+ *  - fault_model: objects written, read, truncated, synced and reopened
+ *    from their own threads on devices failing at random, against a
+ *    model: what fsync acknowledged is on the device, errors reach only
+ *    their object, and each handle hears of every failure.
  * Random tests print their seed (CLIO_SEED repeats one); CLIO_TEST=NAME
  * runs one test; CLIO_FLAVOUR=tsan does fewer operations.
  */
@@ -1814,6 +1818,375 @@ test_fault_nest(void **state)
 	free(spec);
 }
 
+/*
+ * fault_model: objects of one cache, each written by its own thread
+ * through two handles (random pwrite, pread, ftruncate, fsync,
+ * writeback, close and reopen) while a third thread runs clio_sync,
+ * on devices whose writes and flushes fail at random, checked against
+ * a model of each object: reads see the model until a failure is
+ * reported; an fsync that returns 0 leaves the model on the device,
+ * byte for byte, and follows no failure unreported to its handle; an
+ * error comes only from a device that failed; a failed truncate leaves
+ * the size.  After an error the model takes what the cache shows.
+ * The devices count their own failures: callbacks over memory (fixed
+ * size, failing reads too), or fault: over mem (resizable, counted by
+ * the device's back-end errors).
+ */
+#define FM_OBJS 3
+#define FM_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define FM_MAX (192 * 1024)
+#define FM_ROOM (FM_MAX + 16 * 1024)
+
+struct fm_obj {
+	pthread_mutex_t m;
+	unsigned char *mem;	/* a callbacks device's data */
+	uint64_t rng;
+	double prob;
+	atomic_ullong fails;	/* of writes and flushes */
+	atomic_ullong wfails;	/* of writes */
+	clio_dev *d;
+	unsigned char *model;
+	uint64_t size;
+	int id;
+	bool cb;
+};
+
+struct fm {
+	clio_cache *c;
+	struct fm_obj o[FM_OBJS];
+	uint64_t seed;
+	int nops;
+	atomic_int bad, stop;
+};
+
+static bool
+fm_coin(struct fm_obj *o)
+{
+	return (double)(tu_rand(&o->rng) % 1000000) < o->prob * 1e6;
+}
+
+static int
+fm_pread(void *arg, void *buf, size_t len, uint64_t off)
+{
+	struct fm_obj *o = arg;
+	int r = 0;
+
+	pthread_mutex_lock(&o->m);
+	if (fm_coin(o))
+		r = -EIO;
+	else
+		memcpy(buf, o->mem + off, len);
+	pthread_mutex_unlock(&o->m);
+	return r;
+}
+
+static int
+fm_pwrite(void *arg, const void *buf, size_t len, uint64_t off)
+{
+	struct fm_obj *o = arg;
+	int r = 0;
+
+	pthread_mutex_lock(&o->m);
+	if (fm_coin(o)) {
+		atomic_fetch_add(&o->fails, 1);
+		atomic_fetch_add(&o->wfails, 1);
+		r = -EIO;
+	} else {
+		memcpy(o->mem + off, buf, len);
+	}
+	pthread_mutex_unlock(&o->m);
+	return r;
+}
+
+static int
+fm_flush(void *arg)
+{
+	struct fm_obj *o = arg;
+	int r = 0;
+
+	pthread_mutex_lock(&o->m);
+	if (fm_coin(o)) {
+		atomic_fetch_add(&o->fails, 1);
+		r = -EIO;
+	}
+	pthread_mutex_unlock(&o->m);
+	return r;
+}
+
+static uint64_t
+fm_fails(struct fm_obj *o)
+{
+	struct clio_dev_stats st;
+
+	if (o->cb)
+		return atomic_load(&o->fails);
+	clio_dev_stats(o->d, &st);
+	return st.back.errors;
+}
+
+/* Failed writes: an fsync waits for every write of its object in
+ * flight, so it must report each one that came before it (a flush
+ * of clio_sync's, in flight, it need not; and a close that is not the
+ * last waits for nothing).  A fault: device here fails writes only. */
+static uint64_t
+fm_wfails(struct fm_obj *o)
+{
+	return o->cb ? atomic_load(&o->wfails) : fm_fails(o);
+}
+
+/* What the device holds now, into buf; its size. */
+static uint64_t
+fm_device(struct fm_obj *o, unsigned char *buf)
+{
+	uint64_t size;
+
+	if (o->cb) {
+		pthread_mutex_lock(&o->m);
+		memcpy(buf, o->mem, FM_ROOM);
+		pthread_mutex_unlock(&o->m);
+		return FM_ROOM;
+	}
+	size = clio_dev_size(o->d);
+	if (size > FM_ROOM || clio_dev_pread(o->d, buf, (size_t)size, 0) != (ssize_t)size)
+		return UINT64_MAX;
+	return size;
+}
+
+/* After an error: the model is what the cache shows (reads may fail). */
+static bool
+fm_adopt(struct fm_obj *o, clio_file *f)
+{
+	int64_t size = clio_fsize(f);
+	ssize_t n = -EIO;
+	int i;
+
+	if (size < 0 || size > FM_ROOM)
+		return false;
+	memset(o->model, 0, FM_ROOM);
+	for (i = 0; i < 1000 && n == -EIO; i++)
+		n = clio_pread(f, o->model, (size_t)size, 0);
+	o->size = (uint64_t)size;
+	return n == size;
+}
+
+struct fm_arg {
+	struct fm *x;
+	struct fm_obj *o;
+};
+
+static bool
+fm_fail(struct fm *x, struct fm_obj *o, int op, const char *what, long long v)
+{
+	if (atomic_fetch_add(&x->bad, 1) == 0) {
+		tu_seed_failed("fault_model", x->seed);
+		print_message("object %d (%s) op %d: %s (%lld)\n", o->id,
+			      o->cb ? "callbacks" : "fault", op, what, v);
+	}
+	return false;
+}
+
+static bool
+fm_op(struct fm *x, struct fm_obj *o, clio_file **h, uint64_t *seen,
+      uint64_t *rng, int op, unsigned char *buf, unsigned char *back,
+      bool *diverged)
+{
+	int k = (int)(tu_rand(rng) % 2);
+	unsigned u = (unsigned)(tu_rand(rng) % 100);
+	uint64_t off = tu_rand(rng) % FM_MAX, f0;
+	size_t len = 1 + (size_t)(tu_rand(rng) % 12000);
+	ssize_t n;
+	int r;
+
+	if (u < 35) {
+		tu_fill(buf, len, off, tu_rand(rng));
+		n = clio_pwrite(h[k], buf, len, off);
+		/* a read before the write may fail: then nothing, or the
+		 * blocks before it, were written */
+		if (n != (ssize_t)len && !(o->cb && (n == -EIO || (n > 0 && n < (ssize_t)len))))
+			return fm_fail(x, o, op, "pwrite", n);
+		if (n > 0) {
+			memcpy(o->model + off, buf, (size_t)n);
+			o->size = o->size > off + (uint64_t)n ? o->size : off + (uint64_t)n;
+		}
+	} else if (u < 60) {
+		uint64_t want = off >= o->size ? 0 : FM_MIN((uint64_t)len, o->size - off);
+
+		f0 = fm_fails(o);
+		n = clio_pread(h[k], back, len, off);
+		if (n == -EIO && o->cb)
+			return true;
+		if (n != (ssize_t)want || memcmp(back, o->model + off, (size_t)want) != 0 ||
+		    clio_fsize(h[k]) != (int64_t)o->size) {
+			if (f0 == 0)
+				return fm_fail(x, o, op, "a read differs, nothing failed", n);
+			*diverged = true; /* a loss, which must be reported */
+		}
+	} else if (u < 68) {
+		uint64_t size = tu_rand(rng) % FM_MAX;
+		int64_t old = clio_fsize(h[k]);
+
+		r = clio_ftruncate(h[k], size);
+		if (o->cb) {
+			if (r != -EINVAL || clio_fsize(h[k]) != old)
+				return fm_fail(x, o, op, "truncate of a fixed size", r);
+		} else if (r == 0) {
+			if (size < o->size)
+				memset(o->model + size, 0, o->size - size);
+			o->size = size;
+		} else {
+			return fm_fail(x, o, op, "truncate", r);
+		}
+	} else if (u < 90) {
+		bool sync = u < 78, wb = u >= 84;
+
+		f0 = fm_wfails(o);
+		r = sync ? clio_fsync(h[k]) : wb ? clio_writeback(h[k]) : clio_close(h[k]);
+		if (!sync && !wb) {
+			h[k] = tu_open(x->c, o->d, CLIO_RDWR);
+			seen[k] = fm_wfails(o);
+		}
+		if (r == 0) {
+			if ((sync || wb) && f0 != seen[k])
+				return fm_fail(x, o, op, "fsync: a failure unreported", (long long)(f0 - seen[k]));
+			if (*diverged)
+				return fm_fail(x, o, op, "data lost, yet 0", 0);
+			if (sync) {
+				uint64_t size = fm_device(o, back);
+
+				if (size == UINT64_MAX || (!o->cb && size != o->size))
+					return fm_fail(x, o, op, "fsync: the device's size", (long long)size);
+				if (memcmp(back, o->model, (size_t)FM_MIN(size, (uint64_t)FM_ROOM)) != 0)
+					return fm_fail(x, o, op, "fsync: the device differs", 0);
+			}
+		} else {
+			if (r != -EIO || fm_fails(o) == 0)
+				return fm_fail(x, o, op, "an error with no failure", r);
+			if (sync || wb)
+				seen[k] = fm_wfails(o);
+			*diverged = false;
+			if (!fm_adopt(o, h[k]))
+				return fm_fail(x, o, op, "read after an error", 0);
+		}
+	}
+	return true;
+}
+
+static void *
+fm_main(void *arg)
+{
+	struct fm_arg *a = arg;
+	struct fm *x = a->x;
+	struct fm_obj *o = a->o;
+	uint64_t rng = tu_rand_init(x->seed * 31 + (uint64_t)o->id), seen[2];
+	unsigned char *buf = malloc(16384), *back = malloc(FM_ROOM);
+	clio_file *h[2];
+	bool diverged = false;
+	int op;
+
+	assert_non_null(buf);
+	assert_non_null(back);
+	h[0] = tu_open(x->c, o->d, CLIO_RDWR);
+	h[1] = tu_open(x->c, o->d, CLIO_RDWR);
+	seen[0] = seen[1] = fm_wfails(o);
+	for (op = 0; op < x->nops && atomic_load(&x->bad) == 0; op++)
+		if (!fm_op(x, o, h, seen, &rng, op, buf, back, &diverged))
+			break;
+	(void)clio_close(h[0]);
+	(void)clio_close(h[1]);
+	free(buf);
+	free(back);
+	return NULL;
+}
+
+static void *
+fm_syncer(void *arg)
+{
+	struct fm *x = arg;
+
+	while (atomic_load(&x->stop) == 0) {
+		(void)clio_sync(x->c);
+		usleep(500);
+	}
+	return NULL;
+}
+
+static void
+fm_run(uint64_t seed, bool cb)
+{
+	static const struct clio_dev_callbacks ops = { fm_pread, fm_pwrite, fm_flush, NULL };
+	const char *flavour = getenv("CLIO_FLAVOUR");
+	struct clio_conf conf = CLIO_CONF_DEFAULTS;
+	struct fm x;
+	struct fm_arg a[FM_OBJS];
+	pthread_t th[FM_OBJS], sy;
+	uint64_t rng = tu_rand_init(seed);
+	char spec[160];
+	int i;
+
+	memset(&x, 0, sizeof(x));
+	x.seed = seed;
+	x.nops = flavour != NULL && strcmp(flavour, "tsan") == 0 ? 300 : 1500;
+	conf.bsize = 4096;
+	conf.maxphys = 32 * KiB;
+	conf.cache_size = (32 + tu_rand(&rng) % 32) * 4096;
+	conf.dirty_age = 0.01;
+	conf.write_behind = (uint32_t)(tu_rand(&rng) % 3);
+	conf.flush_behind = tu_rand(&rng) % 2 ? 64 * KiB : 0;
+	conf.rbw = (enum clio_rbw_mode)(tu_rand(&rng) % 2);
+	assert_int_equal(clio_cache_new(&conf, &x.c), 0);
+	for (i = 0; i < FM_OBJS; i++) {
+		struct fm_obj *o = &x.o[i];
+
+		o->id = i;
+		o->cb = cb;
+		/* the last object never fails: no error may reach it */
+		o->prob = i == FM_OBJS - 1 ? 0.0 : 0.03;
+		o->rng = tu_rand_init(seed + 977 * (uint64_t)i);
+		o->model = calloc(1, FM_ROOM);
+		assert_non_null(o->model);
+		pthread_mutex_init(&o->m, NULL);
+		if (cb) {
+			o->mem = calloc(1, FM_ROOM);
+			assert_non_null(o->mem);
+			o->size = FM_ROOM;
+			assert_int_equal(clio_dev_open_callbacks("fm", FM_ROOM, 512, 0, &ops,
+								 o, 4, &o->d), 0);
+		} else {
+			snprintf(spec, sizeof(spec),
+				 "fault:write=EIO,prob=%g,seed=%llu@mem:size=0",
+				 o->prob, (unsigned long long)(seed * 3 + (uint64_t)i + 1));
+			o->d = tu_dev_open(spec, 0);
+		}
+	}
+	assert_int_equal(pthread_create(&sy, NULL, fm_syncer, &x), 0);
+	for (i = 0; i < FM_OBJS; i++) {
+		a[i] = (struct fm_arg){ &x, &x.o[i] };
+		assert_int_equal(pthread_create(&th[i], NULL, fm_main, &a[i]), 0);
+	}
+	for (i = 0; i < FM_OBJS; i++)
+		pthread_join(th[i], NULL);
+	atomic_store(&x.stop, 1);
+	pthread_join(sy, NULL);
+	(void)clio_cache_free(x.c);
+	for (i = 0; i < FM_OBJS; i++) {
+		clio_dev_close(x.o[i].d);
+		free(x.o[i].model);
+		free(x.o[i].mem);
+		pthread_mutex_destroy(&x.o[i].m);
+	}
+	assert_int_equal(atomic_load(&x.bad), 0);
+}
+
+static void
+test_fault_model(void **state)
+{
+	uint64_t seed = tu_seed("fault_model");
+
+	(void)state;
+	fm_run(seed, true);
+	fm_run(seed + 1, false);
+}
+
 int
 main(void)
 {
@@ -1833,6 +2206,7 @@ main(void)
 		cmocka_unit_test(test_callback_odd),
 		cmocka_unit_test(test_view_direct_len),
 		cmocka_unit_test(test_fault_nest),
+		cmocka_unit_test(test_fault_model),
 	};
 
 	if (getenv("CLIO_TEST") != NULL)
