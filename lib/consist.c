@@ -15,6 +15,8 @@
  *     hold; clio_revalidate() with another one drops every clean buffer
  *     (waiting for their holders and for reads in flight, which may bring
  *     old data) before it returns.
+ *     The first validator keeps them, unless its size is smaller than
+ *     the object's: then they go too.
  *  2. Dirty and in-flight writes are never dropped: they are newer than
  *     any version of the source, and the size covers them.  A fixed-size
  *     device keeps its own size whatever a validator says.
@@ -98,8 +100,11 @@ clio_revalidate(clio_file *f, const struct clio_validator *v)
 		r = 1;
 	} else if (!o->o_have_v && o->o_ndirty == 0 && o->o_nio == 0 &&
 		   o->o_resizable) {
-		/* the first word on its version: the size is the source's */
-		o->o_size = v->size;
+		/* the first word on its version: the size is the source's;
+		 * blocks cached past a smaller one are not the source's (a
+		 * write past the end would show their bytes, not zeros) */
+		keep = v->size < o->o_size ? drop_clean(c, o) : 0;
+		o->o_size = MAX(v->size, keep);
 	}
 	o->o_v = *v;
 	o->o_have_v = true;

@@ -49,7 +49,10 @@
  *  - fault_model: objects written, read, truncated, synced and reopened
  *    from their own threads on devices failing at random, against a
  *    model: what fsync acknowledged is on the device, errors reach only
- *    their object, and each handle hears of every failure.
+ *    their object, and each handle hears of every failure;
+ *  - revalidate_first_shrink: a first validator smaller than the object
+ *    drops the blocks cached past it: a write past the end shows zeros
+ *    before it, cached or not.
  * Random tests print their seed (CLIO_SEED repeats one); CLIO_TEST=NAME
  * runs one test; CLIO_FLAVOUR=tsan does fewer operations.
  */
@@ -2187,6 +2190,46 @@ test_fault_model(void **state)
 	fm_run(seed + 1, false);
 }
 
+/* The first validator of an object, with a size below what the object
+ * had: the blocks cached past it were kept, and a write past the new
+ * end then showed their old bytes where a read of the same file not
+ * cached showed zeros.  Now they go, and both show zeros. */
+static void
+test_revalidate_first_shrink(void **state)
+{
+	struct clio_validator v = { .size = 4096, .mtime_ns = 1 };
+	struct clio_conf conf = CLIO_CONF_DEFAULTS;
+	unsigned char buf[16384];
+	clio_cache *c;
+	clio_dev *d;
+	clio_file *f;
+	int cached;
+
+	(void)state;
+	conf.bsize = 4096;
+	conf.cache_size = 64 * 4096;
+	for (cached = 0; cached < 2; cached++) {
+		assert_int_equal(clio_cache_new(&conf, &c), 0);
+		d = tu_dev_open("mem:size=16K", 0);
+		memset(buf, 'A', sizeof(buf));
+		assert_int_equal(clio_dev_pwrite(d, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+		f = tu_open(c, d, CLIO_RDWR);
+		if (cached)
+			assert_int_equal(clio_pread(f, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+		assert_int_equal(clio_revalidate(f, &v), 0);
+		assert_int_equal(clio_fsize(f), 4096);
+		assert_int_equal(clio_pwrite(f, "B", 1, 4196), 1);
+		memset(buf, 0x5a, sizeof(buf));
+		assert_int_equal(clio_pread(f, buf, sizeof(buf), 0), 4197);
+		assert_int_equal(tu_check_zero(buf + 4096, 100), -1);
+		assert_int_equal(buf[4196], 'B');
+		assert_int_equal(buf[4095], 'A');
+		assert_int_equal(clio_close(f), 0);
+		assert_int_equal(clio_cache_free(c), 0);
+		clio_dev_close(d);
+	}
+}
+
 int
 main(void)
 {
@@ -2207,6 +2250,7 @@ main(void)
 		cmocka_unit_test(test_view_direct_len),
 		cmocka_unit_test(test_fault_nest),
 		cmocka_unit_test(test_fault_model),
+		cmocka_unit_test(test_revalidate_first_shrink),
 	};
 
 	if (getenv("CLIO_TEST") != NULL)
