@@ -123,6 +123,7 @@ struct nhandle {
 	struct nhandle *next;	/* the node's, under its lock */
 	struct nnode *n;
 	clio_file *cf;
+	bool writer;		/* counted in n->nwriters */
 	atomic_bool wrote;
 };
 
@@ -1273,6 +1274,7 @@ node_open(struct nnode *n, int flags, struct nhandle **hp, bool *keep)
 		return -r;
 	}
 	h->n = n;
+	h->writer = wr;
 	h->next = n->handles;
 	n->handles = h;
 	n->nopen++;
@@ -1472,7 +1474,9 @@ nfs_release_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			*pp = h->next;
 			break;
 		}
-	if ((fi->flags & O_ACCMODE) != O_RDONLY)
+	/* not fi->flags: O_RDONLY|O_TRUNC counted as a writer at the open,
+	 * and the kernel's release flags have no O_TRUNC */
+	if (h->writer)
 		n->nwriters--;
 	if (--n->nopen == 0) {
 		if (n->unhashed) {
