@@ -24,7 +24,10 @@
  * walk, FSINFO and GETATTR: about 5 + depth RPCs) and a node handle
  * (CLIO_KEEP) that lives as long as the device; each FUSE open gets its
  * own clio_file on it.  The device holds the file's handle, so a rename
- * does not disturb it.  At the last release the device is idle
+ * does not disturb it.  A device the server will not open for writing
+ * (EACCES, EROFS: a read-only export, a root-squashed identity) is opened
+ * read-only for a reader; a writer reopens it writable when no handle
+ * is open on it, EACCES otherwise.  At the last release the device is idle
  * (mountidle.c, at most idle_devices, default NFS_IDLE_MAX), its clean
  * and dirty buffers kept; it is closed (the node handle's close writes
  * back and COMMITs, then clio_cache_forget) when evicted, when the kernel
@@ -113,6 +116,7 @@ struct nnode {
 	int nopen, nwriters;
 	bool validated;		/* lease: revalidated once */
 	clio_dev *cdev;
+	bool cdev_ro;		/* opened read-only: the server refused writing */
 	clio_file *cf;		/* node handle, as long as cdev */
 	char *spec;		/* cdev's device string */
 	struct mount_idle idle;	/* listed while cdev is open and nopen 0 */
@@ -691,6 +695,7 @@ nfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 	    struct fuse_file_info *fi)
 {
 	struct nnode *n = node_of(ino);
+	bool via_dev = false;	/* the size set through the file's device */
 	char *path;
 	int r = 0;
 
@@ -714,7 +719,8 @@ nfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 	}
 	if (r == 0 && (valid & FUSE_SET_ATTR_SIZE)) {
 		pthread_mutex_lock(&n->lock);
-		if (n->cf != NULL)
+		via_dev = n->cf != NULL && !n->cdev_ro; /* a read-only one cannot */
+		if (via_dev)
 			r = clio_ftruncate(n->cf, (uint64_t)attr->st_size);
 		else
 			META(r, nfs_truncate(meta, path, (uint64_t)attr->st_size));
@@ -751,7 +757,7 @@ nfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 		return;
 	}
 	pthread_mutex_lock(&n->lock);
-	if (n->cf != NULL && (valid & FUSE_SET_ATTR_SIZE)) {
+	if (n->cf != NULL && via_dev) {
 		/* the version after our own change: the next open keeps it */
 		pthread_mutex_unlock(&n->lock);
 		reply_attr(req, n, true, false);
@@ -1208,8 +1214,15 @@ node_open(struct nnode *n, int flags, struct nhandle **hp, bool *keep)
 	bool wr = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC), fresh = false;
 	struct nhandle *h;
 	char err[256];
+	bool ro = fs_ro;
 	int r;
 
+	if (n->cdev != NULL && n->cdev_ro && wr) {
+		/* a writer: the device again, writable, if nobody reads it */
+		if (n->nopen > 0)
+			return EACCES;
+		node_close_dev(n);
+	}
 	if (n->cdev == NULL) {
 		char *path = path_of(n, NULL);
 		size_t len;
@@ -1228,10 +1241,18 @@ node_open(struct nnode *n, int flags, struct nhandle **hp, bool *keep)
 		snprintf(n->spec, len, "%s%s%s", dev_base, path, dev_query);
 		free(path);
 		err[0] = '\0';
-		r = clio_dev_open_err(n->spec, fs_ro ? CLIO_DEV_RDONLY : 0, &n->cdev,
+		r = clio_dev_open_err(n->spec, ro ? CLIO_DEV_RDONLY : 0, &n->cdev,
 				      err, sizeof(err));
+		if ((r == -EACCES || r == -EROFS) && !ro && !wr) {
+			/* a read-only export, or a file this mount's identity
+			 * may only read (root squashed): a reader still reads */
+			ro = true;
+			err[0] = '\0';
+			r = clio_dev_open_err(n->spec, CLIO_DEV_RDONLY, &n->cdev, err,
+					      sizeof(err));
+		}
 		if (r == 0) {
-			r = clio_open(fs_cache, n->cdev, (fs_ro ? CLIO_RDONLY : CLIO_RDWR) |
+			r = clio_open(fs_cache, n->cdev, (ro ? CLIO_RDONLY : CLIO_RDWR) |
 				      CLIO_KEEP, &n->cf);
 			if (r < 0) {
 				clio_dev_close(n->cdev);
@@ -1244,6 +1265,7 @@ node_open(struct nnode *n, int flags, struct nhandle **hp, bool *keep)
 			n->spec = NULL;
 			return -r;
 		}
+		n->cdev_ro = ro;
 		fresh = true;
 	} else {
 		mount_idle_del(&n->idle);
