@@ -48,9 +48,12 @@
  * size the kernel reads up to), so stat(2) asks this daemon, which
  * answers from the cache.  Negative entries are not cached.
  *
- * Close-to-open (the default).  Each open sends GETATTR (unless the
- * device was opened just now, which did) and revalidates the object
- * with it; keep_cache only when nothing was dropped.  nocto: the open
+ * Close-to-open (the default).  Each open looks its name up by path
+ * (LOOKUPs and GETATTR, unless the device was opened just now, which
+ * did) and revalidates the object with it; keep_cache only when nothing
+ * was dropped.  A name that now names another file (one renamed over it
+ * on the server) or none fails the open with ESTALE, on which the
+ * kernel looks the name up anew and opens what it names.  nocto: the open
  * uses the cached attributes while they are valid.  Each flush (close)
  * of a handle that wrote: clio_fsync (write back and COMMIT), then
  * GETATTR, recorded with clio_validator_set so the next open keeps
@@ -69,7 +72,7 @@
  * (whose walker only tries node locks); the cache's own locks come last.
  * path_lock (the paths) is taken last, holding no other lock after it.
  *
- * The GETATTR of an open and after a close goes through the file's device
+ * The GETATTR after a close goes through the file's device
  * (clio_dev_version: one RPC by its handle, not a LOOKUP walk and a
  * GETATTR); a version found changed there expires the node's other
  * attributes, which the next getattr fetches by path.
@@ -1207,7 +1210,7 @@ dev_version(struct nnode *n)
 /* Open n's device if need be, revalidate and add a handle (n->lock
  * held); keep: may the kernel keep its pages?  0 or an errno. */
 static int
-node_open(struct nnode *n, int flags, struct nhandle **hp, bool *keep)
+node_open_dev(struct nnode *n, int flags, struct nhandle **hp, bool *keep)
 {
 	/* O_TRUNC truncates with O_RDONLY too (the kernel checked for
 	 * write access), as on a local file system */
@@ -1276,8 +1279,20 @@ node_open(struct nnode *n, int flags, struct nhandle **hp, bool *keep)
 		struct stat st;
 		bool use_cached = n->have_st && (fresh || (!nopts.cto && now_monotonic() < n->expires));
 
-		if (!use_cached && dev_version(n) < 0 && node_stat(n, &st) == 0)
+		if (!use_cached && !fresh) {
+			/* the name may name another file now (one renamed over
+			 * it on the server): LOOKUP, not the device's GETATTR;
+			 * ESTALE has the kernel look the name up anew */
+			r = node_stat(n, &st);
+			if (r == ENOENT || (r == 0 && (uint64_t)st.st_ino != n->fileid))
+				return ESTALE;
+			if (r == 0)
+				attr_store(n, &st);
+			else
+				(void)dev_version(n);
+		} else if (!use_cached && dev_version(n) < 0 && node_stat(n, &st) == 0) {
 			attr_store(n, &st);
+		}
 		if (n->have_st && n->nwriters == 0) {
 			validator_of_stat(&n->st, &v);
 			r = clio_revalidate(n->cf, &v);
@@ -1304,6 +1319,17 @@ node_open(struct nnode *n, int flags, struct nhandle **hp, bool *keep)
 		n->nwriters++;
 	*hp = h;
 	return 0;
+}
+
+/* node_open_dev; a failed open leaves an open device idle again */
+static int
+node_open(struct nnode *n, int flags, struct nhandle **hp, bool *keep)
+{
+	int r = node_open_dev(n, flags, hp, keep);
+
+	if (r != 0 && n->cdev != NULL && n->nopen == 0)
+		mount_idle_add(&n->idle);
+	return r;
 }
 
 static void

@@ -1,0 +1,58 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+# test-nfs-mount-replace.sh - close-to-open through `clio mount nfs://`
+# when another writer replaces or removes a name on the server
+# (NFS-Ganesha in the test's namespace), the kernel's entry for it still
+# cached: each open looks the name up, so
+#  1. a file replaced by a rename over it (an editor's or rsync's save)
+#     reads as the new file at the next open, without waiting;
+#  2. a write through the mount after such a replace goes to the new
+#     file, and the old contents do not come back;
+#  3. a file removed on the server is gone at the next open (ENOENT), not
+#     read through the old file's handle;
+#  4. a file renamed away on the server is found under its new name with
+#     its contents, and its old name is gone.
+. "$(dirname "$0")/functions.sh"
+. "$(dirname "$0")/ganesha-common.sh"
+. "$(dirname "$0")/nfs-mount-common.sh"
+
+ganesha_start
+mnt=$tmp/m
+nfs_mount "$mnt" "nfs://127.0.0.1$export?port=$nfs_port&mountport=$mnt_port"
+
+# 1. replaced by a rename
+head -c 100000 /dev/urandom >"$export/f"
+cmp "$mnt/f" "$export/f" || fail "the first read differs"
+head -c 70000 /dev/urandom >"$export/f.new"
+cp "$export/f.new" "$tmp/v2"
+mv "$export/f.new" "$export/f"
+cmp "$mnt/f" "$tmp/v2" || fail "after a rename over it on the server, the old file is read"
+echo "ok: a file replaced by a rename on the server reads as the new one at once"
+
+# 2. written through the mount after a replace
+head -c 50000 /dev/urandom >"$export/f.new"
+mv "$export/f.new" "$export/f"
+echo "written through the mount" >"$mnt/f" || fail "writing after the replace"
+[ "$(cat "$export/f")" = "written through the mount" ] ||
+	fail "the export's file is not what the mount wrote after the replace"
+[ "$(cat "$mnt/f")" = "written through the mount" ] ||
+	fail "the mount reads otherwise after its write"
+echo "ok: a write after the replace goes to the new file"
+
+# 3. removed on the server
+echo "to be removed" >"$export/g"
+[ "$(cat "$mnt/g")" = "to be removed" ] || fail "g reads otherwise"
+rm "$export/g"
+if got=$(cat "$mnt/g" 2>/dev/null); then
+	fail "a file removed on the server is still read: '$got'"
+fi
+echo "ok: a file removed on the server is gone at the next open"
+
+# 4. renamed away on the server
+echo "moving" >"$export/h"
+[ "$(cat "$mnt/h")" = "moving" ] || fail "h reads otherwise"
+mv "$export/h" "$export/h2"
+if (cat "$mnt/h") >/dev/null 2>&1; then fail "the old name still opens"; fi
+[ "$(cat "$mnt/h2")" = "moving" ] || fail "the new name reads otherwise"
+echo "ok: a file renamed on the server: the old name gone, the new one read"
+nfs_umount "$mnt"
