@@ -32,7 +32,10 @@
  * and dirty buffers kept; it is closed (the node handle's close writes
  * back and COMMITs, then clio_cache_forget) when evicted, when the kernel
  * forgets the node, when its file is removed through the mount, and at
- * the end.
+ * the end.  A file unlinked through the mount while open there is
+ * renamed to .clio-silly-FILEID in its directory instead (an NFS
+ * client's "silly rename"): its descriptors go on reading and writing
+ * it, and its last release closes the device and removes that name.
  *
  * The attribute cache (mount.h's struct mount_nfs_opts).  A node's
  * attributes are trusted for its timeout: acregmin (3 s) for a file,
@@ -117,6 +120,7 @@ struct nnode {
 	bool have_st;
 	double expires, timeo;
 	int nopen, nwriters;
+	char *silly;		/* the name it hides under, unlinked while open */
 	bool validated;		/* lease: revalidated once */
 	clio_dev *cdev;
 	bool cdev_ro;		/* opened read-only: the server refused writing */
@@ -866,6 +870,30 @@ node_at(const char *path)
 	return NULL;
 }
 
+/* Rewrite the paths at and under from to to (tbl_lock, path_lock held). */
+static void
+paths_moved(const char *from, const char *to)
+{
+	size_t fl = strlen(from), tl = strlen(to);
+	unsigned b;
+	struct nnode *n;
+
+	for (b = 0; b < NBUCKETS; b++)
+		for (n = tbl[b]; n != NULL; n = n->hnext) {
+			char *p;
+			if (n->path == NULL || strncmp(n->path, from, fl) != 0 ||
+			    (n->path[fl] != '\0' && n->path[fl] != '/'))
+				continue;
+			p = malloc(tl + strlen(n->path + fl) + 1);
+			if (p == NULL)
+				continue;
+			memcpy(p, to, tl);
+			strcpy(p + tl, n->path + fl);
+			free(n->path);
+			n->path = p;
+		}
+}
+
 /* path lost its name through the mount: its node's idle device goes
  * (its buffers are of a file that may be gone). */
 static void
@@ -891,6 +919,59 @@ name_gone(const char *path)
 	pthread_mutex_unlock(&tbl_lock);
 }
 
+/* unlink(2) of a file open through the mount: renamed to a hidden name
+ * in its directory instead (an NFS client's "silly rename"), so that
+ * its descriptors still read and write it; its last release removes
+ * it.  Hidden? */
+static bool
+hide_open(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	int dl = slash != NULL ? (int)(slash - path) : 0, r = -1;
+	struct nnode *n;
+	char *silly;
+
+	pthread_mutex_lock(&tbl_lock);
+	pthread_mutex_lock(&path_lock);
+	n = node_at(path);
+	pthread_mutex_unlock(&path_lock);
+	if (n != NULL) {
+		pthread_mutex_lock(&n->lock);
+		if (n->nopen > 0 && n->silly == NULL && (silly = malloc(dl + 40)) != NULL) {
+			snprintf(silly, dl + 40, "%.*s/.clio-silly-%016llx", dl, path,
+				 (unsigned long long)n->fileid);
+			META(r, nfs_rename(meta, path, silly));
+			if (r == 0) {
+				n->silly = silly;
+				pthread_mutex_lock(&path_lock);
+				paths_moved(path, silly);
+				pthread_mutex_unlock(&path_lock);
+			} else {
+				free(silly);
+			}
+		}
+		pthread_mutex_unlock(&n->lock);
+	}
+	pthread_mutex_unlock(&tbl_lock);
+	return r == 0;
+}
+
+/* The last release of a hidden file (n->lock held): its device closed,
+ * its hidden name removed. */
+static void
+unhide(struct nnode *n)
+{
+	int r;
+
+	node_close_dev(n);
+	META(r, nfs_unlink(meta, n->silly));
+	if (r != 0)
+		fprintf(stderr, "clio mount: cannot remove %s: %s\n", n->silly,
+			strerror(nerr(r)));
+	free(n->silly);
+	n->silly = NULL;
+}
+
 static void
 nfs_remove(fuse_req_t req, fuse_ino_t parent, const char *name, bool dir)
 {
@@ -899,6 +980,11 @@ nfs_remove(fuse_req_t req, fuse_ino_t parent, const char *name, bool dir)
 
 	if ((path = name_path(req, parent, name)) == NULL)
 		return;
+	if (!dir && hide_open(path)) {
+		free(path);
+		fuse_reply_err(req, 0);
+		return;
+	}
 	META(r, dir ? nfs_rmdir(meta, path) : nfs_unlink(meta, path));
 	if (r == 0)
 		name_gone(path);
@@ -916,30 +1002,6 @@ static void
 nfs_rmdir_op(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	nfs_remove(req, parent, name, true);
-}
-
-/* Rewrite the paths at and under from to to (tbl_lock, path_lock held). */
-static void
-paths_moved(const char *from, const char *to)
-{
-	size_t fl = strlen(from), tl = strlen(to);
-	unsigned b;
-	struct nnode *n;
-
-	for (b = 0; b < NBUCKETS; b++)
-		for (n = tbl[b]; n != NULL; n = n->hnext) {
-			char *p;
-			if (n->path == NULL || strncmp(n->path, from, fl) != 0 ||
-			    (n->path[fl] != '\0' && n->path[fl] != '/'))
-				continue;
-			p = malloc(tl + strlen(n->path + fl) + 1);
-			if (p == NULL)
-				continue;
-			memcpy(p, to, tl);
-			strcpy(p + tl, n->path + fl);
-			free(n->path);
-			n->path = p;
-		}
 }
 
 static void
@@ -1527,10 +1589,12 @@ nfs_release_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (h->writer)
 		n->nwriters--;
 	if (--n->nopen == 0) {
+		if (n->silly != NULL)
+			unhide(n);
 		if (n->unhashed) {
 			node_close_dev(n);
 			free_it = true;
-		} else {
+		} else if (n->cdev != NULL) {
 			mount_idle_add(&n->idle);
 			idle = true;
 		}

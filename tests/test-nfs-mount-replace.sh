@@ -11,7 +11,11 @@
 #  3. a file removed on the server is gone at the next open (ENOENT), not
 #     read through the old file's handle;
 #  4. a file renamed away on the server is found under its new name with
-#     its contents, and its old name is gone.
+#     its contents, and its old name is gone;
+#  5. a file unlinked through the mount while open there: its name is
+#     gone, its descriptor still reads its contents and writes, fsync and
+#     close succeed (it hides under another name until then), and after
+#     the close nothing of it is left on the export.
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/ganesha-common.sh"
 . "$(dirname "$0")/nfs-mount-common.sh"
@@ -55,4 +59,23 @@ mv "$export/h" "$export/h2"
 if (cat "$mnt/h") >/dev/null 2>&1; then fail "the old name still opens"; fi
 [ "$(cat "$mnt/h2")" = "moving" ] || fail "the new name reads otherwise"
 echo "ok: a file renamed on the server: the old name gone, the new one read"
+
+# 5. unlinked while open
+head -c 300000 /dev/urandom >"$export/u"
+cp "$export/u" "$tmp/u"
+got=$(perl -e 'open(F, "+<", $ARGV[0]) or die "open: $!";
+	unlink($ARGV[0]) or die "unlink: $!";
+	print -e $ARGV[0] ? "still there " : "";
+	open(M, "<", $ARGV[1]) or die; read(M, $m, 400000); close(M);
+	sysseek(F, 0, 0); $n = sysread(F, $b, 400000);
+	defined($n) or die "read: $!";
+	print $b eq $m ? "read $n " : "read $n other bytes ";
+	sysseek(F, 1000, 0); syswrite(F, "x" x 5000) == 5000 or die "write: $!";
+	sysseek(F, 1000, 0); sysread(F, $b, 5000); print $b eq "x" x 5000 ? "rewritten " : "not rewritten ";
+	use IO::Handle; F->sync or die "fsync: $!";
+	close(F) or die "close: $!"; print "closed"' "$mnt/u" "$tmp/u" 2>&1)
+[ "$got" = "read 300000 rewritten closed" ] || fail "a file unlinked while open: '$got'"
+! ls -A "$export" | grep -q -e '^u$' -e '^\.clio-silly' ||
+	fail "after the close the export holds: $(ls -A "$export" | tr '\n' ' ')"
+echo "ok: a file unlinked while open is still read and written until its close, then gone"
 nfs_umount "$mnt"
