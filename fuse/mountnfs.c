@@ -32,10 +32,11 @@
  * and dirty buffers kept; it is closed (the node handle's close writes
  * back and COMMITs, then clio_cache_forget) when evicted, when the kernel
  * forgets the node, when its file is removed through the mount, and at
- * the end.  A file unlinked through the mount while open there is
- * renamed to .clio-silly-FILEID in its directory instead (an NFS
- * client's "silly rename"): its descriptors go on reading and writing
- * it, and its last release closes the device and removes that name.
+ * the end.  A file unlinked through the mount while open there, or
+ * renamed over there, is first renamed to .clio-silly-FILEID in its
+ * directory (an NFS client's "silly rename"): its descriptors go on
+ * reading and writing it, and its last release closes the device and
+ * removes that name.
  *
  * The attribute cache (mount.h's struct mount_nfs_opts).  A node's
  * attributes are trusted for its timeout: acregmin (3 s) for a file,
@@ -919,34 +920,51 @@ name_gone(const char *path)
 	pthread_mutex_unlock(&tbl_lock);
 }
 
-/* unlink(2) of a file open through the mount: renamed to a hidden name
- * in its directory instead (an NFS client's "silly rename"), so that
- * its descriptors still read and write it; its last release removes
- * it.  Hidden? */
+/* unlink(2) of path (from NULL), or rename(2) of from over it, when
+ * path's file is open through the mount: that file is renamed to a
+ * hidden name in its directory first (an NFS client's "silly rename"),
+ * so that its descriptors still read and write it; its last release
+ * removes it.  Done so?  *rp: 0, or the rename's libnfs error (the
+ * hidden file then has its name back). */
 static bool
-hide_open(const char *path)
+hide_open(const char *path, const char *from, int *rp)
 {
 	const char *slash = strrchr(path, '/');
 	int dl = slash != NULL ? (int)(slash - path) : 0, r = -1;
-	struct nnode *n;
+	struct nnode *n, *o = NULL;
 	char *silly;
 
+	*rp = 0;
 	pthread_mutex_lock(&tbl_lock);
 	pthread_mutex_lock(&path_lock);
 	n = node_at(path);
+	if (from != NULL)
+		o = node_at(from);
 	pthread_mutex_unlock(&path_lock);
-	if (n != NULL) {
+	if (n != NULL && n != o) {
 		pthread_mutex_lock(&n->lock);
 		if (n->nopen > 0 && n->silly == NULL && (silly = malloc(dl + 40)) != NULL) {
 			snprintf(silly, dl + 40, "%.*s/.clio-silly-%016llx", dl, path,
 				 (unsigned long long)n->fileid);
 			META(r, nfs_rename(meta, path, silly));
-			if (r == 0) {
+			if (r == 0 && from != NULL) {
+				META(*rp, nfs_rename(meta, from, path));
+				if (*rp != 0) {
+					int e;
+					META(e, nfs_rename(meta, silly, path));
+					if (e != 0)
+						fprintf(stderr, "clio mount: %s is left as %s: %s\n",
+							path, silly, strerror(nerr(e)));
+					free(silly);
+					silly = NULL;
+				}
+			}
+			if (r == 0 && silly != NULL) {
 				n->silly = silly;
 				pthread_mutex_lock(&path_lock);
 				paths_moved(path, silly);
 				pthread_mutex_unlock(&path_lock);
-			} else {
+			} else if (r != 0) {
 				free(silly);
 			}
 		}
@@ -980,7 +998,7 @@ nfs_remove(fuse_req_t req, fuse_ino_t parent, const char *name, bool dir)
 
 	if ((path = name_path(req, parent, name)) == NULL)
 		return;
-	if (!dir && hide_open(path)) {
+	if (!dir && hide_open(path, NULL, &r)) {
 		free(path);
 		fuse_reply_err(req, 0);
 		return;
@@ -1024,6 +1042,8 @@ nfs_rename_op(fuse_req_t req, fuse_ino_t parent, const char *name,
 		r = ENOMEM;
 	} else if ((flags & RENAME_NOREPLACE) && meta_stat(to, &st) == 0) {
 		r = EEXIST;
+	} else if (!(flags & RENAME_NOREPLACE) && hide_open(to, from, &r)) {
+		r = nerr(r); /* an open file renamed over: hidden, not lost */
 	} else {
 		META(r, nfs_rename(meta, from, to));
 		r = nerr(r);

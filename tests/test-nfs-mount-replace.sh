@@ -15,7 +15,10 @@
 #  5. a file unlinked through the mount while open there: its name is
 #     gone, its descriptor still reads its contents and writes, fsync and
 #     close succeed (it hides under another name until then), and after
-#     the close nothing of it is left on the export.
+#     the close nothing of it is left on the export;
+#  6. the same for a file open through the mount that another is renamed
+#     over there (the new file under its name); a rename from a name
+#     gone on the server fails and leaves the open file under its own.
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/ganesha-common.sh"
 . "$(dirname "$0")/nfs-mount-common.sh"
@@ -78,4 +81,25 @@ got=$(perl -e 'open(F, "+<", $ARGV[0]) or die "open: $!";
 ! ls -A "$export" | grep -q -e '^u$' -e '^\.clio-silly' ||
 	fail "after the close the export holds: $(ls -A "$export" | tr '\n' ' ')"
 echo "ok: a file unlinked while open is still read and written until its close, then gone"
+
+# 6. renamed over while open
+head -c 200000 /dev/urandom >"$export/t"
+cp "$export/t" "$tmp/t"
+echo "the new t" >"$export/s"
+echo "soon gone" >"$export/gone"
+[ "$(cat "$mnt/gone")" = "soon gone" ] || fail "gone reads otherwise"
+rm "$export/gone" # the kernel's entry for it stays: the server refuses the rename
+got=$(perl -e 'open(F, "+<", $ARGV[0]) or die "open: $!";
+	rename($ARGV[3], $ARGV[0]) and die "a missing name renamed";
+	-e $ARGV[0] or die "gone after a failed rename";
+	rename($ARGV[2], $ARGV[0]) or die "rename: $!";
+	open(M, "<", $ARGV[1]) or die; read(M, $m, 400000); close(M);
+	sysseek(F, 0, 0); $n = sysread(F, $b, 400000); defined($n) or die "read: $!";
+	print $b eq $m ? "read $n " : "read $n other bytes ";
+	close(F) or die "close: $!"; print "closed"' "$mnt/t" "$tmp/t" "$mnt/s" "$mnt/gone" 2>&1)
+[ "$got" = "read 200000 closed" ] || fail "a file renamed over while open: '$got'"
+[ "$(cat "$mnt/t")" = "the new t" ] || fail "t is not the file renamed over it"
+! ls -A "$export" | grep -q -e '^s$' -e '^\.clio-silly' ||
+	fail "after the close the export holds: $(ls -A "$export" | tr '\n' ' ')"
+echo "ok: a file renamed over while open is still read until its close, then gone"
 nfs_umount "$mnt"
