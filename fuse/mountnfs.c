@@ -628,6 +628,12 @@ reply_attr(fuse_req_t req, struct nnode *n, bool force, bool reval)
 	pthread_mutex_lock(&n->lock);
 	if (force || !n->have_st || now_monotonic() >= n->expires) {
 		err = node_stat(n, &st);
+		/* the name it was known by is gone (unlinked through the mount
+		 * with another link left, removed or replaced on the server):
+		 * ESTALE has the kernel look its names up anew */
+		if (n != &root && (err == ENOENT ||
+				   (err == 0 && (uint64_t)st.st_ino != n->fileid)))
+			err = ESTALE;
 		if (err == 0 && reval)
 			attr_refresh(n, &st);
 		else if (err == 0)

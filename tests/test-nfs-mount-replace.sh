@@ -18,7 +18,9 @@
 #     the close nothing of it is left on the export;
 #  6. the same for a file open through the mount that another is renamed
 #     over there (the new file under its name); a rename from a name
-#     gone on the server fails and leaves the open file under its own.
+#     gone on the server fails and leaves the open file under its own;
+#  7. a file with two names, one removed through the mount (the last
+#     looked up): the other still opens, reads and stats it.
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/ganesha-common.sh"
 . "$(dirname "$0")/nfs-mount-common.sh"
@@ -102,4 +104,13 @@ got=$(perl -e 'open(F, "+<", $ARGV[0]) or die "open: $!";
 ! ls -A "$export" | grep -q -e '^s$' -e '^\.clio-silly' ||
 	fail "after the close the export holds: $(ls -A "$export" | tr '\n' ' ')"
 echo "ok: a file renamed over while open is still read until its close, then gone"
+
+# 7. two names, the last looked up removed
+echo "two names" >"$mnt/l1"
+ln "$mnt/l1" "$mnt/l2" || fail "ln through the mount"
+[ "$(cat "$mnt/l2")" = "two names" ] || fail "l2 reads otherwise"
+rm "$mnt/l2"
+[ "$(cat "$mnt/l1" 2>&1)" = "two names" ] || fail "l1 after l2's removal: $(cat "$mnt/l1" 2>&1)"
+[ "$(stat -c %s "$mnt/l1" 2>&1)" = 10 ] || fail "stat l1: $(stat -c %s "$mnt/l1" 2>&1)"
+echo "ok: a file's other name still opens after one was removed"
 nfs_umount "$mnt"
