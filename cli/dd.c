@@ -186,6 +186,18 @@ same_file(const struct dd *dd)
 	return S_ISBLK(sa.st_mode) && S_ISBLK(sb.st_mode) && sa.st_rdev == sb.st_rdev;
 }
 
+/* The output device's open flags: conv=nocreat and conv=excl hold for a
+ * device string too (file:, nfs:); a plain path was created above. */
+static int
+output_flags(const struct dd *dd, const struct endpoint *ep)
+{
+	if (dd->conv & CONV_NOCREAT)
+		return 0;
+	if ((dd->conv & CONV_EXCL) && !is_plain_path(ep->spec))
+		return CLIO_DEV_CREATE | CLIO_DEV_EXCL;
+	return CLIO_DEV_CREATE;
+}
+
 static int
 open_endpoint(struct dd *dd, struct endpoint *ep, bool output)
 {
@@ -250,7 +262,7 @@ open_endpoint(struct dd *dd, struct endpoint *ep, bool output)
 	else if (!output)
 		dd->same_file = false; /* not writable: the output's open says why */
 	if (r != 0)
-		r = clio_dev_open_err(spec, output ? CLIO_DEV_CREATE : CLIO_DEV_RDONLY,
+		r = clio_dev_open_err(spec, output ? output_flags(dd, ep) : CLIO_DEV_RDONLY,
 				      &ep->dev, err, sizeof(err));
 	free(spec);
 	if (r < 0) {

@@ -24,12 +24,19 @@
  * walk, FSINFO and GETATTR: about 5 + depth RPCs) and a node handle
  * (CLIO_KEEP) that lives as long as the device; each FUSE open gets its
  * own clio_file on it.  The device holds the file's handle, so a rename
- * does not disturb it.  At the last release the device is idle
+ * does not disturb it.  A device the server will not open for writing
+ * (EACCES, EROFS: a read-only export, a root-squashed identity) is opened
+ * read-only for a reader; a writer reopens it writable when no handle
+ * is open on it, EACCES otherwise.  At the last release the device is idle
  * (mountidle.c, at most idle_devices, default NFS_IDLE_MAX), its clean
  * and dirty buffers kept; it is closed (the node handle's close writes
  * back and COMMITs, then clio_cache_forget) when evicted, when the kernel
  * forgets the node, when its file is removed through the mount, and at
- * the end.
+ * the end.  A file unlinked through the mount while open there, or
+ * renamed over there, is first renamed to .clio-silly-FILEID in its
+ * directory (an NFS client's "silly rename"): its descriptors go on
+ * reading and writing it, and its last release closes the device and
+ * removes that name.
  *
  * The attribute cache (mount.h's struct mount_nfs_opts).  A node's
  * attributes are trusted for its timeout: acregmin (3 s) for a file,
@@ -45,9 +52,12 @@
  * size the kernel reads up to), so stat(2) asks this daemon, which
  * answers from the cache.  Negative entries are not cached.
  *
- * Close-to-open (the default).  Each open sends GETATTR (unless the
- * device was opened just now, which did) and revalidates the object
- * with it; keep_cache only when nothing was dropped.  nocto: the open
+ * Close-to-open (the default).  Each open looks its name up by path
+ * (LOOKUPs and GETATTR, unless the device was opened just now, which
+ * did) and revalidates the object with it; keep_cache only when nothing
+ * was dropped.  A name that now names another file (one renamed over it
+ * on the server) or none fails the open with ESTALE, on which the
+ * kernel looks the name up anew and opens what it names.  nocto: the open
  * uses the cached attributes while they are valid.  Each flush (close)
  * of a handle that wrote: clio_fsync (write back and COMMIT), then
  * GETATTR, recorded with clio_validator_set so the next open keeps
@@ -66,7 +76,7 @@
  * (whose walker only tries node locks); the cache's own locks come last.
  * path_lock (the paths) is taken last, holding no other lock after it.
  *
- * The GETATTR of an open and after a close goes through the file's device
+ * The GETATTR after a close goes through the file's device
  * (clio_dev_version: one RPC by its handle, not a LOOKUP walk and a
  * GETATTR); a version found changed there expires the node's other
  * attributes, which the next getattr fetches by path.
@@ -111,8 +121,10 @@ struct nnode {
 	bool have_st;
 	double expires, timeo;
 	int nopen, nwriters;
+	char *silly;		/* the name it hides under, unlinked while open */
 	bool validated;		/* lease: revalidated once */
 	clio_dev *cdev;
+	bool cdev_ro;		/* opened read-only: the server refused writing */
 	clio_file *cf;		/* node handle, as long as cdev */
 	char *spec;		/* cdev's device string */
 	struct mount_idle idle;	/* listed while cdev is open and nopen 0 */
@@ -123,6 +135,7 @@ struct nhandle {
 	struct nhandle *next;	/* the node's, under its lock */
 	struct nnode *n;
 	clio_file *cf;
+	bool writer;		/* counted in n->nwriters */
 	atomic_bool wrote;
 };
 
@@ -615,6 +628,12 @@ reply_attr(fuse_req_t req, struct nnode *n, bool force, bool reval)
 	pthread_mutex_lock(&n->lock);
 	if (force || !n->have_st || now_monotonic() >= n->expires) {
 		err = node_stat(n, &st);
+		/* the name it was known by is gone (unlinked through the mount
+		 * with another link left, removed or replaced on the server):
+		 * ESTALE has the kernel look its names up anew */
+		if (n != &root && (err == ENOENT ||
+				   (err == 0 && (uint64_t)st.st_ino != n->fileid)))
+			err = ESTALE;
 		if (err == 0 && reval)
 			attr_refresh(n, &st);
 		else if (err == 0)
@@ -690,6 +709,7 @@ nfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 	    struct fuse_file_info *fi)
 {
 	struct nnode *n = node_of(ino);
+	bool via_dev = false;	/* the size set through the file's device */
 	char *path;
 	int r = 0;
 
@@ -713,7 +733,8 @@ nfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 	}
 	if (r == 0 && (valid & FUSE_SET_ATTR_SIZE)) {
 		pthread_mutex_lock(&n->lock);
-		if (n->cf != NULL)
+		via_dev = n->cf != NULL && !n->cdev_ro; /* a read-only one cannot */
+		if (via_dev)
 			r = clio_ftruncate(n->cf, (uint64_t)attr->st_size);
 		else
 			META(r, nfs_truncate(meta, path, (uint64_t)attr->st_size));
@@ -750,7 +771,7 @@ nfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 		return;
 	}
 	pthread_mutex_lock(&n->lock);
-	if (n->cf != NULL && (valid & FUSE_SET_ATTR_SIZE)) {
+	if (n->cf != NULL && via_dev) {
 		/* the version after our own change: the next open keeps it */
 		pthread_mutex_unlock(&n->lock);
 		reply_attr(req, n, true, false);
@@ -856,6 +877,30 @@ node_at(const char *path)
 	return NULL;
 }
 
+/* Rewrite the paths at and under from to to (tbl_lock, path_lock held). */
+static void
+paths_moved(const char *from, const char *to)
+{
+	size_t fl = strlen(from), tl = strlen(to);
+	unsigned b;
+	struct nnode *n;
+
+	for (b = 0; b < NBUCKETS; b++)
+		for (n = tbl[b]; n != NULL; n = n->hnext) {
+			char *p;
+			if (n->path == NULL || strncmp(n->path, from, fl) != 0 ||
+			    (n->path[fl] != '\0' && n->path[fl] != '/'))
+				continue;
+			p = malloc(tl + strlen(n->path + fl) + 1);
+			if (p == NULL)
+				continue;
+			memcpy(p, to, tl);
+			strcpy(p + tl, n->path + fl);
+			free(n->path);
+			n->path = p;
+		}
+}
+
 /* path lost its name through the mount: its node's idle device goes
  * (its buffers are of a file that may be gone). */
 static void
@@ -881,6 +926,76 @@ name_gone(const char *path)
 	pthread_mutex_unlock(&tbl_lock);
 }
 
+/* unlink(2) of path (from NULL), or rename(2) of from over it, when
+ * path's file is open through the mount: that file is renamed to a
+ * hidden name in its directory first (an NFS client's "silly rename"),
+ * so that its descriptors still read and write it; its last release
+ * removes it.  Done so?  *rp: 0, or the rename's libnfs error (the
+ * hidden file then has its name back). */
+static bool
+hide_open(const char *path, const char *from, int *rp)
+{
+	const char *slash = strrchr(path, '/');
+	int dl = slash != NULL ? (int)(slash - path) : 0, r = -1;
+	struct nnode *n, *o = NULL;
+	char *silly;
+
+	*rp = 0;
+	pthread_mutex_lock(&tbl_lock);
+	pthread_mutex_lock(&path_lock);
+	n = node_at(path);
+	if (from != NULL)
+		o = node_at(from);
+	pthread_mutex_unlock(&path_lock);
+	if (n != NULL && n != o) {
+		pthread_mutex_lock(&n->lock);
+		if (n->nopen > 0 && n->silly == NULL && (silly = malloc(dl + 40)) != NULL) {
+			snprintf(silly, dl + 40, "%.*s/.clio-silly-%016llx", dl, path,
+				 (unsigned long long)n->fileid);
+			META(r, nfs_rename(meta, path, silly));
+			if (r == 0 && from != NULL) {
+				META(*rp, nfs_rename(meta, from, path));
+				if (*rp != 0) {
+					int e;
+					META(e, nfs_rename(meta, silly, path));
+					if (e != 0)
+						fprintf(stderr, "clio mount: %s is left as %s: %s\n",
+							path, silly, strerror(nerr(e)));
+					free(silly);
+					silly = NULL;
+				}
+			}
+			if (r == 0 && silly != NULL) {
+				n->silly = silly;
+				pthread_mutex_lock(&path_lock);
+				paths_moved(path, silly);
+				pthread_mutex_unlock(&path_lock);
+			} else if (r != 0) {
+				free(silly);
+			}
+		}
+		pthread_mutex_unlock(&n->lock);
+	}
+	pthread_mutex_unlock(&tbl_lock);
+	return r == 0;
+}
+
+/* The last release of a hidden file (n->lock held): its device closed,
+ * its hidden name removed. */
+static void
+unhide(struct nnode *n)
+{
+	int r;
+
+	node_close_dev(n);
+	META(r, nfs_unlink(meta, n->silly));
+	if (r != 0)
+		fprintf(stderr, "clio mount: cannot remove %s: %s\n", n->silly,
+			strerror(nerr(r)));
+	free(n->silly);
+	n->silly = NULL;
+}
+
 static void
 nfs_remove(fuse_req_t req, fuse_ino_t parent, const char *name, bool dir)
 {
@@ -889,6 +1004,11 @@ nfs_remove(fuse_req_t req, fuse_ino_t parent, const char *name, bool dir)
 
 	if ((path = name_path(req, parent, name)) == NULL)
 		return;
+	if (!dir && hide_open(path, NULL, &r)) {
+		free(path);
+		fuse_reply_err(req, 0);
+		return;
+	}
 	META(r, dir ? nfs_rmdir(meta, path) : nfs_unlink(meta, path));
 	if (r == 0)
 		name_gone(path);
@@ -906,30 +1026,6 @@ static void
 nfs_rmdir_op(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	nfs_remove(req, parent, name, true);
-}
-
-/* Rewrite the paths at and under from to to (tbl_lock, path_lock held). */
-static void
-paths_moved(const char *from, const char *to)
-{
-	size_t fl = strlen(from), tl = strlen(to);
-	unsigned b;
-	struct nnode *n;
-
-	for (b = 0; b < NBUCKETS; b++)
-		for (n = tbl[b]; n != NULL; n = n->hnext) {
-			char *p;
-			if (n->path == NULL || strncmp(n->path, from, fl) != 0 ||
-			    (n->path[fl] != '\0' && n->path[fl] != '/'))
-				continue;
-			p = malloc(tl + strlen(n->path + fl) + 1);
-			if (p == NULL)
-				continue;
-			memcpy(p, to, tl);
-			strcpy(p + tl, n->path + fl);
-			free(n->path);
-			n->path = p;
-		}
 }
 
 static void
@@ -952,6 +1048,8 @@ nfs_rename_op(fuse_req_t req, fuse_ino_t parent, const char *name,
 		r = ENOMEM;
 	} else if ((flags & RENAME_NOREPLACE) && meta_stat(to, &st) == 0) {
 		r = EEXIST;
+	} else if (!(flags & RENAME_NOREPLACE) && hide_open(to, from, &r)) {
+		r = nerr(r); /* an open file renamed over: hidden, not lost */
 	} else {
 		META(r, nfs_rename(meta, from, to));
 		r = nerr(r);
@@ -1200,15 +1298,22 @@ dev_version(struct nnode *n)
 /* Open n's device if need be, revalidate and add a handle (n->lock
  * held); keep: may the kernel keep its pages?  0 or an errno. */
 static int
-node_open(struct nnode *n, int flags, struct nhandle **hp, bool *keep)
+node_open_dev(struct nnode *n, int flags, struct nhandle **hp, bool *keep)
 {
 	/* O_TRUNC truncates with O_RDONLY too (the kernel checked for
 	 * write access), as on a local file system */
 	bool wr = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC), fresh = false;
 	struct nhandle *h;
 	char err[256];
+	bool ro = fs_ro;
 	int r;
 
+	if (n->cdev != NULL && n->cdev_ro && wr) {
+		/* a writer: the device again, writable, if nobody reads it */
+		if (n->nopen > 0)
+			return EACCES;
+		node_close_dev(n);
+	}
 	if (n->cdev == NULL) {
 		char *path = path_of(n, NULL);
 		size_t len;
@@ -1227,10 +1332,18 @@ node_open(struct nnode *n, int flags, struct nhandle **hp, bool *keep)
 		snprintf(n->spec, len, "%s%s%s", dev_base, path, dev_query);
 		free(path);
 		err[0] = '\0';
-		r = clio_dev_open_err(n->spec, fs_ro ? CLIO_DEV_RDONLY : 0, &n->cdev,
+		r = clio_dev_open_err(n->spec, ro ? CLIO_DEV_RDONLY : 0, &n->cdev,
 				      err, sizeof(err));
+		if ((r == -EACCES || r == -EROFS) && !ro && !wr) {
+			/* a read-only export, or a file this mount's identity
+			 * may only read (root squashed): a reader still reads */
+			ro = true;
+			err[0] = '\0';
+			r = clio_dev_open_err(n->spec, CLIO_DEV_RDONLY, &n->cdev, err,
+					      sizeof(err));
+		}
 		if (r == 0) {
-			r = clio_open(fs_cache, n->cdev, (fs_ro ? CLIO_RDONLY : CLIO_RDWR) |
+			r = clio_open(fs_cache, n->cdev, (ro ? CLIO_RDONLY : CLIO_RDWR) |
 				      CLIO_KEEP, &n->cf);
 			if (r < 0) {
 				clio_dev_close(n->cdev);
@@ -1243,6 +1356,7 @@ node_open(struct nnode *n, int flags, struct nhandle **hp, bool *keep)
 			n->spec = NULL;
 			return -r;
 		}
+		n->cdev_ro = ro;
 		fresh = true;
 	} else {
 		mount_idle_del(&n->idle);
@@ -1253,8 +1367,20 @@ node_open(struct nnode *n, int flags, struct nhandle **hp, bool *keep)
 		struct stat st;
 		bool use_cached = n->have_st && (fresh || (!nopts.cto && now_monotonic() < n->expires));
 
-		if (!use_cached && dev_version(n) < 0 && node_stat(n, &st) == 0)
+		if (!use_cached && !fresh) {
+			/* the name may name another file now (one renamed over
+			 * it on the server): LOOKUP, not the device's GETATTR;
+			 * ESTALE has the kernel look the name up anew */
+			r = node_stat(n, &st);
+			if (r == ENOENT || (r == 0 && (uint64_t)st.st_ino != n->fileid))
+				return ESTALE;
+			if (r == 0)
+				attr_store(n, &st);
+			else
+				(void)dev_version(n);
+		} else if (!use_cached && dev_version(n) < 0 && node_stat(n, &st) == 0) {
 			attr_store(n, &st);
+		}
 		if (n->have_st && n->nwriters == 0) {
 			validator_of_stat(&n->st, &v);
 			r = clio_revalidate(n->cf, &v);
@@ -1273,6 +1399,7 @@ node_open(struct nnode *n, int flags, struct nhandle **hp, bool *keep)
 		return -r;
 	}
 	h->n = n;
+	h->writer = wr;
 	h->next = n->handles;
 	n->handles = h;
 	n->nopen++;
@@ -1280,6 +1407,17 @@ node_open(struct nnode *n, int flags, struct nhandle **hp, bool *keep)
 		n->nwriters++;
 	*hp = h;
 	return 0;
+}
+
+/* node_open_dev; a failed open leaves an open device idle again */
+static int
+node_open(struct nnode *n, int flags, struct nhandle **hp, bool *keep)
+{
+	int r = node_open_dev(n, flags, hp, keep);
+
+	if (r != 0 && n->cdev != NULL && n->nopen == 0)
+		mount_idle_add(&n->idle);
+	return r;
 }
 
 static void
@@ -1472,13 +1610,17 @@ nfs_release_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			*pp = h->next;
 			break;
 		}
-	if ((fi->flags & O_ACCMODE) != O_RDONLY)
+	/* not fi->flags: O_RDONLY|O_TRUNC counted as a writer at the open,
+	 * and the kernel's release flags have no O_TRUNC */
+	if (h->writer)
 		n->nwriters--;
 	if (--n->nopen == 0) {
+		if (n->silly != NULL)
+			unhide(n);
 		if (n->unhashed) {
 			node_close_dev(n);
 			free_it = true;
-		} else {
+		} else if (n->cdev != NULL) {
 			mount_idle_add(&n->idle);
 			idle = true;
 		}

@@ -46,6 +46,7 @@ typedef struct clio_file clio_file;
 /* Flags for clio_dev_open. */
 #define CLIO_DEV_RDONLY 0x1 /* open read-only */
 #define CLIO_DEV_CREATE 0x2 /* file backend: create a missing regular file */
+#define CLIO_DEV_EXCL 0x4   /* with CREATE: -EEXIST if it exists (O_EXCL) */
 
 /*
  * Open a device from a string:

@@ -1450,13 +1450,22 @@ clio_dev_open_err(const char *spec, int flags, clio_dev **devp, char *errbuf,
 		set_err(errbuf, errlen, "no %s (NULL)", spec == NULL ? "device string" : "devp");
 		return -EINVAL;
 	}
-	if (flags & ~(CLIO_DEV_RDONLY | CLIO_DEV_CREATE)) {
+	if ((flags & ~(CLIO_DEV_RDONLY | CLIO_DEV_CREATE | CLIO_DEV_EXCL)) ||
+	    ((flags & CLIO_DEV_EXCL) && !(flags & CLIO_DEV_CREATE))) {
 		set_err(errbuf, errlen, "%s: invalid flags 0x%x", spec, (unsigned)flags);
 		return -EINVAL;
 	}
 	r = dev_open_spec(spec, flags, &d, errbuf, errlen);
 	if (r < 0)
 		return r;
+	if ((flags & CLIO_DEV_EXCL) && strcmp(d->ops->scheme, "file") != 0 &&
+	    strcmp(d->ops->scheme, "nfs") != 0) {
+		/* only a file and an NFS file are created: any other device
+		 * exists already, as /dev/null does for open(O_EXCL) */
+		d->ops->close(d);
+		set_err(errbuf, errlen, "%s: %s", spec, strerror(EEXIST));
+		return -EEXIST;
+	}
 	if (flags & CLIO_DEV_RDONLY)
 		d->readonly = true;
 	r = dev_start(d);

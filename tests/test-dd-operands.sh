@@ -153,6 +153,30 @@ head -c 40960 "$tmp/in" >"$tmp/expect"
 copy "no conv=notrunc" "$tmp/expect" "$tmp/r" -- \
 	if="$tmp/in" of="$tmp/out" bs=4k count=10
 
+# conv=nocreat and conv=excl hold for a file: device string too (and
+# for a device that always exists, as /dev/null with GNU dd's excl)
+rm -f "$tmp/out"
+if "$CLIO" dd if="$tmp/in" of="file:$tmp/out" conv=nocreat status=none 2>"$tmp/err"; then
+	fail "conv=nocreat: file: created its file"
+fi
+[ ! -e "$tmp/out" ] || fail "conv=nocreat: file: created its file"
+grep -q "No such file" "$tmp/err" || { cat "$tmp/err"; fail "conv=nocreat: not ENOENT"; }
+cp "$tmp/old" "$tmp/out"
+if "$CLIO" dd if="$tmp/in" of="file:$tmp/out" conv=excl status=none 2>"$tmp/err"; then
+	fail "conv=excl: file: opened an existing file"
+fi
+grep -q "File exists" "$tmp/err" || { cat "$tmp/err"; fail "conv=excl: not EEXIST"; }
+cmp "$tmp/old" "$tmp/out" || fail "conv=excl: file: changed the existing file"
+if "$CLIO" dd if="$tmp/in" of=mem:size=4M conv=excl status=none 2>"$tmp/err"; then
+	fail "conv=excl: mem: succeeded"
+fi
+grep -q "File exists" "$tmp/err" || { cat "$tmp/err"; fail "conv=excl: mem: not EEXIST"; }
+rm -f "$tmp/out"
+"$CLIO" dd if="$tmp/in" of="file:$tmp/out" conv=excl status=none ||
+	fail "conv=excl: file: did not create its file"
+cmp "$tmp/in" "$tmp/out" || fail "conv=excl: file: the new file differs"
+echo "ok: conv=nocreat and conv=excl on file: and mem: devices"
+
 # the direct path, onto a longer file (truncated, as dd does), with a
 # partial last block that O_DIRECT cannot take
 cp "$tmp/old" "$tmp/out"

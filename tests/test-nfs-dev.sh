@@ -5,7 +5,9 @@
 # clio dd writes and reads seeded unaligned offsets and sizes, and the
 # export's file on disk equals a model written by GNU dd, byte for byte
 # (writes past the end grow the file, a dd without notrunc truncates it:
-# SETATTR; a missing file is created, a subdirectory's file read); clio info shows the server's rtmax and wtmax and maxio is
+# SETATTR; a missing file is created, but not with conv=nocreat, an
+# existing one not opened with conv=excl; a subdirectory's file read);
+# clio info shows the server's rtmax and wtmax and maxio is
 # their minimum; 4 KiB writes reach the server as WRITE RPCs of the
 # cluster size, counted by the proxy, and fsync is a COMMIT; keep=
 # bounds what is uncommitted (COMMITs on the way); a bad URL, a missing
@@ -72,6 +74,23 @@ mkdir "$export/sub" && cp "$tmp/small" "$export/sub/g"
 	{ cat "$tmp/err"; fail "clio dd if= a file in a subdirectory"; }
 cmp "$tmp/small" "$tmp/g" || fail "the file in a subdirectory reads back otherwise"
 echo "ok: a missing file created, a file in a subdirectory read"
+
+# conv=nocreat does not create a missing file, conv=excl does not open an
+# existing one (its bytes stay) and creates a missing one, as GNU dd
+if "$CLIO" dd if="$tmp/small" of="nfs://127.0.0.1$export/none?$pq" conv=nocreat \
+	status=none 2>"$tmp/err"; then fail "conv=nocreat: a missing file written"; fi
+[ ! -e "$export/none" ] || fail "conv=nocreat created the file"
+[ "$(wc -l <"$tmp/err")" -eq 1 ] || { cat "$tmp/err"; fail "conv=nocreat: not one line"; }
+cp "$export/new" "$tmp/new"
+head -c 3000 /dev/urandom >"$tmp/other"
+if "$CLIO" dd if="$tmp/other" of="nfs://127.0.0.1$export/new?$pq" conv=excl \
+	status=none 2>"$tmp/err"; then fail "conv=excl: an existing file written"; fi
+grep -q "File exists\|EXIST" "$tmp/err" || { cat "$tmp/err"; fail "conv=excl: not EEXIST"; }
+cmp "$tmp/new" "$export/new" || fail "conv=excl changed the existing file"
+"$CLIO" dd if="$tmp/other" of="nfs://127.0.0.1$export/excl?$pq" conv=excl status=none \
+	2>"$tmp/err" || { cat "$tmp/err"; fail "conv=excl: a missing file not created"; }
+cmp "$tmp/other" "$export/excl" || fail "conv=excl: the created file differs"
+echo "ok: conv=nocreat and conv=excl as GNU dd's"
 
 # ------------------------------------------------------------ clio info
 "$CLIO" info "$url" >"$tmp/info" 2>&1 || { cat "$tmp/info"; fail "clio info $url"; }

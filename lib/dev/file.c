@@ -474,6 +474,8 @@ dev_file_open(const char *path, const char *query, int flags, clio_dev **dp,
 	oflags = (flags & CLIO_DEV_RDONLY) ? O_RDONLY : O_RDWR;
 	if (flags & CLIO_DEV_CREATE)
 		oflags |= O_CREAT;
+	if (flags & CLIO_DEV_EXCL)
+		oflags |= O_EXCL;
 	if (a.direct)
 		oflags |= O_DIRECT;
 	fd = open(path, oflags | O_CLOEXEC, 0644);

@@ -482,7 +482,8 @@ lx_open(struct lx *lx, int flags, struct nfs_file_info *info, char *err,
 		return r;
 	r = nfs_open2(lx->nfs, info->path,
 		      ((flags & CLIO_DEV_RDONLY) ? O_RDONLY : O_RDWR) |
-			      ((flags & CLIO_DEV_CREATE) ? O_CREAT : 0),
+			      ((flags & CLIO_DEV_CREATE) ? O_CREAT : 0) |
+			      ((flags & CLIO_DEV_EXCL) ? O_EXCL : 0),
 		      0644, &lx->fh);
 	if (r != 0) {
 		set_err(err, errlen, "%s: cannot open %s in %s:%s: %s", spec,

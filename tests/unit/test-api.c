@@ -362,6 +362,10 @@ test_dev_errors(void **state)
 			 -EINVAL);
 	assert_ptr_equal(d, (clio_dev *)buf);
 	assert_non_null(strstr(err, "0x4"));
+	/* exclusive creation: a device that is no file exists already */
+	assert_int_equal(clio_dev_open_err("mem:size=1M", CLIO_DEV_CREATE | CLIO_DEV_EXCL,
+					   &d, err, sizeof(err)), -EEXIST);
+	assert_ptr_equal(d, (clio_dev *)buf);
 	assert_int_equal(clio_dev_open("mem:size=1M", 0x100 | CLIO_DEV_RDONLY, &d), -EINVAL);
 	assert_int_equal(clio_dev_open_err(NULL, 0, &d, err, sizeof(err)), -EINVAL);
 	assert_int_equal(clio_dev_open("mem:size=1M", 0, NULL), -EINVAL);
