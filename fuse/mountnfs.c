@@ -1803,9 +1803,15 @@ mountnfs_fini(void)
 				free(h);
 			}
 			n->nopen = 0;
-			r = node_close_dev(n);
-			if (w == 0)
-				w = r;
+			if (n->silly != NULL) {
+				/* unlinked while open, still open at the end: its
+				 * hidden name goes with the last descriptor here */
+				unhide(n);
+			} else {
+				r = node_close_dev(n);
+				if (w == 0)
+					w = r;
+			}
 			pthread_mutex_unlock(&n->lock);
 			node_free(n);
 		}

@@ -20,7 +20,9 @@
 #     over there (the new file under its name); a rename from a name
 #     gone on the server fails and leaves the open file under its own;
 #  7. a file with two names, one removed through the mount (the last
-#     looked up): the other still opens, reads and stats it.
+#     looked up): the other still opens, reads and stats it;
+#  8. a file unlinked through the mount while open, the daemon ended by
+#     SIGTERM before its close: its hidden name is removed at the end.
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/ganesha-common.sh"
 . "$(dirname "$0")/nfs-mount-common.sh"
@@ -114,3 +116,21 @@ rm "$mnt/l2"
 [ "$(stat -c %s "$mnt/l1" 2>&1)" = 10 ] || fail "stat l1: $(stat -c %s "$mnt/l1" 2>&1)"
 echo "ok: a file's other name still opens after one was removed"
 nfs_umount "$mnt"
+
+# 8. unlinked while open, the daemon ended by SIGTERM with it still open
+nfs_mount "$mnt" "nfs://127.0.0.1$export?port=$nfs_port&mountport=$mnt_port"
+daemon=$last_pid
+echo "held open" >"$mnt/w"
+sleep 30 <"$mnt/w" &
+holder=$!
+rm "$mnt/w" || fail "rm of a file held open"
+ls -A "$export" | grep -q '^\.clio-silly' || fail "no hidden name while the file is open"
+kill -TERM "$daemon"
+i=0
+while kill -0 "$daemon" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+kill "$holder" 2>/dev/null
+wait "$holder" 2>/dev/null
+! kill -0 "$daemon" 2>/dev/null || fail "the daemon did not end 10 s after SIGTERM"
+! ls -A "$export" | grep -q -e '^w$' -e '^\.clio-silly' ||
+	fail "after the daemon's end the export holds: $(ls -A "$export" | tr '\n' ' ')"
+echo "ok: a file unlinked while open leaves no hidden name when the daemon ends by SIGTERM"
