@@ -1437,6 +1437,16 @@ dev_start(clio_dev *d)
 	return 0;
 }
 
+/* Whether d, or the device a fault: wrapper puts it over, is one that
+ * creates its file (file, nfs): they alone take CLIO_DEV_EXCL. */
+static bool
+dev_makes_files(clio_dev *d)
+{
+	while (strcmp(d->ops->scheme, "fault") == 0)
+		d = dev_fault_inner(d);
+	return strcmp(d->ops->scheme, "file") == 0 || strcmp(d->ops->scheme, "nfs") == 0;
+}
+
 int
 clio_dev_open_err(const char *spec, int flags, clio_dev **devp, char *errbuf,
 		  size_t errlen)
@@ -1458,8 +1468,7 @@ clio_dev_open_err(const char *spec, int flags, clio_dev **devp, char *errbuf,
 	r = dev_open_spec(spec, flags, &d, errbuf, errlen);
 	if (r < 0)
 		return r;
-	if ((flags & CLIO_DEV_EXCL) && strcmp(d->ops->scheme, "file") != 0 &&
-	    strcmp(d->ops->scheme, "nfs") != 0) {
+	if ((flags & CLIO_DEV_EXCL) && !dev_makes_files(d)) {
 		/* only a file and an NFS file are created: any other device
 		 * exists already, as /dev/null does for open(O_EXCL) */
 		d->ops->close(d);

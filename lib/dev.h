@@ -185,6 +185,8 @@ int dev_mem_open(const char *opts, int flags, clio_dev **dp, char *err,
 		 size_t errlen);
 int dev_sim_open(const char *opts, int flags, clio_dev **dp, char *err,
 		 size_t errlen);
+/* A fault device's inner device. */
+clio_dev *dev_fault_inner(clio_dev *d);
 int dev_fault_open(const char *opts, const char *inner, int flags,
 		   clio_dev **dp, char *err, size_t errlen);
 /* lib/dev/callback.c: the device of clio_dev_open_callbacks. */

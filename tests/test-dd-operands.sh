@@ -175,6 +175,14 @@ rm -f "$tmp/out"
 "$CLIO" dd if="$tmp/in" of="file:$tmp/out" conv=excl status=none ||
 	fail "conv=excl: file: did not create its file"
 cmp "$tmp/in" "$tmp/out" || fail "conv=excl: file: the new file differs"
+# through a fault: wrapper, the file below decides
+"$CLIO" dd if="$tmp/in" of="fault:write=EIO,offset=1G@file:$tmp/out2" conv=excl status=none 2>"$tmp/err" ||
+	{ cat "$tmp/err"; fail "conv=excl: fault: over a new file: refused"; }
+cmp "$tmp/in" "$tmp/out2" || fail "conv=excl: fault: over file: the new file differs"
+if "$CLIO" dd if="$tmp/in" of="fault:write=EIO,offset=1G@file:$tmp/out2" conv=excl status=none 2>"$tmp/err"; then
+	fail "conv=excl: fault: over an existing file: opened it"
+fi
+grep -q "File exists" "$tmp/err" || { cat "$tmp/err"; fail "conv=excl: fault: over file: not EEXIST"; }
 echo "ok: conv=nocreat and conv=excl on file: and mem: devices"
 
 # the direct path, onto a longer file (truncated, as dd does), with a

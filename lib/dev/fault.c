@@ -291,3 +291,9 @@ dev_fault_open(const char *opts, const char *inner, int flags, clio_dev **dp,
 	*dp = d;
 	return 0;
 }
+
+clio_dev *
+dev_fault_inner(clio_dev *d)
+{
+	return ((struct fault_dev *)d->priv)->inner;
+}
