@@ -73,12 +73,13 @@
  * that keeps its size is seen at the next open, a change of its size is
  * not (use kernel_cache=off for a source that others change).
  * Attributes and entries are cached MOUNT_TIMEOUT seconds.  With
- * kernel_cache=off, opens have direct_io and keep_cache off and there is
- * no writeback cache: clean pages are dropped at each open, every
- * write(2) reaches clio at once and reads come in the kernel's
- * read-ahead sizes; attributes and entries are not cached (timeout 0),
- * so every path walk and stat asks this daemon and a new open sees a
- * name replaced, or data and size changed, behind the mount's back.
+ * kernel_cache=off, opens have keep_cache off and there is no
+ * writeback cache: clean pages are dropped at each open, every write(2)
+ * reaches clio at once and reads come in the kernel's read-ahead sizes;
+ * attributes and entries are not cached (timeout 0), so every path walk
+ * and stat asks this daemon and a new open sees a name replaced, or
+ * data and size changed, behind the mount's back.  A read(2) does not
+ * drop the pages (no auto_inval_data, mount.c).
  *
  * cache=off (mount.c): no clio device is opened; each FUSE open gets its
  * own descriptor on the file (no O_DIRECT) and reads and writes are
