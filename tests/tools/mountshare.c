@@ -6,7 +6,7 @@
  *   mountshare FILE NPROC SECONDS
  * FILE must hold NPROC * RANGE bytes.  Each process opens FILE three
  * times before any of them starts, then until SECONDS have passed does
- * seeded random pwrite, pread (compared with its model), writes through
+ * seeded random opens (one of its descriptors closed and opened again), pwrite, pread (compared with its model), writes through
  * a MAP_SHARED mapping, FALLOC_FL_PUNCH_HOLE, copy_file_range inside its
  * range, and fsync; at the end it reads its whole range through a new
  * descriptor.  The first wrong byte is printed (offset, got, want) and
@@ -91,8 +91,15 @@ run(const char *path, int c, int secs, int go)
 		size_t off = rnd() % (RANGE - len);
 		ssize_t n;
 
-		fd = fds[rnd() % NFD];
+		k = (int)(rnd() % NFD);
 		op++;
+		if (rnd() % 10 == 0) {
+			/* a new open while the others write */
+			close(fds[k]);
+			if ((fds[k] = open(path, O_RDWR)) < 0)
+				return bad(c, op, "open");
+		}
+		fd = fds[k];
 		if (kind < 3) {
 			memset(buf, 'A' + (int)(rnd() % 26), len);
 			buf[0] = (char)op;
