@@ -594,8 +594,16 @@ mount_init(void *userdata, struct fuse_conn_info *conn)
 	conn->max_readahead = opts.readahead > 1 ? opts.readahead : opts.max_read;
 	if (opts.readahead > 1)
 		set_bdi_readahead(opts.readahead);
+	/* libfuse asks for auto_inval_data by default: the kernel then
+	 * asks for the attributes before every read(2) and drops all the
+	 * file's pages when mtime moved, as another program's write(2)
+	 * does; a page dropped while a write(2) of it is on its way here
+	 * is read back old and kept (kernel_cache=off has no writeback
+	 * cache).  Other sources are close-to-open (keep_cache). */
 	if (opts.nfs_source && (conn->capable & FUSE_CAP_AUTO_INVAL_DATA))
 		conn->want |= FUSE_CAP_AUTO_INVAL_DATA; /* mountnfs.c */
+	else
+		conn->want &= ~(unsigned)FUSE_CAP_AUTO_INVAL_DATA;
 	if (opts.kernel_cache && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
 	else

@@ -73,12 +73,13 @@
  * that keeps its size is seen at the next open, a change of its size is
  * not (use kernel_cache=off for a source that others change).
  * Attributes and entries are cached MOUNT_TIMEOUT seconds.  With
- * kernel_cache=off, opens have direct_io and keep_cache off and there is
- * no writeback cache: clean pages are dropped at each open, every
- * write(2) reaches clio at once and reads come in the kernel's
- * read-ahead sizes; attributes and entries are not cached (timeout 0),
- * so every path walk and stat asks this daemon and a new open sees a
- * name replaced, or data and size changed, behind the mount's back.
+ * kernel_cache=off there is no writeback cache: every write(2) reaches
+ * clio at once and reads come in the kernel's read-ahead sizes; pages
+ * are dropped at an open that finds the source changed, as above;
+ * attributes and entries are not cached (timeout 0), so every path walk
+ * and stat asks this daemon and a new open sees a name replaced, or
+ * data and size changed, behind the mount's back.  A read(2) does not
+ * drop the pages (no auto_inval_data, mount.c).
  *
  * cache=off (mount.c): no clio device is opened; each FUSE open gets its
  * own descriptor on the file (no O_DIRECT) and reads and writes are
@@ -730,8 +731,10 @@ handle_open(struct mnode *n, struct fuse_file_info *fi, bool internal,
 	pthread_mutex_unlock(&n->lock);
 	fi->fh = (uint64_t)(uintptr_t)h;
 	fi->direct_io = direct;
-	/* the kernel keeps its pages only of data that did not change */
-	fi->keep_cache = fs_kernel_cache && !changed && !direct;
+	/* the kernel keeps its pages only of data that did not change
+	 * (dropping them while another process writes the file would read
+	 * pages back old: its write may not have reached clio yet) */
+	fi->keep_cache = !changed && !direct;
 	return 0;
 }
 
