@@ -11,7 +11,8 @@
  *                  with its defaults: the kernel's page cache and
  *                  writeback cache above clio (kernel_cache=on)
  *   kcache=off     the same with kernel_cache=off: no writeback cache,
- *                  pages dropped at each open
+ *                  no cached attributes, pages dropped at an open that
+ *                  finds the source changed
  *   plain FUSE     `clio mount -o cache=off`: each FUSE read and write is
  *                  a pread/pwrite on the file, no clio cache
  *   passthrough_ll libfuse's example file system with its defaults
@@ -554,8 +555,8 @@ out:
 	snprintf(t->note, sizeof(t->note),
 		 "  file %llu MiB in %s, %d run%s per case; mounts: clio mount -o "
 		 "cache_size=%llu (file + 1/8 + 16M; default tunables otherwise: "
-		 "kernel_cache=on), kcache=off: also kernel_cache=off (no keep_cache, "
-		 "no writeback cache),\n  plain FUSE: -o cache=off (pread/pwrite on "
+		 "kernel_cache=on), kcache=off: also kernel_cache=off (no writeback "
+		 "cache, no cached attributes),\n  plain FUSE: -o cache=off (pread/pwrite on "
 		 "the file); passthrough_ll: libfuse's example, -o source=SRC, its "
 		 "defaults%s; nbdfuse: %s%s.\n"
 		 "  Cold cases drop the kernel's caches and touch the file (clio's "
