@@ -121,15 +121,13 @@ nfs_umount "$mnt"
 nfs_mount "$mnt" "nfs://127.0.0.1$export?port=$nfs_port&mountport=$mnt_port"
 daemon=$last_pid
 echo "held open" >"$mnt/w"
-sleep 30 <"$mnt/w" &
-holder=$!
+exec 3<"$mnt/w" # held open by this shell (a background job might open it late)
 rm "$mnt/w" || fail "rm of a file held open"
 ls -A "$export" | grep -q '^\.clio-silly' || fail "no hidden name while the file is open"
 kill -TERM "$daemon"
 i=0
 while kill -0 "$daemon" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-kill "$holder" 2>/dev/null
-wait "$holder" 2>/dev/null
+exec 3<&-
 ! kill -0 "$daemon" 2>/dev/null || fail "the daemon did not end 10 s after SIGTERM"
 ! ls -A "$export" | grep -q -e '^w$' -e '^\.clio-silly' ||
 	fail "after the daemon's end the export holds: $(ls -A "$export" | tr '\n' ' ')"
