@@ -9,7 +9,8 @@
 # 127.0.0.1 is the only address; the whole test runs in there.  It skips
 # (exit 77) when the server's packages are missing.
 #
-# It defines: $export (the directory served, as /export), ganesha_start
+# It defines: $export (the directory served, as /export), ganesha_export
+# (another export, before the start), ganesha_start
 # (returns once the server says "NFS SERVER INITIALIZED"), ganesha_stop,
 # ganesha_kill (SIGKILL: the server dies without a word), and
 # $nfs_port / $mnt_port (2049, 20048); proxy_start MS (tests/tools/rpcproxy
@@ -54,12 +55,19 @@ NFSv4 {
 	RecoveryBackend = fs;
 	RecoveryRoot = $tmp/recov;
 }
+EOF
+
+# ganesha_export ID PATH PSEUDO ACCESS SQUASH: one more export in the
+# configuration (before ganesha_start): ACCESS RW or RO, SQUASH
+# No_Root_Squash or Root_Squash.
+ganesha_export() {
+	cat >>"$tmp/ganesha.conf" <<EOF
 EXPORT {
-	Export_Id = 1;
-	Path = $export;
-	Pseudo = /export;
-	Access_Type = RW;
-	Squash = No_Root_Squash;
+	Export_Id = $1;
+	Path = $2;
+	Pseudo = $3;
+	Access_Type = $4;
+	Squash = $5;
 	SecType = sys;
 	Protocols = 3, 4;
 	Transports = TCP;
@@ -67,6 +75,8 @@ EXPORT {
 	FSAL { Name = VFS; }
 }
 EOF
+}
+ganesha_export 1 "$export" /export RW No_Root_Squash
 
 # pid_stop PID: TERM, then KILL after 5 s.
 pid_stop() {

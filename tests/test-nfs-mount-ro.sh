@@ -20,23 +20,8 @@
 ro=$tmp/ro sq=$tmp/sq
 mkdir -p "$ro" "$sq"
 chmod 777 "$sq"
-for e in "2 $ro /ro RO No_Root_Squash" "3 $sq /sq RW Root_Squash"; do
-	set -- $e
-	cat >>"$tmp/ganesha.conf" <<EOF
-EXPORT {
-	Export_Id = $1;
-	Path = $2;
-	Pseudo = $3;
-	Access_Type = $4;
-	Squash = $5;
-	SecType = sys;
-	Protocols = 3, 4;
-	Transports = TCP;
-	Attr_Expiration_Time = 0;
-	FSAL { Name = VFS; }
-}
-EOF
-done
+ganesha_export 2 "$ro" /ro RO No_Root_Squash
+ganesha_export 3 "$sq" /sq RW Root_Squash
 ganesha_start
 q="port=$nfs_port&mountport=$mnt_port"
 
