@@ -233,13 +233,21 @@ static char *
 disk_cache_params(struct endpoint *ep)
 {
 	char *p;
-	int n;
+	int n, r;
 
-	if (ep->kind != EP_CLIO || (n = clio_dev_params(ep->dev, NULL, 0)) <= 0 ||
-	    (p = malloc((size_t)n + 1)) == NULL)
+	if (ep->kind != EP_CLIO)
 		return NULL;
-	if (clio_dev_params(ep->dev, p, (size_t)n + 1) != n ||
-	    strstr(p, "disk_cache.") == NULL) {
+	/* the tier's counters move meanwhile (its culling goes on in the
+	 * background): room for them to grow, and again if they outgrew it */
+	do {
+		if ((n = clio_dev_params(ep->dev, NULL, 0)) <= 0 ||
+		    (p = malloc((size_t)n + 65)) == NULL)
+			return NULL;
+		r = clio_dev_params(ep->dev, p, (size_t)n + 65);
+		if (r > n + 64)
+			free(p);
+	} while (r > n + 64);
+	if (r < 0 || strstr(p, "disk_cache.") == NULL) {
 		free(p);
 		return NULL;
 	}
