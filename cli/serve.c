@@ -49,7 +49,8 @@ usage(FILE *fp)
 		"usage: clio serve DEVICE [-o TUNABLES] (--socket PATH | --port N) [-r] [-f]\n"
 		"                  [--pidfile PATH] [--tls=on|require]\n"
 		"                  [--tls-certificates DIR]\n"
-		"  -o K=V[,K=V...]  cache tunables (bsize, cache_size, maxphys, ...)\n"
+		"  -o K=V[,K=V...]  cache tunables (bsize, cache_size, maxphys, ...),\n"
+		"                   prefault=off (the cache's memory left to its first use)\n"
 		"  --socket PATH    serve on a Unix socket\n"
 		"  --port N         serve on TCP port N of 127.0.0.1\n"
 		"  -r               read-only\n"
@@ -135,7 +136,14 @@ add_tunables(const char *arg, struct clio_conf *conf, char **tunables, int *ntun
 			break;
 		}
 		*eq = '\0';
-		if (clio_conf_set(conf, kv, eq + 1, err, sizeof(err)) < 0) {
+		if (strcmp(kv, "prefault") == 0) { /* the plugin's own key */
+			if (strcmp(eq + 1, "on") != 0 && strcmp(eq + 1, "off") != 0) {
+				fprintf(stderr, "clio serve: prefault: '%s' is neither on nor off\n",
+					eq + 1);
+				r = EX_USAGE;
+				break;
+			}
+		} else if (clio_conf_set(conf, kv, eq + 1, err, sizeof(err)) < 0) {
 			fprintf(stderr, "clio serve: %s\n", err);
 			r = EX_USAGE;
 			break;

@@ -251,6 +251,11 @@ int clio_cache_new(const struct clio_conf *conf, clio_cache **cp);
 int clio_cache_free(clio_cache *c);
 /* Write back every dirty buffer of every object and flush the devices. */
 int clio_sync(clio_cache *c);
+/* Make all of the cache's buffer memory present now, so that no later
+ * request pays its first-touch page faults (a server, at start); the
+ * buffers' contents are untouched.  0, -ENOMEM, or -ENOTSUP (Linux before
+ * 5.14). */
+int clio_cache_prefault(clio_cache *c);
 
 struct clio_cache_stats {
 	uint64_t hits, misses;		/* block lookups by readers and writers */

@@ -1416,6 +1416,22 @@ clio_sync(clio_cache *c)
 	return r;
 }
 
+/* The arena's pages made present and writable without a write (its
+ * bytes stay what they are, so buffers in use are safe). */
+int
+clio_cache_prefault(clio_cache *c)
+{
+#ifdef MADV_POPULATE_WRITE
+	if (c == NULL)
+		return -EINVAL;
+	if (madvise(c->arena, c->arena_len, MADV_POPULATE_WRITE) == 0)
+		return 0;
+	return errno == EINVAL ? -ENOTSUP : -errno;
+#else
+	return c == NULL ? -EINVAL : -ENOTSUP;
+#endif
+}
+
 int
 clio_cache_free(clio_cache *c)
 {

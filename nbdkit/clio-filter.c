@@ -17,6 +17,8 @@
  *     plugin would refuse the write-back of such blocks).
  *     The handles keep the object (CLIO_KEEP): its clean blocks outlive
  *     the connections, until .cleanup frees the cache.
+ *     Unless prefault=off, the cache's memory is made present there,
+ *     before the first client (prefault.c).
  *  2. One clio_file per connection (.open); the connection's own next is
  *     opened, as nbdkit expects, and carries no data: nbdkit asks it only
  *     what the filter passes through (is_rotational).
@@ -49,6 +51,7 @@
 
 #include "clio.h"
 #include "filterdev.h"
+#include "prefault.h"
 #include "util.h"
 
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
@@ -58,6 +61,7 @@
 static struct clio_conf conf = CLIO_CONF_DEFAULTS;
 static clio_cache *cache;
 static clio_dev *dev;
+static bool prefault = true; /* prefault=on|off */
 static struct clio_dev_info dev_info;
 static char *zeros; /* bsize bytes */
 static nbdkit_next *devnext; /* the device's context: owned by dev */
@@ -72,7 +76,10 @@ cf_config(nbdkit_next_config *next, nbdkit_backend *nxdata, const char *key,
 	  const char *value)
 {
 	char err[256] = "";
+	int r = prefault_config(key, value, &prefault);
 
+	if (r != 0)
+		return r < 0 ? -1 : 0;
 	if (clio_conf_set(&conf, key, value, err, sizeof(err)) == 0)
 		return 0;
 	if (strncmp(err, "unknown option", 14) == 0)
@@ -137,6 +144,8 @@ cf_after_fork(nbdkit_backend *backend)
 		nbdkit_error("cannot make the cache: %s", strerror(-r));
 		return -1;
 	}
+	if (prefault_cache(cache, prefault) < 0)
+		return -1;
 	zeros = calloc(1, conf.bsize);
 	if (zeros == NULL) {
 		nbdkit_error("calloc: %s", strerror(errno));
@@ -508,7 +517,8 @@ static struct nbdkit_filter filter = {
 		       "clustering, read-ahead and write-behind.",
 	.config = cf_config,
 	.config_complete = cf_config_complete,
-	.config_help = "TUNABLE=VALUE    a cache tunable (bsize, cache_size, maxphys, ...)",
+	.config_help = "TUNABLE=VALUE    a cache tunable (bsize, cache_size, maxphys, ...)\n"
+		       "prefault=off     leave the cache's memory to its first use",
 	.thread_model = cf_thread_model,
 	.after_fork = cf_after_fork,
 	.cleanup = cf_cleanup,

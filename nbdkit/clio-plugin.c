@@ -19,6 +19,8 @@
  *     blocks).  The daemon
  *     runs in /: .after_fork opens the device from the directory nbdkit
  *     was started in, so that a relative path names the same file.
+ *     Unless prefault=off, .after_fork also makes the cache's memory
+ *     present, before the first client (prefault.c).
  *  2. One clio_file per connection (.open), on the shared device: the
  *     connections share the buffers, so a FLUSH on any of them covers
  *     every write acknowledged on all of them (can_multi_conn).  The
@@ -56,6 +58,7 @@
 #include <unistd.h>
 
 #include "clio.h"
+#include "prefault.h"
 #include "util.h"
 
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
@@ -65,6 +68,7 @@
 
 static char *device;
 static struct clio_conf conf = CLIO_CONF_DEFAULTS;
+static bool prefault = true; /* prefault=on|off */
 static clio_cache *cache;
 static clio_dev *dev;
 static struct clio_dev_info dev_info;
@@ -93,6 +97,8 @@ clio_config(const char *key, const char *value)
 		}
 		return 0;
 	}
+	if ((r = prefault_config(key, value, &prefault)) != 0)
+		return r < 0 ? -1 : 0;
 	r = clio_conf_set(&conf, key, value, err, sizeof(err));
 	if (r < 0) {
 		nbdkit_error("%s", err[0] ? err : "bad tunable");
@@ -208,6 +214,8 @@ clio_after_fork(void)
 		nbdkit_error("cannot make the cache: %s", strerror(-r));
 		return -1;
 	}
+	if (prefault_cache(cache, prefault) < 0)
+		return -1;
 	zeros = calloc(1, ZERO_CHUNK);
 	if (zeros == NULL) {
 		nbdkit_error("calloc: %s", strerror(errno));
@@ -519,7 +527,8 @@ static struct nbdkit_plugin plugin = {
 	.config = clio_config,
 	.config_complete = clio_config_complete,
 	.config_help = "device=DEVICE    (required) a clio device string\n"
-		       "TUNABLE=VALUE    a cache tunable (bsize, cache_size, maxphys, ...)",
+		       "TUNABLE=VALUE    a cache tunable (bsize, cache_size, maxphys, ...)\n"
+		       "prefault=off     leave the cache's memory to its first use",
 	.get_ready = clio_get_ready,
 	.after_fork = clio_after_fork,
 	.unload = clio_unload,

@@ -1,8 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
 # test-nbd-filter.sh - nbdkit-clio-filter.so in front of nbdkit's memory
-# and file plugins, on Unix sockets: nbdcopy of 16 MiB in and out,
-# compared; nbdinfo --json shows the block sizes and multi-conn; 16384
+# and file plugins, on Unix sockets: its cache resident at start
+# (prefault); nbdcopy of 16 MiB in and out, compared; nbdinfo --json shows the block sizes and multi-conn; 16384
 # writes of 1 KiB (clio dd oflag=direct through the NBD client over a
 # 16 MiB file image, seed 002's rewrite) reach the plugin as a few large
 # writes (nbdkit's stats filter above the clio filter counts the client's
@@ -35,6 +35,10 @@ for k in ("can_multi_conn", "can_flush", "can_fua", "can_zero", "can_cache",
 assert e["can_fast_zero"] is False, e
 print("ok: nbdinfo: 16 MiB, blocks 512/65536/32M, multi-conn, flush, FUA, zero, trim, cache")
 PY
+rss_on=$(sed -n 's/^VmRSS:[[:space:]]*\([0-9]*\).*/\1/p' "/proc/$nbd_pids/status")
+[ -n "$rss_on" ] && [ "$rss_on" -ge $((30 * 1024)) ] ||
+	fail "prefault: a 32 MiB cache, ${rss_on:-?} kB resident at start"
+echo "ok: the filter's 32 MiB cache resident at start (${rss_on} kB)"
 nbdcopy --flush "$tmp/img" "$uri" || fail "nbdcopy into the memory plugin"
 nbdcopy "$uri" "$tmp/out" || fail "nbdcopy out of the memory plugin"
 cmp "$tmp/out" "$tmp/img" || fail "memory plugin: the bytes differ"

@@ -9,7 +9,8 @@
 # refused, one with the CA reads the export); errors, each one line
 # before nbdkit starts: a busy port, a socket in use, a stale socket, a
 # socket path that is a file (kept), a certificates directory that is
-# not there, a bad device string.
+# not there, a bad device string; the cache resident from the start
+# (prefault, and prefault=off).
 . "$(dirname "$0")/functions.sh"
 for tool in nbdkit nbdinfo ss ip unshare; do
 	command -v "$tool" >/dev/null 2>&1 ||
@@ -104,6 +105,22 @@ refused 64 "--tls" mem:size=1M --socket "$sock" --tls=maybe
 refused 64 "$tmp/nopki" mem:size=1M --socket "$sock" --tls=require --tls-certificates "$tmp/nopki"
 [ ! -e "$sock" ] || fail "a refused clio serve made its socket"
 echo "ok: bad device strings 64, a missing file 66, bad TLS options 64: one line each"
+
+# ------------------------------------------------------------ prefault
+# rss_kb: the server's resident kB (after a client, so it is ready)
+rss_kb() {
+	nbdinfo "$uri" >/dev/null 2>&1 || fail "nbdinfo $uri"
+	sed -n 's/^VmRSS:[[:space:]]*\([0-9]*\).*/\1/p' "/proc/$nbd_pids/status"
+}
+serve mem:size=1M --socket "$sock" -o cache_size=64M
+rss_on=$(rss_kb)
+serve mem:size=1M --socket "$sock" -o cache_size=64M,prefault=off
+rss_off=$(rss_kb)
+nbd_stop
+[ -n "$rss_on" ] && [ -n "$rss_off" ] && [ "$rss_on" -ge $((rss_off + 56 * 1024)) ] ||
+	fail "prefault: a 64 MiB cache: resident ${rss_on:-?} kB by default, ${rss_off:-?} kB with prefault=off"
+refused 64 "maybe" mem:size=1M --socket "$sock" -o prefault=maybe
+echo "ok: the cache resident at start (${rss_on} kB; prefault=off ${rss_off} kB); prefault=maybe: one line"
 
 # ------------------------------------------------------------ --tls
 if command -v openssl >/dev/null 2>&1; then

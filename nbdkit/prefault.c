@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * prefault.c - the `prefault` key of the nbdkit plugin and filter
+ * (prefault.h).  Invariant: the cache's contents are never changed by
+ * it; with prefault=on a server that starts has all of its cache
+ * resident, or does not start.
+ */
+#include <nbdkit-plugin.h> /* nbdkit_error, nbdkit_debug: the same in filters */
+
+#include <errno.h>
+#include <string.h>
+
+#include "prefault.h"
+
+int
+prefault_config(const char *key, const char *value, bool *on)
+{
+	if (strcmp(key, "prefault") != 0)
+		return 0;
+	if (strcmp(value, "on") == 0 || strcmp(value, "off") == 0) {
+		*on = value[1] == 'n';
+		return 1;
+	}
+	nbdkit_error("prefault: '%s' is neither on nor off", value);
+	return -1;
+}
+
+int
+prefault_cache(clio_cache *c, bool on)
+{
+	int r;
+
+	if (!on)
+		return 0;
+	r = clio_cache_prefault(c);
+	if (r == -ENOTSUP) {
+		nbdkit_debug("prefault: the kernel cannot populate memory; left to first use");
+		return 0;
+	}
+	if (r < 0) {
+		nbdkit_error("prefault: cannot make the cache's memory present: %s",
+			     strerror(-r));
+		return -1;
+	}
+	return 0;
+}
