@@ -27,9 +27,11 @@ void vclock_add(double dt);
 int parse_errno(const char *s, int *out); /* "EIO", "5", "ENOSPC" ... */
 const char *errno_name(int e);
 /* Split "k=v,k=v" in place: calls fn for each pair; stops at the first
- * nonzero return.  A key without '=' gets value "". */
+ * nonzero return.  A key without '=' gets value "".  A key given twice
+ * is -EINVAL, with "WHAT: 'KEY' given twice" in err, before fn sees it. */
 int parse_kv_list(char *s, char sep,
-		  int (*fn)(void *arg, const char *k, const char *v), void *arg);
+		  int (*fn)(void *arg, const char *k, const char *v), void *arg,
+		  const char *what, char *err, size_t errlen);
 /* A device URI's query, split between clio and the library below: each
  * pair "key=value" of spec's query goes to take(arg, pair), which
  * returns 1 if the pair is clio's (taken out), 0 if not (kept) or

@@ -157,8 +157,10 @@ errno_name(int e)
 
 int
 parse_kv_list(char *s, char sep, int (*fn)(void *, const char *, const char *),
-	      void *arg)
+	      void *arg, const char *what, char *err, size_t errlen)
 {
+	const char *keys[64]; /* the keys so far (past 64: not compared) */
+	size_t nkeys = 0, i;
 	char *item = s;
 	int r;
 
@@ -174,6 +176,14 @@ parse_kv_list(char *s, char sep, int (*fn)(void *, const char *, const char *),
 			eq = strchr(item, '=');
 			if (eq != NULL)
 				*eq = '\0';
+			for (i = 0; i < nkeys; i++) {
+				if (strcmp(keys[i], item) == 0) {
+					set_err(err, errlen, "%s: '%s' given twice", what, item);
+					return -EINVAL;
+				}
+			}
+			if (nkeys < sizeof(keys) / sizeof(keys[0]))
+				keys[nkeys++] = item;
 			r = fn(arg, item, eq != NULL ? eq + 1 : "");
 			if (r != 0)
 				return r;

@@ -247,7 +247,7 @@ dev_fault_open(const char *opts, const char *inner, int flags, clio_dev **dp,
 		free(f);
 		return -ENOMEM;
 	}
-	r = parse_kv_list(copy, ',', fault_opt, &a);
+	r = parse_kv_list(copy, ',', fault_opt, &a, "fault", err, errlen);
 	free(copy);
 	if (r < 0) {
 		free(f);

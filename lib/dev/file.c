@@ -466,7 +466,7 @@ dev_file_open(const char *path, const char *query, int flags, clio_dev **dp,
 	copy = strdup(query);
 	if (copy == NULL)
 		return -ENOMEM;
-	r = parse_kv_list(copy, '&', file_opt, &a);
+	r = parse_kv_list(copy, '&', file_opt, &a, "file", err, errlen);
 	free(copy);
 	if (r < 0)
 		return r;

@@ -236,7 +236,7 @@ dev_mem_open(const char *opts, int flags, clio_dev **dp, char *err,
 	(void)flags;
 	if (copy == NULL)
 		return -ENOMEM;
-	r = parse_kv_list(copy, ',', mem_opt, &a);
+	r = parse_kv_list(copy, ',', mem_opt, &a, "mem", err, errlen);
 	free(copy);
 	if (r < 0)
 		return r;

@@ -688,7 +688,7 @@ nfs_sim_open(const char *spec, const char *opts, int flags, struct nfs_xport **x
 			r = -ENOMEM;
 			break;
 		}
-		r = parse_kv_list(buf, ',', set_key, &cx);
+		r = parse_kv_list(buf, ',', set_key, &cx, "nfs+sim", err, errlen);
 		free(buf);
 	}
 	if (r < 0)

@@ -507,7 +507,7 @@ rbd_parse_spec(struct rbd_dev *rd, const char *spec, char *err, size_t errlen)
 	if (q != NULL && q[1] != '\0') {
 		if ((query = strdup(q + 1)) == NULL)
 			return -ENOMEM;
-		r = parse_kv_list(query, '&', rbd_query_kv, &ps);
+		r = parse_kv_list(query, '&', rbd_query_kv, &ps, "rbd", err, errlen);
 		free(query);
 	}
 	return r;

@@ -873,7 +873,7 @@ parse_opts(const char *opts, struct sim_params *p, char *preset_out,
 	const char *preset = DEFAULT_PRESET;
 	char *copy;
 	size_t j;
-	int i, r, seen = 0;
+	int i, r;
 
 	memset(&l, 0, sizeof(l));
 	l.err = err;
@@ -881,16 +881,10 @@ parse_opts(const char *opts, struct sim_params *p, char *preset_out,
 	copy = strdup(opts);
 	if (copy == NULL)
 		return -ENOMEM;
-	r = parse_kv_list(copy, ',', collect_kv, &l);
-	for (i = 0; r == 0 && i < l.n; i++) {
-		if (strcmp(l.k[i], "preset") != 0)
-			continue;
-		if (seen++) {
-			set_err(err, errlen, "sim: second preset '%s'", l.v[i]);
-			r = -EINVAL;
-		}
-		preset = l.v[i];
-	}
+	r = parse_kv_list(copy, ',', collect_kv, &l, "sim", err, errlen);
+	for (i = 0; r == 0 && i < l.n; i++) /* one at most (parse_kv_list) */
+		if (strcmp(l.k[i], "preset") == 0)
+			preset = l.v[i];
 	if (r == 0) {
 		for (j = 0; j < sizeof(presets) / sizeof(presets[0]); j++)
 			if (strcmp(presets[j].name, preset) == 0)

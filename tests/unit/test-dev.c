@@ -199,24 +199,36 @@ static void
 test_parse_kv(void **state)
 {
 	struct kv_seen s;
-	char in[64];
+	char in[64], err[128];
 
 	(void)state;
 	memset(&s, 0, sizeof(s));
 	strcpy(in, "a=1,,b,c=x=y,");
-	assert_int_equal(parse_kv_list(in, ',', kv_record, &s), 0);
+	assert_int_equal(parse_kv_list(in, ',', kv_record, &s, "t", err, sizeof(err)), 0);
 	assert_string_equal(s.buf, "[a|1][b|][c|x=y]");
 
 	memset(&s, 0, sizeof(s));
 	s.stop_at = 2;
 	strcpy(in, "a=1&b=2&c=3");
-	assert_int_equal(parse_kv_list(in, '&', kv_record, &s), -EINVAL);
+	assert_int_equal(parse_kv_list(in, '&', kv_record, &s, "t", err, sizeof(err)), -EINVAL);
 	assert_string_equal(s.buf, "[a|1][b|2]");
 
 	memset(&s, 0, sizeof(s));
 	strcpy(in, "");
-	assert_int_equal(parse_kv_list(in, ',', kv_record, &s), 0);
+	assert_int_equal(parse_kv_list(in, ',', kv_record, &s, "t", err, sizeof(err)), 0);
 	assert_int_equal(s.calls, 0);
+
+	/* a key given twice is refused before its second value is taken;
+	 * a value that looks like a later key is no key */
+	memset(&s, 0, sizeof(s));
+	strcpy(in, "size=1M,b=size,size=2M");
+	assert_int_equal(parse_kv_list(in, ',', kv_record, &s, "mem", err, sizeof(err)), -EINVAL);
+	assert_string_equal(s.buf, "[size|1M][b|size]");
+	assert_string_equal(err, "mem: 'size' given twice");
+	memset(&s, 0, sizeof(s));
+	strcpy(in, "direct&direct=0");
+	assert_int_equal(parse_kv_list(in, '&', kv_record, &s, "file", err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "file: 'direct' given twice");
 }
 
 /* uri_take_query's take: "qd=..." is ours, "bad=..." an error. */
