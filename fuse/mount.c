@@ -16,8 +16,10 @@
  * write(2)), max_read=N, max_write=N, max_pages=N (max_write in pages),
  * readahead=N,
  * cache=on|off (off: a plain pass-through of a directory, no clio cache;
- * see mountfs.c) and kernel_cache=on|off (on, the default: opens keep the
- * kernel's page cache and the kernel's writeback cache is asked for).
+ * see mountfs.c), kernel_cache=on|off (on, the default: opens keep the
+ * kernel's page cache and the kernel's writeback cache is asked for) and
+ * prefault=on|off (on, the default: the cache's memory is made present
+ * before the mount is ready, clio_cache_prefault).
  * max_write defaults to maxphys and max_read to max_write, both capped at
  * 1 MiB (the kernel's 256 pages; max_pages follows max_write).  The
  * kernel's read-ahead for the mount (its bdi's read_ahead_kb, which FUSE
@@ -424,7 +426,8 @@ usage_mount(FILE *fp)
 		"xattr, max_read=N, max_write=N, max_pages=N, readahead=N, cache=on|off (off:\n"
 		"directory only, no clio cache), kernel_cache=on|off (the kernel's\n"
 		"writeback cache and cached attributes; default on), idle_devices=N\n"
-		"(devices kept for the next open of a closed file; default 4096).\n"
+		"(devices kept for the next open of a closed file; default 4096),\n"
+		"prefault=on|off (the cache's memory made resident at mount; default on).\n"
 		"SOURCE nfs://HOST/EXPORT[?port=N&mountport=N&uid=N&gid=N]: an NFSv3 export;\n"
 		"OPTS there also: actimeo=S, acregmin=S, acregmax=S, acdirmin=S, acdirmax=S,\n"
 		"noac, nocto, cto, lease (this mount is the export's only writer).\n"
@@ -452,7 +455,8 @@ parse_one_opt(char *o)
 		opts.xattr = 0;
 	else if (v == NULL && strcmp(o, "default_permissions") == 0)
 		; /* always on */
-	else if (v != NULL && (strcmp(o, "cache") == 0 || strcmp(o, "kernel_cache") == 0)) {
+	else if (v != NULL && (strcmp(o, "cache") == 0 || strcmp(o, "kernel_cache") == 0 ||
+			       strcmp(o, "prefault") == 0)) {
 		int on = strcmp(v, "on") == 0;
 		if (!on && strcmp(v, "off") != 0) {
 			fprintf(stderr, "clio mount: bad %s '%s' (on or off)\n", o, v);
@@ -460,6 +464,8 @@ parse_one_opt(char *o)
 		}
 		if (o[0] == 'c')
 			opts.cache_off = !on;
+		else if (o[0] == 'p')
+			opts.prefault = on;
 		else
 			opts.kernel_cache = on;
 	} else if (v != NULL && (strcmp(o, "max_read") == 0 || strcmp(o, "max_write") == 0)) {
@@ -792,6 +798,7 @@ cmd_mount(int argc, char **argv)
 	opts.conf = (struct clio_conf)CLIO_CONF_DEFAULTS;
 	opts.conf.flush_behind = MOUNT_FLUSH_BEHIND;
 	opts.kernel_cache = 1;
+	opts.prefault = 1;
 	opts.idle_devices = MOUNT_IDLE_MAX;
 	opts.nfs = (struct mount_nfs_opts)MOUNT_NFS_OPTS_DEFAULTS;
 	if (argc >= 2 && strcmp(argv[1], "--help") == 0) {
@@ -965,6 +972,18 @@ cmd_mount(int argc, char **argv)
 	r = mount_creds_init();
 	if (r == 0)
 		r = clio_cache_new(&opts.conf, &cache);
+	/* all of the cache's memory now, not at the first requests (a
+	 * cache the machine cannot hold shows here, not later with dirty
+	 * data in it) */
+	if (r == 0 && opts.prefault && !opts.cache_off &&
+	    (r = clio_cache_prefault(cache)) < 0) {
+		if (r == -ENOTSUP)
+			r = 0;
+		else
+			snprintf(err, sizeof(err), "prefault: cannot make the cache's "
+				 "%llu bytes present: %s",
+				 (unsigned long long)opts.conf.cache_size, strerror(-r));
+	}
 	if (r == 0 && is_dir)
 		r = mountfs_init(cache, rootfd, opts.ro, opts.cache_off,
 				 opts.kernel_cache, opts.idle_devices);

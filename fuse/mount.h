@@ -42,6 +42,7 @@ struct mount_opts {
 	unsigned max_read, max_write; /* 0: derived from maxphys */
 	int cache_off;		/* cache=off: plain pass-through, no clio cache */
 	int kernel_cache;	/* kernel_cache=on (default): keep_cache + writeback cache */
+	int prefault;		/* prefault=on (default): the cache resident at mount */
 	unsigned readahead;	/* the kernel's read-ahead, bytes; 0: its default */
 	unsigned idle_devices;	/* idle devices kept at most (mountidle.c) */
 	struct mount_nfs_opts nfs;	/* nfs:// sources */

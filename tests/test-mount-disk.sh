@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # test-mount-disk.sh - clio mount of a device (mem:size=64M): one file,
 # disk, of the device's size; dd writes at 4k and 1M with conv=notrunc
-# read back equal; bad options exit 64 and mount nothing; max_pages=16
+# read back equal; bad options exit 64 and mount nothing; the cache is
+# resident once the mount serves (prefault=off: not); max_pages=16
 # caps the writes that reach clio at 64 KiB.
 set -e
 . "$(dirname "$0")/mount-common.sh"
@@ -17,7 +18,7 @@ rc=0
 rc=0
 "$CLIO" mount -f -o bsize=3k mem:size=1M "$mnt" 2>"$tmp/err" || rc=$?
 [ "$rc" -eq 64 ] || fail "bad bsize: exit $rc, want 64"
-for bad in max_pages=0 max_pages=257 readahead=1k max_write=2k kernel_cache=maybe; do
+for bad in max_pages=0 max_pages=257 readahead=1k max_write=2k kernel_cache=maybe prefault=maybe; do
 	rc=0
 	"$CLIO" mount -f -o $bad mem:size=1M "$mnt" 2>"$tmp/err" || rc=$?
 	[ "$rc" -eq 64 ] || fail "$bad: exit $rc, want 64"
@@ -25,6 +26,21 @@ for bad in max_pages=0 max_pages=257 readahead=1k max_write=2k kernel_cache=mayb
 		fail "$bad: $(cat "$tmp/err")"
 done
 mountpoint -q "$mnt" && fail "mounted after a bad option"
+
+# the daemon's resident kB once it serves (ls answered)
+daemon_rss() {
+	ls "$mnt" >/dev/null
+	sed -n 's/^VmRSS:[[:space:]]*\([0-9]*\).*/\1/p' "/proc/$mount_pid/status"
+}
+mount_start mem:size=1M "$mnt" -o cache_size=64M
+rss_on=$(daemon_rss)
+mount_stop "$mnt"
+mount_start mem:size=1M "$mnt" -o cache_size=64M,prefault=off
+rss_off=$(daemon_rss)
+mount_stop "$mnt"
+[ -n "$rss_on" ] && [ -n "$rss_off" ] && [ "$rss_on" -ge $((rss_off + 56 * 1024)) ] ||
+	fail "prefault: a 64 MiB cache: ${rss_on:-?} kB resident by default, ${rss_off:-?} kB with prefault=off"
+echo "ok: the cache resident at mount (${rss_on} kB; prefault=off: ${rss_off} kB)"
 
 head -c 3000000 /dev/urandom >"$tmp/pat"
 mount_start mem:size=64M "$mnt" -o bsize=64k,cache_size=16M,maxphys=1M
