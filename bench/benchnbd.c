@@ -12,6 +12,11 @@
  *   (C) nbdkit --filter=nbdkit-clio-filter.so file IMG cache_size=2*IMG
  *       (the filter next to the clio binary, as clio serve finds the
  *       plugin)
+ *   (N) nbdkit null SIZE, without the delay: a server that keeps no data
+ *       and does no work, so what fio's nbd engine reaches against it at
+ *       a workload's depth bounds every system (within the runs' noise);
+ *       the note names the targets not met that lie above it (3x (B) with
+ *       the delay): out of reach of any filter on the machine
  *
  * Invariants:
  *  1. Every measurement gets a server of its own, started for it and
@@ -47,7 +52,7 @@
 #endif
 #define FILTER_NAME "nbdkit-clio-filter.so"
 
-enum nsys { N_A, N_B, N_C, N_SYS };
+enum nsys { N_A, N_B, N_C, N_NULL, N_SYS };
 
 static const struct {
 	const char *key, *head, *progress;
@@ -55,6 +60,7 @@ static const struct {
 	{ "a_mbs", "(A) file MB/s", "A" },
 	{ "b_mbs", "(B) +readahead+cache MB/s", "B" },
 	{ "c_mbs", "(C) +clio MB/s", "C" },
+	{ "null_mbs", "(N) null MB/s", "N" },
 };
 
 enum ncase { W_SEQREAD, W_SEQWRITE, W_REWRITE, W_RANDREAD, W_NCASES };
@@ -161,6 +167,12 @@ server_start(struct nctx *m, int s, bool delay)
 		snprintf(filt, sizeof(filt), "--filter=%s", m->filter);
 		argv[n++] = filt;
 	}
+	if (s == N_NULL) {
+		snprintf(cs, sizeof(cs), "size=%llu", (unsigned long long)m->size);
+		argv[n++] = "null";
+		argv[n++] = cs;
+		goto argv_done;
+	}
 	if (delay)
 		argv[n++] = "--filter=delay";
 	argv[n++] = "file";
@@ -174,6 +186,7 @@ server_start(struct nctx *m, int s, bool delay)
 			 (unsigned long long)(2 * m->size));
 		argv[n++] = cs;
 	}
+argv_done:
 	argv[n] = NULL;
 	pid = fork();
 	if (pid < 0)
@@ -441,8 +454,8 @@ exp_nbd(const struct bench_opts *bo, struct table *t)
 	struct sigaction old_int, old_term;
 	struct nctx *m = calloc(1, sizeof(*m));
 	bool progress = isatty(2) && !bo->json;
-	char perrun[1024] = "";
-	double *v;
+	char perrun[1024] = "", above[512] = "";
+	double *v, ceiling[W_NCASES];
 	int w, d, s, run, rc = 0;
 
 	if (m == NULL || setup(bo, m, 1) < 0) {
@@ -479,6 +492,8 @@ exp_nbd(const struct bench_opts *bo, struct table *t)
 			/* the systems take turns: a slow spell falls on all alike */
 			for (run = 0; run < bo->runs && !nstop; run++)
 				for (s = 0; s < N_SYS && !nstop; s++) {
+					if (s == N_NULL && d == 1)
+						continue; /* the bound is the one without */
 					if (progress)
 						fprintf(stderr, "\r  nbd: case %d/%d, run %d/%d, %s",
 							w * 2 + d + 1, 2 * W_NCASES, run + 1,
@@ -487,9 +502,12 @@ exp_nbd(const struct bench_opts *bo, struct table *t)
 						run_case(m, (enum ncase)w, s, d == 1);
 				}
 			for (s = 0; s < N_SYS; s++) {
-				med[s] = bench_median(v + s * bo->runs, bo->runs);
+				med[s] = s == N_NULL && d == 1 ? ceiling[w]
+							       : bench_median(v + s * bo->runs, bo->runs);
 				table_num(t, row, nsystems[s].key, med[s]);
 			}
+			if (d == 0)
+				ceiling[w] = med[N_NULL];
 			best = MAX(med[N_A], med[N_B]);
 			if (!isnan(med[N_C]) && med[N_B] > 0)
 				table_num(t, row, "ratio_c_b", rb = med[N_C] / med[N_B]);
@@ -499,6 +517,15 @@ exp_nbd(const struct bench_opts *bo, struct table *t)
 				met(t, row, "target_c_b", rb, ncases[w].target_b, &all);
 				perrun_ratios(perrun, sizeof(perrun), ncases[w].brief,
 					      v, bo->runs, run);
+				if (rb < ncases[w].target_b &&
+				    ncases[w].target_b * med[N_B] > med[N_NULL]) {
+					size_t len = strlen(above);
+					snprintf(above + len, sizeof(above) - len,
+						 "%s%s (%.0fx (B) = %.1f MB/s, (N) %.1f)",
+						 len > 0 ? "; " : "", ncases[w].brief,
+						 ncases[w].target_b,
+						 ncases[w].target_b * med[N_B], med[N_NULL]);
+				}
 			}
 			met(t, row, "target_c_best", rbest, 1.0, &all);
 			if (!isnan(rbest) && (!isnan(rb) || !(d == 1 && ncases[w].target_b > 0)))
@@ -517,12 +544,19 @@ exp_nbd(const struct bench_opts *bo, struct table *t)
 		 "(default tunables otherwise);\n"
 		 "  delay 1ms: nbdkit's delay filter below (rdelay=1ms wdelay=1ms). "
 		 "fio --ioengine=nbd, iodepth 1 but for the random reads; writes end "
-		 "with end_fsync=1 (a FLUSH), inside fio's runtime.%s%s",
+		 "with end_fsync=1 (a FLUSH), inside fio's runtime.\n"
+		 "  (N) nbdkit null (no data, no work), without the delay, its figure "
+		 "repeated in the delayed rows: how fast fio's nbd engine goes at that depth "
+		 "against a server that does nothing, a bound for every system (within the "
+		 "runs' noise).%s%s%s%s",
 		 (unsigned long long)(m->size >> 10), m->dir,
 		 (unsigned long long)(m->part >> 10), bo->runs, bo->runs > 1 ? "s" : "",
 		 FILTER_NAME, (unsigned long long)(2 * m->size),
 		 perrun[0] ? "\n  C/B with the delay in each run (the systems take turns): " : "",
-		 perrun);
+		 perrun,
+		 above[0] ? "\n  targets not met that lie above (N), out of reach of any filter "
+			    "on this machine: " : "",
+		 above);
 	teardown(m);
 	free(v);
 	free(m);

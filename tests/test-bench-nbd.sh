@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # test-bench-nbd.sh - `clio bench nbd --quick --size 1M`: its two tables in text
 # and JSON.  The first has the four workloads, each without and with the
-# delay, a figure for each of (A), (B) and (C), and both ratios as numbers
+# delay, a figure for each of (A), (B), (C) and (N) (nbdkit null, the
+# same in both rows of a workload), and both ratios as numbers
 # that agree with the figures, the targets where the issue sets them; the
 # second, clio dd against nbdcopy, its figures and ratio.  Speed is not
 # asserted (the machine is shared and noisy).  No server and no
@@ -30,7 +31,7 @@ assert [(r["workload"], r["delay"]) for r in rows] == \
     [(w, d) for w in work for d in ("none", "1ms")], rows
 num = lambda x: isinstance(x, (int, float)) and math.isfinite(x) and x > 0
 for r in rows:
-    for k in ("a_mbs", "b_mbs", "c_mbs", "ratio_c_b", "ratio_c_best"):
+    for k in ("a_mbs", "b_mbs", "c_mbs", "null_mbs", "ratio_c_b", "ratio_c_best"):
         assert num(r[k]), (k, r)
     assert abs(r["ratio_c_b"] - r["c_mbs"] / r["b_mbs"]) <= 1e-3 * r["ratio_c_b"], r
     best = max(r["a_mbs"], r["b_mbs"])
@@ -44,6 +45,9 @@ for r in rows:
         want_b is not None and abs(r["ratio_c_b"] - want_b) <= 1e-3 * want_b)
     ok = r["ratio_c_best"] >= 1 and (want_b is None or r["ratio_c_b"] >= want_b)
     assert near or r["met"] == ("yes" if ok else "NO"), r
+for w in work:
+    none, late = [r for r in rows if r["workload"] == w]
+    assert none["null_mbs"] == late["null_mbs"], (none, late)
 c = ex["nbd_copy"]["rows"]
 assert len(c) == 1, c
 c = c[0]
