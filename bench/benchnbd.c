@@ -548,7 +548,7 @@ exp_nbd(const struct bench_opts *bo, struct table *t)
 		 "  (N) nbdkit null (no data, no work), without the delay, its figure "
 		 "repeated in the delayed rows: how fast fio's nbd engine goes at that depth "
 		 "against a server that does nothing, a bound for every system (within the "
-		 "runs' noise).%s%s%s%s",
+		 "runs' noise).%s%.400s%s%.300s",
 		 (unsigned long long)(m->size >> 10), m->dir,
 		 (unsigned long long)(m->part >> 10), bo->runs, bo->runs > 1 ? "s" : "",
 		 FILTER_NAME, (unsigned long long)(2 * m->size),

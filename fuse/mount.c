@@ -19,7 +19,8 @@
  * see mountfs.c), kernel_cache=on|off (on, the default: opens keep the
  * kernel's page cache and the kernel's writeback cache is asked for) and
  * prefault=on|off (on, the default: the cache's memory is made present
- * before the mount is ready, clio_cache_prefault).
+ * before the mount is ready, clio_cache_prefault, unless it is more than
+ * the memory available).
  * max_write defaults to maxphys and max_read to max_write, both capped at
  * 1 MiB (the kernel's 256 pages; max_pages follows max_write).  The
  * kernel's read-ahead for the mount (its bdi's read_ahead_kb, which FUSE
@@ -972,17 +973,16 @@ cmd_mount(int argc, char **argv)
 	r = mount_creds_init();
 	if (r == 0)
 		r = clio_cache_new(&opts.conf, &cache);
-	/* all of the cache's memory now, not at the first requests (a
-	 * cache the machine cannot hold shows here, not later with dirty
-	 * data in it) */
-	if (r == 0 && opts.prefault && !opts.cache_off &&
-	    (r = clio_cache_prefault(cache)) < 0) {
-		if (r == -ENOTSUP)
-			r = 0;
-		else
-			snprintf(err, sizeof(err), "prefault: cannot make the cache's "
-				 "%llu bytes present: %s",
-				 (unsigned long long)opts.conf.cache_size, strerror(-r));
+	/* all of the cache's memory now, not at the first requests; a cache
+	 * larger than the memory available is left to its first use */
+	if (r == 0 && opts.prefault && !opts.cache_off) {
+		int pr = clio_cache_prefault(cache);
+		if (pr < 0 && pr != -ENOTSUP)
+			fprintf(stderr, "clio mount: prefault: the cache's %llu bytes "
+				"left to their first use: %s\n",
+				(unsigned long long)opts.conf.cache_size,
+				pr == -ENOMEM ? "more than the memory available"
+					      : strerror(-pr));
 	}
 	if (r == 0 && is_dir)
 		r = mountfs_init(cache, rootfd, opts.ro, opts.cache_off,

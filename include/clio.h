@@ -253,8 +253,9 @@ int clio_cache_free(clio_cache *c);
 int clio_sync(clio_cache *c);
 /* Make all of the cache's buffer memory present now, so that no later
  * request pays its first-touch page faults (a server, at start); the
- * buffers' contents are untouched.  0, -ENOMEM, or -ENOTSUP (Linux before
- * 5.14). */
+ * buffers' contents are untouched.  0; -ENOMEM, touching nothing, if the
+ * cache is larger than the memory available (MemAvailable, or the room
+ * under the cgroup's memory limit); -ENOTSUP (Linux before 5.14). */
 int clio_cache_prefault(clio_cache *c);
 
 struct clio_cache_stats {

@@ -1424,6 +1424,10 @@ clio_cache_prefault(clio_cache *c)
 #ifdef MADV_POPULATE_WRITE
 	if (c == NULL)
 		return -EINVAL;
+	/* more than the machine (or the cgroup) has: the OOM killer would
+	 * choose among every process, not fail this call */
+	if (c->arena_len > mem_available())
+		return -ENOMEM;
 	if (madvise(c->arena, c->arena_len, MADV_POPULATE_WRITE) == 0)
 		return 0;
 	return errno == EINVAL ? -ENOTSUP : -errno;

@@ -23,6 +23,11 @@ double vclock_now(void);
 void vclock_advance_to(double t);
 void vclock_add(double dt);
 
+/* memavail.c: the bytes this process could still make resident (the
+ * kernel's MemAvailable, under a cgroup memory limit its room), UINT64_MAX if
+ * unknown. */
+uint64_t mem_available(void);
+
 /* parse.c */
 int parse_errno(const char *s, int *out); /* "EIO", "5", "ENOSPC" ... */
 const char *errno_name(int e);

@@ -2,8 +2,9 @@
 /*
  * prefault.c - the `prefault` key of the nbdkit plugin and filter
  * (prefault.h).  Invariant: the cache's contents are never changed by
- * it; with prefault=on a server that starts has all of its cache
- * resident, or does not start.
+ * it; with prefault=on a server starts with all of its cache resident,
+ * or, when that is more than the memory available, with a message and
+ * its cache left to first use.
  */
 #include <nbdkit-plugin.h> /* nbdkit_error, nbdkit_debug: the same in filters */
 
@@ -37,10 +38,8 @@ prefault_cache(clio_cache *c, bool on)
 		nbdkit_debug("prefault: the kernel cannot populate memory; left to first use");
 		return 0;
 	}
-	if (r < 0) {
-		nbdkit_error("prefault: cannot make the cache's memory present: %s",
-			     strerror(-r));
-		return -1;
-	}
+	if (r < 0) /* the old way, page by page, rather than no server */
+		nbdkit_error("prefault: the cache's memory left to its first use: %s",
+			     r == -ENOMEM ? "more than the memory available" : strerror(-r));
 	return 0;
 }
