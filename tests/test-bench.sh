@@ -97,6 +97,9 @@ for r in rows:
         assert r["nbdfuse_mbs"] and r["nbdfuse_mbs"] > 0, ("nbdfuse_mbs", r)
     if pll:
         assert r["passthrough_ll_mbs"] and r["passthrough_ll_mbs"] > 0, r
+    # libfuse's null example, built as passthrough_ll is: no new file, no (e)
+    if pll and not r["workload"].startswith("(e)"):
+        assert r["fuse_null_mbs"] and r["fuse_null_mbs"] > 0, ("fuse_null_mbs", r)
 # one run (--quick): the note's per-run mount/kernel ratio of each targeted
 # case is the table's ratio
 note = [e for e in doc["experiments"] if e["experiment"] == "mount"][0]["note"]
