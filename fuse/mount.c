@@ -249,7 +249,41 @@ disk_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 /* A READ reply from the cache: one run that covers the whole request goes
  * to the kernel straight from the cache's buffers; otherwise the runs are
- * gathered in a reply buffer. */
+ * gathered in a reply buffer, the thread's own, kept from one request to
+ * the next (a new one of max_read bytes at each would cost its page
+ * faults every time: thousands in a rewrite of 256 MiB). */
+static pthread_key_t reply_key;
+static pthread_once_t reply_once = PTHREAD_ONCE_INIT;
+
+struct reply_buf {
+	size_t cap;
+	char data[];
+};
+
+static void
+reply_key_make(void)
+{
+	(void)pthread_key_create(&reply_key, free);
+}
+
+/* This thread's reply buffer of at least size bytes, or NULL. */
+static char *
+reply_buf(size_t size)
+{
+	struct reply_buf *b;
+
+	pthread_once(&reply_once, reply_key_make);
+	b = pthread_getspecific(reply_key);
+	if (b == NULL || b->cap < size) {
+		free(b);
+		b = malloc(sizeof(*b) + (size ? size : 1));
+		if (b != NULL)
+			b->cap = size;
+		pthread_setspecific(reply_key, b);
+	}
+	return b != NULL ? b->data : NULL;
+}
+
 struct read_reply {
 	fuse_req_t req;
 	size_t size;
@@ -269,7 +303,7 @@ read_reply_view(void *arg, const struct iovec *iov, int iovcnt, int last)
 		rr->replied = true;
 		return 0;
 	}
-	if (rr->buf == NULL && (rr->buf = malloc(rr->size)) == NULL)
+	if (rr->buf == NULL && (rr->buf = reply_buf(rr->size)) == NULL)
 		return -ENOMEM;
 	for (i = 0; i < iovcnt; i++) {
 		memcpy(rr->buf + rr->have, iov[i].iov_base, iov[i].iov_len);
@@ -290,14 +324,13 @@ mount_reply_read(fuse_req_t req, clio_file *cf, int fd, size_t size, off_t off)
 
 	if (cf != NULL) {
 		r = clio_pread_view(cf, size, (uint64_t)off, read_reply_view, &rr);
-		free(rr.buf);
 		if (!rr.replied) {
 			fuse_reply_err(req, r < 0 ? (int)-r : EIO);
 			return 0;
 		}
 		return r > 0 ? (size_t)r : 0;
 	}
-	if ((rr.buf = malloc(size ? size : 1)) == NULL) {
+	if ((rr.buf = reply_buf(size)) == NULL) {
 		fuse_reply_err(req, ENOMEM);
 		return 0;
 	}
@@ -306,7 +339,6 @@ mount_reply_read(fuse_req_t req, clio_file *cf, int fd, size_t size, off_t off)
 		fuse_reply_err(req, errno);
 	else
 		fuse_reply_buf(req, rr.buf, (size_t)r);
-	free(rr.buf);
 	return r > 0 ? (size_t)r : 0;
 }
 
