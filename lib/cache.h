@@ -116,8 +116,10 @@ struct bio {
 #define BIO_CLASSES 12 /* 1 .. 2048 buffers */
 
 /* A buffered read holds at most READ_RUN buffers at once, and no more
- * than 1/READ_RUN_SHARE of the cache (file.c, invariant 5). */
-#define READ_RUN 64
+ * than 1/READ_RUN_SHARE of the cache (file.c, invariant 5): enough for a
+ * 1 MiB read (FUSE's largest) of 4 KiB blocks that starts inside one, so
+ * that a view gets such a read in one call, not copied together. */
+#define READ_RUN 257
 #define READ_RUN_SHARE 16
 static inline uint32_t
 read_maxrun(uint32_t nbuf)

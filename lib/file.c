@@ -30,7 +30,9 @@
  *  5. A buffered read holds a run of buffers at a time (READ_RUN, and a
  *     16th of the cache at most) and waits for nothing while it holds
  *     them; before taking a run it waits for the run's blocks in flight
- *     and starts reading its missing ones, holding nothing.
+ *     and starts reading its missing ones, holding nothing.  A run cut
+ *     short by a block still being read is let go and taken again once
+ *     that came (twice at most), so that a view gets whole runs.
  *  6. A read first takes the blocks that are valid, not being changed and
  *     carry no trip wire for it with stripe locks only (hit_lockless());
  *     the first block that is not such a hit, and all after it, go the
@@ -612,7 +614,7 @@ read_runs_from(clio_file *f, size_t len, uint64_t off, clio_view_fn *view,
 	while (!last) {
 		struct buf *run[READ_RUN];
 		struct iovec iov[READ_RUN];
-		int i, nrun = 0, vr;
+		int i, nrun = 0, vr, retries = 0;
 
 		if (done < len) {
 			uint64_t run_end = ((off + done) / bs + (uint64_t)maxrun) * bs;
@@ -628,6 +630,22 @@ read_runs_from(clio_file *f, size_t len, uint64_t off, clio_view_fn *view,
 			struct buf *b = read_getbuf(c, o, pos, len - done, seq,
 						    nrun > 0, &r);
 
+			if (b == NULL && r == -EAGAIN && retries++ < 2) {
+				/* a block after the first is still coming: let
+				 * the run go, wait for its blocks holding
+				 * nothing, and take it again, whole (a view
+				 * gets its bytes in one call, as a hit's) */
+				for (i = 0; i < nrun; i++) {
+					done -= iov[i].iov_len;
+					buf_read_end(c, run[i]);
+					buf_release(c, run[i]);
+				}
+				nrun = 0;
+				r = 0;
+				read_prepare_run(c, o, off + done,
+						 MIN(off + len, ((off + done) / bs + (uint64_t)maxrun) * bs));
+				continue;
+			}
 			if (b == NULL) {
 				if (r == -EAGAIN)
 					r = 0;

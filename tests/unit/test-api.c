@@ -55,6 +55,10 @@
  *    before it, cached or not.
  *  - prefault: clio_cache_prefault makes the whole cache resident while
  *    another thread writes and reads through it, and changes no byte.
+ *  - view_whole: clio_pread_view of 1 MiB in 4 KiB blocks, starting
+ *    inside a block, cold (its blocks read while it runs) and warm, comes
+ *    in one call of the view with the right bytes (a FUSE READ reply
+ *    then goes out of the cache's buffers, not copied together).
  * Random tests print their seed (CLIO_SEED repeats one); CLIO_TEST=NAME
  * runs one test; CLIO_FLAVOUR=tsan does fewer operations.
  */
@@ -2329,6 +2333,69 @@ test_prefault(void **state)
 	clio_dev_close(d);
 }
 
+struct vw_arg {
+	unsigned char *want;	/* the file's bytes from the read's offset */
+	int calls, bad;
+	size_t got;
+};
+
+static int
+vw_view(void *arg, const struct iovec *iov, int iovcnt, int last)
+{
+	struct vw_arg *a = arg;
+	int i;
+
+	(void)last;
+	a->calls++;
+	for (i = 0; i < iovcnt; i++) {
+		if (memcmp(iov[i].iov_base, a->want + a->got, iov[i].iov_len) != 0)
+			a->bad++;
+		a->got += iov[i].iov_len;
+	}
+	return 0;
+}
+
+static void
+test_view_whole(void **state)
+{
+	struct clio_conf conf = CLIO_CONF_DEFAULTS;
+	const size_t size = 4u << 20, len = 1u << 20;
+	const uint64_t off = 3 * 4096 + 100;
+	char path[256], spec[300];
+	unsigned char *data = malloc(size);
+	clio_cache *c;
+	clio_dev *d;
+	clio_file *f;
+	int pass, fd;
+
+	(void)state;
+	assert_non_null(data);
+	for (size_t i = 0; i < size; i++)
+		data[i] = (unsigned char)(i * 2654435761u >> 13);
+	fd = tu_tmpfile(path, sizeof(path));
+	assert_int_equal(write(fd, data, size), (ssize_t)size);
+	close(fd);
+	snprintf(spec, sizeof(spec), "file:%s", path);
+	conf.bsize = 4096;
+	conf.cache_size = 64u << 20;
+	assert_int_equal(clio_cache_new(&conf, &c), 0);
+	d = tu_dev_open(spec, 0);
+	f = tu_open(c, d, CLIO_RDONLY);
+	for (pass = 0; pass < 2; pass++) { /* cold, then warm */
+		struct vw_arg a = { .want = data + off };
+
+		assert_int_equal(clio_pread_view(f, len, off, vw_view, &a), (ssize_t)len);
+		if (a.calls != 1 || a.bad != 0 || a.got != len)
+			fail_msg("%s: %d calls of the view, %d runs of other bytes, %zu bytes",
+				 pass ? "warm" : "cold", a.calls, a.bad, a.got);
+	}
+	assert_int_equal(clio_close(f), 0);
+	assert_int_equal(clio_cache_free(c), 0);
+	clio_dev_close(d);
+	unlink(path);
+	free(data);
+}
+
 int
 main(void)
 {
@@ -2351,6 +2418,7 @@ main(void)
 		cmocka_unit_test(test_fault_model),
 		cmocka_unit_test(test_revalidate_first_shrink),
 		cmocka_unit_test(test_prefault),
+		cmocka_unit_test(test_view_whole),
 	};
 
 	if (getenv("CLIO_TEST") != NULL)
