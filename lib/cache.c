@@ -87,6 +87,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "cache.h"
 
@@ -1416,8 +1417,23 @@ clio_sync(clio_cache *c)
 	return r;
 }
 
+#ifdef MADV_POPULATE_WRITE
+/* The pages under [p, p + len) made present, their bytes unchanged; a
+ * best effort (a page outside any mapping fails it: no matter). */
+static void
+populate_range(void *p, size_t len)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t lo = (uintptr_t)p / page * page;
+	uintptr_t hi = ((uintptr_t)p + len + page - 1) / page * page;
+
+	(void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
+}
+#endif
+
 /* The arena's pages made present and writable without a write (its
- * bytes stay what they are, so buffers in use are safe). */
+ * bytes stay what they are, so buffers in use are safe), and those of
+ * the buffer headers and the hash table that go with them. */
 int
 clio_cache_prefault(clio_cache *c)
 {
@@ -1428,9 +1444,11 @@ clio_cache_prefault(clio_cache *c)
 	 * choose among every process, not fail this call */
 	if (c->arena_len > mem_available())
 		return -ENOMEM;
-	if (madvise(c->arena, c->arena_len, MADV_POPULATE_WRITE) == 0)
-		return 0;
-	return errno == EINVAL ? -ENOTSUP : -errno;
+	if (madvise(c->arena, c->arena_len, MADV_POPULATE_WRITE) != 0)
+		return errno == EINVAL ? -ENOTSUP : -errno;
+	populate_range(c->bufs, (size_t)c->nbuf * sizeof(*c->bufs));
+	populate_range(c->hash, ((size_t)c->hmask + 1) * sizeof(*c->hash));
+	return 0;
 #else
 	return c == NULL ? -EINVAL : -ENOTSUP;
 #endif
