@@ -1502,6 +1502,27 @@ reader_main(void *arg)
 	return NULL;
 }
 
+static int wb_all(struct tier *t, bool all, uint64_t first, uint64_t last);
+
+/* Whether DIR holds a dirty entry of a block of [first, first + n). */
+static bool
+tier_dirty_in(struct tier *t, uint64_t first, uint32_t n)
+{
+	bool dirty = false;
+
+	pthread_mutex_lock(&t->lock);
+	if (n > t->ndirty) { /* a long range: walk the dirty entries */
+		for (uint32_t i = t->dirty_head; i != NIL && !dirty; i = t->slots[i].next)
+			dirty = t->slots[i].lbn >= first && t->slots[i].lbn - first < n;
+	} else {
+		for (uint32_t k = 0; k < n && !dirty; k++) {
+			uint32_t i = slot_lookup(t, first + k);
+			dirty = i != NIL && t->slots[i].state == S_DIRTY;
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+	return dirty;
+}
 
 int
 tier_submit(struct tier *t, clio_dev *d, struct clio_req *req)
@@ -1589,6 +1610,14 @@ tier_submit(struct tier *t, clio_dev *d, struct clio_req *req)
 	/* a read: the blocks DIR holds, then the runs of the rest */
 	uint64_t first = off / t->bs;
 	uint32_t nblk = len ? (uint32_t)DIV_ROUND_UP(off + len, t->bs) - (uint32_t)first : 0;
+	/* writeback: an unaligned read goes to the device whole, which has
+	 * not got the dirty blocks it covers yet: they go there first, as
+	 * before an unaligned write */
+	if (t->writeback && !aligned && len > 0 && tier_dirty_in(t, first, nblk)) {
+		int r = wb_all(t, false, first, first + nblk - 1);
+		if (r < 0)
+			return r;
+	}
 	op = top_new(t, req, aligned ? (int)(nblk / 2 + 1) : 1, len);
 	uint8_t *hit = calloc(nblk ? nblk : 1, 1);
 	struct iovec *sl = malloc(sizeof(*sl) * (size_t)(req->iovcnt > 0 ? req->iovcnt : 1));
@@ -1638,8 +1667,6 @@ meta_begin_write(struct tier *t)
 	pthread_mutex_unlock(&t->meta_lock);
 	return r;
 }
-
-static int wb_all(struct tier *t, bool all, uint64_t first, uint64_t last);
 
 /* Dirty blocks up to end: a resizable device grows to it, as a write
  * the device took would have grown it (dev.c). */
