@@ -25,7 +25,9 @@
  * read-only open after a writeback crash reads the dirty blocks; an
  * fsync after a write that went through keeps its dirty blocks from
  * lost+found after kill -9; writeback: a read not aligned to the tier's
- * blocks (a direct handle's) sees the dirty blocks, not the device's.
+ * blocks (a direct handle's) sees the dirty blocks, not the device's;
+ * clio_revalidate racing a reader: the new version is read after it,
+ * not the old one from DIR.
  * TIER_SEED=N repeats a run, TIER_ITERS=N sets the kill -9 rounds (100;
  * 20 with CLIO_FLAVOUR=tsan).
  */
@@ -33,7 +35,9 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -1881,6 +1885,80 @@ test_writeback_unaligned_read(void **state)
 	free(b);
 }
 
+/* clio_revalidate with a new version while a thread reads the blocks
+ * over and over: once it has returned (and the read racing it has
+ * ended), reads bring the new version, not the old one from DIR. */
+struct rvr {
+	clio_file *f;
+	atomic_int stop;
+	atomic_ulong reads;
+};
+
+static void *
+rvr_main(void *arg)
+{
+	struct rvr *r = arg;
+	char *b = malloc(4 * BS);
+
+	while (b != NULL && !atomic_load(&r->stop)) {
+		(void)clio_pread(r->f, b, 4 * BS, 0);
+		atomic_fetch_add(&r->reads, 1);
+	}
+	free(b);
+	return NULL;
+}
+
+static void
+test_revalidate_race(void **state)
+{
+	const char *fl = getenv("CLIO_FLAVOUR");
+	int rounds = fl != NULL && strcmp(fl, "tsan") == 0 ? 600 : 2000, old = 0;
+	struct clio_validator v = { .size = 4 * BS, .change = 1 };
+	struct rvr r = { .f = NULL };
+	struct stack st;
+	pthread_t th;
+	char *b = malloc(4 * BS);
+	int fd;
+
+	(void)state;
+	assert_non_null(b);
+	nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	mkdir(dcdir, 0755);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	assert_true(fd >= 0);
+	memset(b, 1, 4 * BS);
+	assert_int_equal(pwrite(fd, b, 4 * BS, 0), 4 * BS);
+	assert_int_equal(stack_open(&st, "writethrough", "64M", 8 * TU_MiB), 0);
+	assert_int_equal(clio_revalidate(st.f, &v), 0);
+	r.f = st.f;
+	assert_int_equal(pthread_create(&th, NULL, rvr_main, &r), 0);
+	for (int k = 2; k < rounds; k++) {
+		/* another writer changes the file */
+		memset(b, k & 0xff, 4 * BS);
+		assert_int_equal(pwrite(fd, b, 4 * BS, 0), 4 * BS);
+		v.change = (uint64_t)k;
+		assert_int_equal(clio_revalidate(st.f, &v), 1);
+		unsigned long n = atomic_load(&r.reads);
+		while (atomic_load(&r.reads) < n + 2)
+			sched_yield();
+		assert_int_equal(clio_pread(st.f, b, 4 * BS, 0), 4 * BS);
+		for (int i = 0; i < 4 * BS; i++)
+			if ((unsigned char)b[i] != (k & 0xff)) {
+				old++;
+				break;
+			}
+	}
+	atomic_store(&r.stop, 1);
+	pthread_join(th, NULL);
+	close(fd);
+	if (old > 0)
+		fprintf(stderr, "%d of %d versions read old after revalidating\n",
+			old, rounds - 2);
+	assert_int_equal(old, 0);
+	assert_int_equal(stack_close(&st), 0);
+	free(b);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1915,6 +1993,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_writeback_trunc_recover),
 		cmocka_unit_test(test_resize_inflight),
 		cmocka_unit_test(test_writeback_unaligned_read),
+		cmocka_unit_test(test_revalidate_race),
 	};
 	const char *e = getenv("TIER_SEED");
 	ssize_t n;
