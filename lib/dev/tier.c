@@ -247,7 +247,8 @@ struct tier {
 	pthread_t writer;
 	bool writer_running, stopping;
 	bool devflush;		/* writeback: a write went through since the
-				   device was last flushed */
+				   device was last flushed (set as it starts
+				   and again as it ends) */
 	/* the reader: asynchronous reads wait on rq for it */
 	pthread_t reader;
 	bool reader_running, rstop;
@@ -287,6 +288,7 @@ struct top {
 	uint64_t off;
 	size_t len;
 	bool aligned, tainted;
+	bool through;		/* writeback: a write that goes to the device */
 	uint64_t gen;		/* wgen when it started (flush) */
 	struct top *next, **pprev;
 	_Atomic int pending;
@@ -997,6 +999,10 @@ top_finish(struct top *op)
 		pthread_mutex_unlock(&t->lock);
 	}
 	pthread_mutex_lock(&t->lock);
+	/* a flush that began while it was in flight may have come before
+	 * it landed: the next one flushes the device again */
+	if (op->through)
+		t->devflush = true;
 	op_end(t, op);
 	pthread_mutex_unlock(&t->lock);
 	top_put(op);
@@ -1727,7 +1733,7 @@ tier_write(struct tier *t, struct clio_req *req, size_t len, bool aligned)
 	pthread_mutex_lock(&t->lock);
 	t->wgen++;
 	if (t->writeback)
-		t->devflush = true;
+		t->devflush = op->through = true;
 	op_start(t, op);
 	n = len ? drop_range(t, first, last) : 0;
 	pthread_mutex_unlock(&t->lock);

@@ -27,7 +27,9 @@
  * lost+found after kill -9; writeback: a read not aligned to the tier's
  * blocks (a direct handle's) sees the dirty blocks, not the device's;
  * clio_revalidate racing a reader: the new version is read after it,
- * not the old one from DIR.
+ * not the old one from DIR; writeback: a write that went through to
+ * the device while another thread's fsync flushed it is flushed by the
+ * fsync after it.
  * TIER_SEED=N repeats a run, TIER_ITERS=N sets the kill -9 rounds (100;
  * 20 with CLIO_FLAVOUR=tsan).
  */
@@ -1959,6 +1961,138 @@ test_revalidate_race(void **state)
 	free(b);
 }
 
+/* A device of callbacks with a volatile cache: a write lands in vol, a
+ * flush copies vol to dur; a write may be held in flight (gate). */
+#define GD_SIZE (1 * TU_MiB)
+struct gdev {
+	pthread_mutex_t lock, gate;
+	pthread_cond_t cv;
+	char vol[GD_SIZE], dur[GD_SIZE];
+	bool hold, held, release;
+};
+
+static int
+gd_pread(void *arg, void *buf, size_t len, uint64_t off)
+{
+	struct gdev *g = arg;
+
+	pthread_mutex_lock(&g->lock);
+	memcpy(buf, g->vol + off, len);
+	pthread_mutex_unlock(&g->lock);
+	return 0;
+}
+
+static int
+gd_pwrite(void *arg, const void *buf, size_t len, uint64_t off)
+{
+	struct gdev *g = arg;
+
+	pthread_mutex_lock(&g->gate);
+	if (g->hold) {
+		g->hold = false;
+		g->held = true;
+		pthread_cond_broadcast(&g->cv);
+		while (!g->release)
+			pthread_cond_wait(&g->cv, &g->gate);
+	}
+	pthread_mutex_unlock(&g->gate);
+	pthread_mutex_lock(&g->lock);
+	memcpy(g->vol + off, buf, len);
+	pthread_mutex_unlock(&g->lock);
+	return 0;
+}
+
+static int
+gd_flush(void *arg)
+{
+	struct gdev *g = arg;
+
+	pthread_mutex_lock(&g->lock);
+	memcpy(g->dur, g->vol, GD_SIZE);
+	pthread_mutex_unlock(&g->lock);
+	return 0;
+}
+
+struct gd_write {
+	clio_file *f;
+	const char *buf;
+	ssize_t r;
+};
+
+static void *
+gd_write_main(void *arg)
+{
+	struct gd_write *w = arg;
+
+	w->r = clio_pwrite(w->f, w->buf, 8192, 512);
+	return NULL;
+}
+
+/* writeback: a write that goes through to the device (not aligned to
+ * the tier's blocks) is still in flight when another thread's fsync
+ * flushes the device; after it completes, its own fsync must flush the
+ * device again: the first flush may have come before the write landed. */
+static void
+test_writeback_flush_inflight(void **state)
+{
+	static const struct clio_dev_callbacks ops = {
+		.pread = gd_pread, .pwrite = gd_pwrite, .flush = gd_flush,
+	};
+	struct gdev *g = calloc(1, sizeof(*g));
+	struct clio_conf conf;
+	char err[256], *b = malloc(8192);
+	struct gd_write w;
+	clio_cache *c;
+	clio_dev *d;
+	clio_file *f, *df;
+	pthread_t th;
+
+	(void)state;
+	assert_non_null(g);
+	assert_non_null(b);
+	pthread_mutex_init(&g->lock, NULL);
+	pthread_mutex_init(&g->gate, NULL);
+	pthread_cond_init(&g->cv, NULL);
+	nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	mkdir(dcdir, 0755);
+	clio_conf_init(&conf);
+	assert_int_equal(clio_conf_set(&conf, "disk_cache", dcdir, err, sizeof(err)), 0);
+	assert_int_equal(clio_conf_set(&conf, "disk_cache_mode", "writeback", err,
+				       sizeof(err)), 0);
+	assert_int_equal(clio_conf_set(&conf, "disk_cache_size", "64M", err, sizeof(err)), 0);
+	assert_int_equal(clio_cache_new(&conf, &c), 0);
+	assert_int_equal(clio_dev_open_callbacks("gated", GD_SIZE, 512, 0, &ops, g, 4,
+						 &d), 0);
+	f = tu_open(c, d, CLIO_RDWR);
+	df = tu_open(c, d, CLIO_RDWR | CLIO_DIRECT);
+	assert_true(param(d, "entries") == 0); /* the tier is there */
+	tu_fill(b, 8192, 512, 29);
+	g->hold = true;
+	w = (struct gd_write){ df, b, 0 };
+	assert_int_equal(pthread_create(&th, NULL, gd_write_main, &w), 0);
+	pthread_mutex_lock(&g->gate);
+	while (!g->held)
+		pthread_cond_wait(&g->cv, &g->gate);
+	pthread_mutex_unlock(&g->gate);
+	assert_int_equal(clio_fsync(f), 0); /* the write is in flight */
+	pthread_mutex_lock(&g->gate);
+	g->release = true;
+	pthread_cond_broadcast(&g->cv);
+	pthread_mutex_unlock(&g->gate);
+	pthread_join(th, NULL);
+	assert_int_equal(w.r, 8192);
+	assert_int_equal(clio_fsync(df), 0);
+	pthread_mutex_lock(&g->lock);
+	assert_memory_equal(g->dur + 512, b, 8192);
+	pthread_mutex_unlock(&g->lock);
+	assert_int_equal(clio_close(df), 0);
+	assert_int_equal(clio_close(f), 0);
+	assert_int_equal(clio_cache_free(c), 0);
+	assert_int_equal(clio_dev_close(d), 0);
+	free(b);
+	free(g);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1994,6 +2128,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_resize_inflight),
 		cmocka_unit_test(test_writeback_unaligned_read),
 		cmocka_unit_test(test_revalidate_race),
+		cmocka_unit_test(test_writeback_flush_inflight),
 	};
 	const char *e = getenv("TIER_SEED");
 	ssize_t n;
