@@ -70,7 +70,9 @@
  *     it is not told apart from ours: the promise is no other writer
  *     while this process writes.  (writeback: the fsync after writes
  *     or truncations that went through flushes the device and records it so, before
- *     it returns: its dirty blocks are then written back after a crash.)  An object found "writing"
+ *     it returns: its dirty blocks are then written back after a crash;
+ *     no version is recorded while a write that goes through to the
+ *     device is in flight.)  An object found "writing"
  *     or with another validator at attach has all its clean entries
  *     dropped before any read is served.  ("writing" is a second line of
  *     defence: a write of the tier's own changes the file's mtime and
@@ -1727,9 +1729,6 @@ tier_write(struct tier *t, struct clio_req *req, size_t len, bool aligned)
 	 * durably, before the device sees the write (crash safety 3) */
 	if (t->writeback && len > 0 && (r = wb_all(t, false, first, last)) < 0)
 		goto fail;
-	/* a DIR that cannot say "writing" fails no write: the file's new
-	 * validator differs from the recorded one anyway */
-	(void)meta_begin_write(t);
 	pthread_mutex_lock(&t->lock);
 	t->wgen++;
 	if (t->writeback)
@@ -1737,6 +1736,11 @@ tier_write(struct tier *t, struct clio_req *req, size_t len, bool aligned)
 	op_start(t, op);
 	n = len ? drop_range(t, first, last) : 0;
 	pthread_mutex_unlock(&t->lock);
+	/* after op_start: a meta_clean() from now on sees the write in
+	 * flight, one before has ended and says "clean" no more.  A DIR
+	 * that cannot say "writing" fails no write: the file's new
+	 * validator differs from the recorded one anyway */
+	(void)meta_begin_write(t);
 	if (n > 0 && fdatasync(t->ifd) < 0)
 		r = -errno;
 	else
@@ -1815,6 +1819,17 @@ meta_clean(struct tier *t)
 	bool have;
 
 	pthread_mutex_lock(&t->meta_lock);
+	/* writeback: a write that goes through to the device is in flight:
+	 * the file's version is not known before it lands (meta stays
+	 * "writing"; the fsync after it records it) */
+	pthread_mutex_lock(&t->lock);
+	for (struct top *o = t->ops; o != NULL; o = o->next)
+		if (o->op == CLIO_OP_WRITE && o->through) {
+			pthread_mutex_unlock(&t->lock);
+			pthread_mutex_unlock(&t->meta_lock);
+			return;
+		}
+	pthread_mutex_unlock(&t->lock);
 	if (meta_read(t, &m) == 0) {
 		validator_of(t, &v, &have);
 		if (!atomic_load(&t->meta_writing) && HAS_VALIDATOR(t->kind) &&

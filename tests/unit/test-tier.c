@@ -29,7 +29,9 @@
  * clio_revalidate racing a reader: the new version is read after it,
  * not the old one from DIR; writeback: a write that went through to
  * the device while another thread's fsync flushed it is flushed by the
- * fsync after it.
+ * fsync after it; writeback: a version recorded while such a write was
+ * in flight does not send fsynced dirty blocks to lost+found after
+ * kill -9.
  * TIER_SEED=N repeats a run, TIER_ITERS=N sets the kill -9 rounds (100;
  * 20 with CLIO_FLAVOUR=tsan).
  */
@@ -2093,6 +2095,105 @@ test_writeback_flush_inflight(void **state)
 	free(g);
 }
 
+/* writeback: a dirty block made durable by fsync; a long write straight
+ * to the device (through the tier) in flight while clio_revalidate has
+ * the tier record the file's version; an fsync once it has landed;
+ * kill -9. */
+#define WM_BIG (96 * TU_MiB)
+struct wm_write {
+	clio_dev *d;
+	char *buf;
+	ssize_t r;
+	atomic_bool done;
+};
+
+static void *
+wm_write_main(void *arg)
+{
+	struct wm_write *w = arg;
+
+	w->r = clio_dev_pwrite(w->d, w->buf, WM_BIG, FSIZE + 512);
+	atomic_store(&w->done, true);
+	return NULL;
+}
+
+static int
+child_wb_meta(void)
+{
+	struct clio_conf conf;
+	struct clio_validator v = { .size = 1, .change = 1 };
+	struct wm_write w;
+	struct stat sb;
+	char err[256], spec[340], *b = malloc(BS);
+	clio_cache *c;
+	clio_file *f;
+	pthread_t th;
+
+	clio_conf_init(&conf);
+	snprintf(spec, sizeof(spec), "file:%s?maxio=1M", path);
+	w.buf = calloc(1, WM_BIG);
+	atomic_init(&w.done, false);
+	if (b == NULL || w.buf == NULL ||
+	    clio_conf_set(&conf, "disk_cache", dcdir, err, sizeof(err)) < 0 ||
+	    clio_conf_set(&conf, "disk_cache_mode", "writeback", err, sizeof(err)) < 0 ||
+	    clio_conf_set(&conf, "disk_cache_size", "64M", err, sizeof(err)) < 0 ||
+	    clio_cache_new(&conf, &c) < 0 || clio_dev_open(spec, 0, &w.d) < 0 ||
+	    clio_open(c, w.d, CLIO_RDWR, &f) < 0)
+		return 2;
+	tu_fill(b, BS, 100 * BS, 31);
+	if (clio_pwrite(f, b, BS, 100 * BS) != BS || clio_fsync(f) != 0 ||
+	    clio_validator_set(f, &v) < 0)
+		return 3;
+	v.change = 2;
+	if (pthread_create(&th, NULL, wm_write_main, &w) != 0)
+		return 4;
+	do /* the write has begun to land */
+		if (stat(path, &sb) < 0)
+			return 5;
+	while (sb.st_size == FSIZE && !atomic_load(&w.done));
+	if (clio_revalidate(f, &v) < 0)
+		return 6;
+	pthread_join(th, NULL);
+	if (w.r != WM_BIG || clio_fsync(f) != 0)
+		return 7;
+	raise(SIGKILL);
+	return 8;
+}
+
+/* The version the tier records while a write goes through to the device
+ * may be older than the file's once the write lands: the fsync after it
+ * records the new one, so that after kill -9 the dirty block that fsync
+ * acknowledged is written back, not taken for another writer's and put
+ * in lost+found. */
+static void
+test_writeback_meta_inflight(void **state)
+{
+	struct stack st;
+	char *truth, *f;
+	int status;
+
+	(void)state;
+	nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	mkdir(dcdir, 0755);
+	make_file(32);
+	truth = file_read();
+	tu_fill(truth + 100 * BS, BS, 100 * BS, 31);
+	pid_t p = spawn("child-wbmeta", 0, 0);
+	assert_true(p > 0);
+	assert_int_equal(waitpid(p, &status, 0), p);
+	if (!WIFSIGNALED(status))
+		fprintf(stderr, "child exit %d\n", WEXITSTATUS(status));
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	assert_int_equal(stack_open(&st, "writeback", "64M", 256 * TU_KiB), 0);
+	assert_int_equal(param(st.d, "lost_found"), 0);
+	assert_int_equal(stack_close(&st), 0);
+	f = file_read();
+	assert_memory_equal(f + 100 * BS, truth + 100 * BS, BS);
+	free(f);
+	free(truth);
+	assert_int_equal(truncate(path, FSIZE), 0);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -2129,6 +2230,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_writeback_unaligned_read),
 		cmocka_unit_test(test_revalidate_race),
 		cmocka_unit_test(test_writeback_flush_inflight),
+		cmocka_unit_test(test_writeback_meta_inflight),
 	};
 	const char *e = getenv("TIER_SEED");
 	ssize_t n;
@@ -2151,6 +2253,8 @@ main(int argc, char **argv)
 			return child_wb_big((unsigned)atoi(argv[3]));
 		if (strcmp(argv[1], "child-wbtrunc") == 0)
 			return child_wb_trunc((unsigned)atoi(argv[3]), atoi(argv[4]));
+		if (strcmp(argv[1], "child-wbmeta") == 0)
+			return child_wb_meta();
 		if (strcmp(argv[1], "child-wbgrow") == 0)
 			return child_wb_grow((unsigned)atoi(argv[3]));
 		if (strcmp(argv[1], "child-wb") == 0)
