@@ -14,7 +14,8 @@
  *  1. An object's recorded validator is the version its clean buffers
  *     hold; clio_revalidate() with another one drops every clean buffer
  *     (waiting for their holders and for reads in flight, which may bring
- *     old data) before it returns.
+ *     old data) before it returns; the disk tier's clean entries go
+ *     before the memory's, so that no read between finds them.
  *     The first validator keeps them, unless its size is smaller than
  *     the object's: then they go too.
  *  2. Dirty and in-flight writes are never dropped: they are newer than
@@ -94,6 +95,15 @@ clio_revalidate(clio_file *f, const struct clio_validator *v)
 	pthread_mutex_lock(&c->lock);
 	obj_wait_truncate(c, o);
 	if (o->o_have_v && !validator_same(&o->o_v, v)) {
+		/* the disk tier holds the old version too: it goes first, so
+		 * that no read that misses after the drop below finds the
+		 * old blocks there (reads in flight are waited for) */
+		pthread_mutex_unlock(&c->lock);
+		tier_drop(o->o_dev);
+		pthread_mutex_lock(&c->lock);
+		obj_wait_truncate(c, o);
+	}
+	if (o->o_have_v && !validator_same(&o->o_v, v)) {
 		keep = drop_clean(c, o);
 		if (o->o_resizable) /* a fixed device's size is its own */
 			o->o_size = MAX(v->size, keep);
@@ -110,8 +120,6 @@ clio_revalidate(clio_file *f, const struct clio_validator *v)
 	o->o_have_v = true;
 	cache_check(c);
 	pthread_mutex_unlock(&c->lock);
-	if (r == 1)
-		tier_drop(o->o_dev); /* the disk tier holds the old version too */
 	return r;
 }
 

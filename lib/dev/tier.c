@@ -70,7 +70,9 @@
  *     it is not told apart from ours: the promise is no other writer
  *     while this process writes.  (writeback: the fsync after writes
  *     or truncations that went through flushes the device and records it so, before
- *     it returns: its dirty blocks are then written back after a crash.)  An object found "writing"
+ *     it returns: its dirty blocks are then written back after a crash;
+ *     no version is recorded while a write that goes through to the
+ *     device is in flight.)  An object found "writing"
  *     or with another validator at attach has all its clean entries
  *     dropped before any read is served.  ("writing" is a second line of
  *     defence: a write of the tier's own changes the file's mtime and
@@ -247,7 +249,8 @@ struct tier {
 	pthread_t writer;
 	bool writer_running, stopping;
 	bool devflush;		/* writeback: a write went through since the
-				   device was last flushed */
+				   device was last flushed (set as it starts
+				   and again as it ends) */
 	/* the reader: asynchronous reads wait on rq for it */
 	pthread_t reader;
 	bool reader_running, rstop;
@@ -287,6 +290,7 @@ struct top {
 	uint64_t off;
 	size_t len;
 	bool aligned, tainted;
+	bool through;		/* writeback: a write that goes to the device */
 	uint64_t gen;		/* wgen when it started (flush) */
 	struct top *next, **pprev;
 	_Atomic int pending;
@@ -997,6 +1001,10 @@ top_finish(struct top *op)
 		pthread_mutex_unlock(&t->lock);
 	}
 	pthread_mutex_lock(&t->lock);
+	/* a flush that began while it was in flight may have come before
+	 * it landed: the next one flushes the device again */
+	if (op->through)
+		t->devflush = true;
 	op_end(t, op);
 	pthread_mutex_unlock(&t->lock);
 	top_put(op);
@@ -1502,6 +1510,27 @@ reader_main(void *arg)
 	return NULL;
 }
 
+static int wb_all(struct tier *t, bool all, uint64_t first, uint64_t last);
+
+/* Whether DIR holds a dirty entry of a block of [first, first + n). */
+static bool
+tier_dirty_in(struct tier *t, uint64_t first, uint32_t n)
+{
+	bool dirty = false;
+
+	pthread_mutex_lock(&t->lock);
+	if (n > t->ndirty) { /* a long range: walk the dirty entries */
+		for (uint32_t i = t->dirty_head; i != NIL && !dirty; i = t->slots[i].next)
+			dirty = t->slots[i].lbn >= first && t->slots[i].lbn - first < n;
+	} else {
+		for (uint32_t k = 0; k < n && !dirty; k++) {
+			uint32_t i = slot_lookup(t, first + k);
+			dirty = i != NIL && t->slots[i].state == S_DIRTY;
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+	return dirty;
+}
 
 int
 tier_submit(struct tier *t, clio_dev *d, struct clio_req *req)
@@ -1589,6 +1618,14 @@ tier_submit(struct tier *t, clio_dev *d, struct clio_req *req)
 	/* a read: the blocks DIR holds, then the runs of the rest */
 	uint64_t first = off / t->bs;
 	uint32_t nblk = len ? (uint32_t)DIV_ROUND_UP(off + len, t->bs) - (uint32_t)first : 0;
+	/* writeback: an unaligned read goes to the device whole, which has
+	 * not got the dirty blocks it covers yet: they go there first, as
+	 * before an unaligned write */
+	if (t->writeback && !aligned && len > 0 && tier_dirty_in(t, first, nblk)) {
+		int r = wb_all(t, false, first, first + nblk - 1);
+		if (r < 0)
+			return r;
+	}
 	op = top_new(t, req, aligned ? (int)(nblk / 2 + 1) : 1, len);
 	uint8_t *hit = calloc(nblk ? nblk : 1, 1);
 	struct iovec *sl = malloc(sizeof(*sl) * (size_t)(req->iovcnt > 0 ? req->iovcnt : 1));
@@ -1638,8 +1675,6 @@ meta_begin_write(struct tier *t)
 	pthread_mutex_unlock(&t->meta_lock);
 	return r;
 }
-
-static int wb_all(struct tier *t, bool all, uint64_t first, uint64_t last);
 
 /* Dirty blocks up to end: a resizable device grows to it, as a write
  * the device took would have grown it (dev.c). */
@@ -1694,16 +1729,18 @@ tier_write(struct tier *t, struct clio_req *req, size_t len, bool aligned)
 	 * durably, before the device sees the write (crash safety 3) */
 	if (t->writeback && len > 0 && (r = wb_all(t, false, first, last)) < 0)
 		goto fail;
-	/* a DIR that cannot say "writing" fails no write: the file's new
-	 * validator differs from the recorded one anyway */
-	(void)meta_begin_write(t);
 	pthread_mutex_lock(&t->lock);
 	t->wgen++;
 	if (t->writeback)
-		t->devflush = true;
+		t->devflush = op->through = true;
 	op_start(t, op);
 	n = len ? drop_range(t, first, last) : 0;
 	pthread_mutex_unlock(&t->lock);
+	/* after op_start: a meta_clean() from now on sees the write in
+	 * flight, one before has ended and says "clean" no more.  A DIR
+	 * that cannot say "writing" fails no write: the file's new
+	 * validator differs from the recorded one anyway */
+	(void)meta_begin_write(t);
 	if (n > 0 && fdatasync(t->ifd) < 0)
 		r = -errno;
 	else
@@ -1782,6 +1819,17 @@ meta_clean(struct tier *t)
 	bool have;
 
 	pthread_mutex_lock(&t->meta_lock);
+	/* writeback: a write that goes through to the device is in flight:
+	 * the file's version is not known before it lands (meta stays
+	 * "writing"; the fsync after it records it) */
+	pthread_mutex_lock(&t->lock);
+	for (struct top *o = t->ops; o != NULL; o = o->next)
+		if (o->op == CLIO_OP_WRITE && o->through) {
+			pthread_mutex_unlock(&t->lock);
+			pthread_mutex_unlock(&t->meta_lock);
+			return;
+		}
+	pthread_mutex_unlock(&t->lock);
 	if (meta_read(t, &m) == 0) {
 		validator_of(t, &v, &have);
 		if (!atomic_load(&t->meta_writing) && HAS_VALIDATOR(t->kind) &&

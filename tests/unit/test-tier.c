@@ -24,7 +24,14 @@
  * same blocks rewritten and fsynced while killed at random moments; a
  * read-only open after a writeback crash reads the dirty blocks; an
  * fsync after a write that went through keeps its dirty blocks from
- * lost+found after kill -9.
+ * lost+found after kill -9; writeback: a read not aligned to the tier's
+ * blocks (a direct handle's) sees the dirty blocks, not the device's;
+ * clio_revalidate racing a reader: the new version is read after it,
+ * not the old one from DIR; writeback: a write that went through to
+ * the device while another thread's fsync flushed it is flushed by the
+ * fsync after it; writeback: a version recorded while such a write was
+ * in flight does not send fsynced dirty blocks to lost+found after
+ * kill -9.
  * TIER_SEED=N repeats a run, TIER_ITERS=N sets the kill -9 rounds (100;
  * 20 with CLIO_FLAVOUR=tsan).
  */
@@ -32,7 +39,9 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -1843,6 +1852,348 @@ test_resize_inflight(void **state)
 	free(b);
 }
 
+/* writeback: blocks written through the cache are dirty in DIR, not yet
+ * on the device; a read that is not aligned to the tier's blocks (a
+ * direct handle's, or the device's own) sees them, not the device's
+ * older bytes. */
+static void
+test_writeback_unaligned_read(void **state)
+{
+	struct stack st;
+	char *b = malloc(4 * BS), *truth;
+	clio_file *df;
+
+	(void)state;
+	nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	mkdir(dcdir, 0755);
+	make_file(26);
+	truth = file_read();
+	assert_int_equal(stack_open(&st, "writeback", "64M", 8 * TU_MiB), 0);
+	tu_fill(b, 4 * BS, 8 * BS, 27);
+	assert_int_equal(clio_pwrite(st.f, b, 4 * BS, 8 * BS), 4 * BS);
+	assert_int_equal(clio_fsync(st.f), 0); /* dirty in DIR */
+	memcpy(truth + 8 * BS, b, 4 * BS);
+	df = tu_open(st.c, st.d, CLIO_RDWR | CLIO_DIRECT);
+	memset(b, 0, 4 * BS);
+	assert_int_equal(clio_pread(df, b, 2 * BS, 9 * BS + 512), 2 * BS);
+	assert_memory_equal(b, truth + 9 * BS + 512, 2 * BS);
+	memset(b, 0, 4 * BS);
+	assert_int_equal(clio_dev_pread(st.d, b, 1024, 8 * BS - 512), 1024);
+	assert_memory_equal(b, truth + 8 * BS - 512, 1024);
+	assert_int_equal(clio_close(df), 0);
+	assert_int_equal(stack_close(&st), 0);
+	char *f = file_read();
+	assert_memory_equal(f, truth, FSIZE);
+	free(f);
+	free(truth);
+	free(b);
+}
+
+/* clio_revalidate with a new version while a thread reads the blocks
+ * over and over: once it has returned (and the read racing it has
+ * ended), reads bring the new version, not the old one from DIR. */
+struct rvr {
+	clio_file *f;
+	atomic_int stop;
+	atomic_ulong reads;
+};
+
+static void *
+rvr_main(void *arg)
+{
+	struct rvr *r = arg;
+	char *b = malloc(4 * BS);
+
+	while (b != NULL && !atomic_load(&r->stop)) {
+		(void)clio_pread(r->f, b, 4 * BS, 0);
+		atomic_fetch_add(&r->reads, 1);
+	}
+	free(b);
+	return NULL;
+}
+
+static void
+test_revalidate_race(void **state)
+{
+	const char *fl = getenv("CLIO_FLAVOUR");
+	int rounds = fl != NULL && strcmp(fl, "tsan") == 0 ? 600 : 2000, old = 0;
+	struct clio_validator v = { .size = 4 * BS, .change = 1 };
+	struct rvr r = { .f = NULL };
+	struct stack st;
+	pthread_t th;
+	char *b = malloc(4 * BS);
+	int fd;
+
+	(void)state;
+	assert_non_null(b);
+	nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	mkdir(dcdir, 0755);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	assert_true(fd >= 0);
+	memset(b, 1, 4 * BS);
+	assert_int_equal(pwrite(fd, b, 4 * BS, 0), 4 * BS);
+	assert_int_equal(stack_open(&st, "writethrough", "64M", 8 * TU_MiB), 0);
+	assert_int_equal(clio_revalidate(st.f, &v), 0);
+	r.f = st.f;
+	assert_int_equal(pthread_create(&th, NULL, rvr_main, &r), 0);
+	for (int k = 2; k < rounds; k++) {
+		/* another writer changes the file */
+		memset(b, k & 0xff, 4 * BS);
+		assert_int_equal(pwrite(fd, b, 4 * BS, 0), 4 * BS);
+		v.change = (uint64_t)k;
+		assert_int_equal(clio_revalidate(st.f, &v), 1);
+		unsigned long n = atomic_load(&r.reads);
+		while (atomic_load(&r.reads) < n + 2)
+			sched_yield();
+		assert_int_equal(clio_pread(st.f, b, 4 * BS, 0), 4 * BS);
+		for (int i = 0; i < 4 * BS; i++)
+			if ((unsigned char)b[i] != (k & 0xff)) {
+				old++;
+				break;
+			}
+	}
+	atomic_store(&r.stop, 1);
+	pthread_join(th, NULL);
+	close(fd);
+	if (old > 0)
+		fprintf(stderr, "%d of %d versions read old after revalidating\n",
+			old, rounds - 2);
+	assert_int_equal(old, 0);
+	assert_int_equal(stack_close(&st), 0);
+	free(b);
+}
+
+/* A device of callbacks with a volatile cache: a write lands in vol, a
+ * flush copies vol to dur; a write may be held in flight (gate). */
+#define GD_SIZE (1 * TU_MiB)
+struct gdev {
+	pthread_mutex_t lock, gate;
+	pthread_cond_t cv;
+	char vol[GD_SIZE], dur[GD_SIZE];
+	bool hold, held, release;
+};
+
+static int
+gd_pread(void *arg, void *buf, size_t len, uint64_t off)
+{
+	struct gdev *g = arg;
+
+	pthread_mutex_lock(&g->lock);
+	memcpy(buf, g->vol + off, len);
+	pthread_mutex_unlock(&g->lock);
+	return 0;
+}
+
+static int
+gd_pwrite(void *arg, const void *buf, size_t len, uint64_t off)
+{
+	struct gdev *g = arg;
+
+	pthread_mutex_lock(&g->gate);
+	if (g->hold) {
+		g->hold = false;
+		g->held = true;
+		pthread_cond_broadcast(&g->cv);
+		while (!g->release)
+			pthread_cond_wait(&g->cv, &g->gate);
+	}
+	pthread_mutex_unlock(&g->gate);
+	pthread_mutex_lock(&g->lock);
+	memcpy(g->vol + off, buf, len);
+	pthread_mutex_unlock(&g->lock);
+	return 0;
+}
+
+static int
+gd_flush(void *arg)
+{
+	struct gdev *g = arg;
+
+	pthread_mutex_lock(&g->lock);
+	memcpy(g->dur, g->vol, GD_SIZE);
+	pthread_mutex_unlock(&g->lock);
+	return 0;
+}
+
+struct gd_write {
+	clio_file *f;
+	const char *buf;
+	ssize_t r;
+};
+
+static void *
+gd_write_main(void *arg)
+{
+	struct gd_write *w = arg;
+
+	w->r = clio_pwrite(w->f, w->buf, 8192, 512);
+	return NULL;
+}
+
+/* writeback: a write that goes through to the device (not aligned to
+ * the tier's blocks) is still in flight when another thread's fsync
+ * flushes the device; after it completes, its own fsync must flush the
+ * device again: the first flush may have come before the write landed. */
+static void
+test_writeback_flush_inflight(void **state)
+{
+	static const struct clio_dev_callbacks ops = {
+		.pread = gd_pread, .pwrite = gd_pwrite, .flush = gd_flush,
+	};
+	struct gdev *g = calloc(1, sizeof(*g));
+	struct clio_conf conf;
+	char err[256], *b = malloc(8192);
+	struct gd_write w;
+	clio_cache *c;
+	clio_dev *d;
+	clio_file *f, *df;
+	pthread_t th;
+
+	(void)state;
+	assert_non_null(g);
+	assert_non_null(b);
+	pthread_mutex_init(&g->lock, NULL);
+	pthread_mutex_init(&g->gate, NULL);
+	pthread_cond_init(&g->cv, NULL);
+	nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	mkdir(dcdir, 0755);
+	clio_conf_init(&conf);
+	assert_int_equal(clio_conf_set(&conf, "disk_cache", dcdir, err, sizeof(err)), 0);
+	assert_int_equal(clio_conf_set(&conf, "disk_cache_mode", "writeback", err,
+				       sizeof(err)), 0);
+	assert_int_equal(clio_conf_set(&conf, "disk_cache_size", "64M", err, sizeof(err)), 0);
+	assert_int_equal(clio_cache_new(&conf, &c), 0);
+	assert_int_equal(clio_dev_open_callbacks("gated", GD_SIZE, 512, 0, &ops, g, 4,
+						 &d), 0);
+	f = tu_open(c, d, CLIO_RDWR);
+	df = tu_open(c, d, CLIO_RDWR | CLIO_DIRECT);
+	assert_true(param(d, "entries") == 0); /* the tier is there */
+	tu_fill(b, 8192, 512, 29);
+	g->hold = true;
+	w = (struct gd_write){ df, b, 0 };
+	assert_int_equal(pthread_create(&th, NULL, gd_write_main, &w), 0);
+	pthread_mutex_lock(&g->gate);
+	while (!g->held)
+		pthread_cond_wait(&g->cv, &g->gate);
+	pthread_mutex_unlock(&g->gate);
+	assert_int_equal(clio_fsync(f), 0); /* the write is in flight */
+	pthread_mutex_lock(&g->gate);
+	g->release = true;
+	pthread_cond_broadcast(&g->cv);
+	pthread_mutex_unlock(&g->gate);
+	pthread_join(th, NULL);
+	assert_int_equal(w.r, 8192);
+	assert_int_equal(clio_fsync(df), 0);
+	pthread_mutex_lock(&g->lock);
+	assert_memory_equal(g->dur + 512, b, 8192);
+	pthread_mutex_unlock(&g->lock);
+	assert_int_equal(clio_close(df), 0);
+	assert_int_equal(clio_close(f), 0);
+	assert_int_equal(clio_cache_free(c), 0);
+	assert_int_equal(clio_dev_close(d), 0);
+	free(b);
+	free(g);
+}
+
+/* writeback: a dirty block made durable by fsync; a long write straight
+ * to the device (through the tier) in flight while clio_revalidate has
+ * the tier record the file's version; an fsync once it has landed;
+ * kill -9. */
+#define WM_BIG (96 * TU_MiB)
+struct wm_write {
+	clio_dev *d;
+	char *buf;
+	ssize_t r;
+	atomic_bool done;
+};
+
+static void *
+wm_write_main(void *arg)
+{
+	struct wm_write *w = arg;
+
+	w->r = clio_dev_pwrite(w->d, w->buf, WM_BIG, FSIZE + 512);
+	atomic_store(&w->done, true);
+	return NULL;
+}
+
+static int
+child_wb_meta(void)
+{
+	struct clio_conf conf;
+	struct clio_validator v = { .size = 1, .change = 1 };
+	struct wm_write w;
+	struct stat sb;
+	char err[256], spec[340], *b = malloc(BS);
+	clio_cache *c;
+	clio_file *f;
+	pthread_t th;
+
+	clio_conf_init(&conf);
+	snprintf(spec, sizeof(spec), "file:%s?maxio=1M", path);
+	w.buf = calloc(1, WM_BIG);
+	atomic_init(&w.done, false);
+	if (b == NULL || w.buf == NULL ||
+	    clio_conf_set(&conf, "disk_cache", dcdir, err, sizeof(err)) < 0 ||
+	    clio_conf_set(&conf, "disk_cache_mode", "writeback", err, sizeof(err)) < 0 ||
+	    clio_conf_set(&conf, "disk_cache_size", "64M", err, sizeof(err)) < 0 ||
+	    clio_cache_new(&conf, &c) < 0 || clio_dev_open(spec, 0, &w.d) < 0 ||
+	    clio_open(c, w.d, CLIO_RDWR, &f) < 0)
+		return 2;
+	tu_fill(b, BS, 100 * BS, 31);
+	if (clio_pwrite(f, b, BS, 100 * BS) != BS || clio_fsync(f) != 0 ||
+	    clio_validator_set(f, &v) < 0)
+		return 3;
+	v.change = 2;
+	if (pthread_create(&th, NULL, wm_write_main, &w) != 0)
+		return 4;
+	do /* the write has begun to land */
+		if (stat(path, &sb) < 0)
+			return 5;
+	while (sb.st_size == FSIZE && !atomic_load(&w.done));
+	if (clio_revalidate(f, &v) < 0)
+		return 6;
+	pthread_join(th, NULL);
+	if (w.r != WM_BIG || clio_fsync(f) != 0)
+		return 7;
+	raise(SIGKILL);
+	return 8;
+}
+
+/* The version the tier records while a write goes through to the device
+ * may be older than the file's once the write lands: the fsync after it
+ * records the new one, so that after kill -9 the dirty block that fsync
+ * acknowledged is written back, not taken for another writer's and put
+ * in lost+found. */
+static void
+test_writeback_meta_inflight(void **state)
+{
+	struct stack st;
+	char *truth, *f;
+	int status;
+
+	(void)state;
+	nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	mkdir(dcdir, 0755);
+	make_file(32);
+	truth = file_read();
+	tu_fill(truth + 100 * BS, BS, 100 * BS, 31);
+	pid_t p = spawn("child-wbmeta", 0, 0);
+	assert_true(p > 0);
+	assert_int_equal(waitpid(p, &status, 0), p);
+	if (!WIFSIGNALED(status))
+		fprintf(stderr, "child exit %d\n", WEXITSTATUS(status));
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	assert_int_equal(stack_open(&st, "writeback", "64M", 256 * TU_KiB), 0);
+	assert_int_equal(param(st.d, "lost_found"), 0);
+	assert_int_equal(stack_close(&st), 0);
+	f = file_read();
+	assert_memory_equal(f + 100 * BS, truth + 100 * BS, BS);
+	free(f);
+	free(truth);
+	assert_int_equal(truncate(path, FSIZE), 0);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1876,6 +2227,10 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_writeback_max_size),
 		cmocka_unit_test(test_writeback_trunc_recover),
 		cmocka_unit_test(test_resize_inflight),
+		cmocka_unit_test(test_writeback_unaligned_read),
+		cmocka_unit_test(test_revalidate_race),
+		cmocka_unit_test(test_writeback_flush_inflight),
+		cmocka_unit_test(test_writeback_meta_inflight),
 	};
 	const char *e = getenv("TIER_SEED");
 	ssize_t n;
@@ -1898,6 +2253,8 @@ main(int argc, char **argv)
 			return child_wb_big((unsigned)atoi(argv[3]));
 		if (strcmp(argv[1], "child-wbtrunc") == 0)
 			return child_wb_trunc((unsigned)atoi(argv[3]), atoi(argv[4]));
+		if (strcmp(argv[1], "child-wbmeta") == 0)
+			return child_wb_meta();
 		if (strcmp(argv[1], "child-wbgrow") == 0)
 			return child_wb_grow((unsigned)atoi(argv[3]));
 		if (strcmp(argv[1], "child-wb") == 0)
