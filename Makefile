@@ -112,8 +112,9 @@ $(BUILD)/obj/bench/benchnbd.o: CFLAGS += -DCLIO_LIBDIR='"$(LIBDIR)"'
 $(LIB_OBJ): CFLAGS += -fPIC
 
 # the nbdkit plugin: a front end (clio.h and util.h) with the library inside
-PLUGIN_OBJ = $(BUILD)/obj/nbdkit/clio-plugin.o
+PLUGIN_OBJ = $(BUILD)/obj/nbdkit/clio-plugin.o $(BUILD)/obj/nbdkit/flusherr.o
 $(PLUGIN_OBJ): CFLAGS += -fPIC $(NBDKIT_CFLAGS)
+$(PLUGIN_OBJ): nbdkit/flusherr.h
 
 $(BUILD)/nbdkit-clio-plugin.so: $(PLUGIN_OBJ) $(BUILD)/libclio-internal.a
 	$(call say,LD,$@)
@@ -121,9 +122,10 @@ $(BUILD)/nbdkit-clio-plugin.so: $(PLUGIN_OBJ) $(BUILD)/libclio-internal.a
 		$(PLUGIN_OBJ) $(INTERNAL) $(LDLIBS)
 
 # the nbdkit filter: the same, with the plugin below it as a device
-FILTER_OBJ = $(BUILD)/obj/nbdkit/clio-filter.o $(BUILD)/obj/nbdkit/filterdev.o
+FILTER_OBJ = $(BUILD)/obj/nbdkit/clio-filter.o $(BUILD)/obj/nbdkit/filterdev.o \
+	$(BUILD)/obj/nbdkit/flusherr.o
 $(FILTER_OBJ): CFLAGS += -fPIC $(NBDKIT_CFLAGS)
-$(FILTER_OBJ): nbdkit/filterdev.h
+$(FILTER_OBJ): nbdkit/filterdev.h nbdkit/flusherr.h
 
 $(BUILD)/nbdkit-clio-filter.so: $(FILTER_OBJ) $(BUILD)/libclio-internal.a
 	$(call say,LD,$@)

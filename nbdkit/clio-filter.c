@@ -22,7 +22,9 @@
  *     what the filter passes through (is_rotational).
  *  3. A write is acknowledged once it is in the cache (with FUA, once
  *     clio_fsync returned); FLUSH is clio_fsync: every acknowledged write
- *     is on the plugin's storage and the plugin flushed.  .close writes
+ *     is on the plugin's storage and the plugin flushed.  A connection
+ *     opened after a write-back failure no client was told of fails its
+ *     first FLUSH (flusherr.c): what it covers may be lost.  .close writes
  *     back and reports an error it finds; .cleanup frees the cache
  *     (writing back) and closes the device.
  *  4. What the cache cannot keep coherent is not advertised: no extents
@@ -49,6 +51,7 @@
 
 #include "clio.h"
 #include "filterdev.h"
+#include "flusherr.h"
 #include "util.h"
 
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
@@ -65,6 +68,7 @@ static int plugin_trim, plugin_zero; /* what devnext can do */
 
 struct conn {
 	clio_file *f;
+	bool owed; /* a failure no client was told of (flusherr.c) */
 };
 
 static int
@@ -191,6 +195,7 @@ cf_open(nbdkit_next_open *next, nbdkit_context *context, int readonly,
 		free(h);
 		return NULL;
 	}
+	h->owed = flusherr_owed(cache);
 	return h;
 }
 
@@ -331,7 +336,7 @@ fsync_if(struct conn *h, uint32_t flags, int *err)
 
 	if (!(flags & NBDKIT_FLAG_FUA))
 		return 0;
-	r = clio_fsync(h->f);
+	r = flusherr_fsync(cache, h->f, &h->owed);
 	if (r < 0) {
 		nbdkit_error("flush: %s", strerror(-r));
 		*err = -r;
