@@ -31,7 +31,10 @@
  *     (the plugin's map lags the dirty buffers), no fast zero (a refused
  *     one must leave the dirty buffers, which would land after it).
  *  5. Requests run in parallel: the cache is thread-safe and the filter
- *     keeps no state per request.
+ *     keeps no state per request.  Below a plugin (or filter) of a
+ *     serialized thread model, the calls into it are made one at a time
+ *     (filterdev.c): nbdkit serializes the clients' requests, not the
+ *     cache's write-behind and read-ahead.
  *  6. Trim and zero go down to the plugin for the blocks wholly inside
  *     the range: their buffers are dropped (clio_discard, dirty ones
  *     unwritten) before the plugin's call and again after it, so that a
@@ -170,6 +173,15 @@ static int
 cf_thread_model(void)
 {
 	return THREAD_MODEL;
+}
+
+/* Invariant 5: a plugin that is not thread-safe is called by one thread
+ * at a time, the cache's worker threads included (filterdev.c). */
+static int
+cf_get_ready(int thread_model)
+{
+	filterdev_set_thread_model(thread_model);
+	return 0;
 }
 
 static void *
@@ -412,8 +424,10 @@ down(struct conn *h, bool zero, uint64_t lo, uint64_t hi, uint32_t flags,
 
 	if (discard(h, lo, n, err) < 0)
 		return -1;
+	filterdev_enter();
 	r = zero ? devnext->zero(devnext, n, lo, flags, err)
 		 : devnext->trim(devnext, n, lo, flags, err);
+	filterdev_leave();
 	if (r < 0)
 		return -1;
 	return discard(h, lo, n, err);
@@ -515,6 +529,7 @@ static struct nbdkit_filter filter = {
 	.config_complete = cf_config_complete,
 	.config_help = "TUNABLE=VALUE    a cache tunable (bsize, cache_size, maxphys, ...)",
 	.thread_model = cf_thread_model,
+	.get_ready = cf_get_ready,
 	.after_fork = cf_after_fork,
 	.cleanup = cf_cleanup,
 	.open = cf_open,
