@@ -16,8 +16,9 @@
  * Exit: nbdkit's status once it runs; otherwise 64 (EX_USAGE) for bad
  * usage or a bad tunable, 66 (EX_NOINPUT) for a device that cannot be
  * opened, 69 (EX_UNAVAILABLE) when nbdkit or the plugin is missing, 73
- * (EX_CANTCREAT) when the socket path exists or the port is taken
- * (checked before nbdkit starts, so that the message is one line).
+ * (EX_CANTCREAT) when the socket path exists, the port is taken or the
+ * pid file cannot be written (checked before nbdkit starts, so that the
+ * message is one line).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -221,6 +222,45 @@ check_port(uint64_t port)
 	return r;
 }
 
+/* The pid file must be one nbdkit can write: a directory that is there
+ * and writable, the path no directory.  nbdkit writes it once in the
+ * background, where it fails, exits and leaves clio serve's status 0 and
+ * nothing serving; 0 or 73. */
+static int
+check_pidfile(const char *path)
+{
+	char *dir = strdup(path), *slash;
+	const char *d = ".";
+	struct stat st;
+	int e = 0;
+
+	if (dir == NULL)
+		return 0; /* let nbdkit tell */
+	slash = strrchr(dir, '/');
+	if (slash == dir) {
+		d = "/";
+	} else if (slash != NULL) {
+		*slash = '\0';
+		d = dir;
+	}
+	if (path[0] == '\0')
+		e = ENOENT;
+	else if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		e = EISDIR;
+	else if (stat(d, &st) < 0)
+		e = errno;
+	else if (!S_ISDIR(st.st_mode))
+		e = ENOTDIR;
+	else if (access(d, W_OK | X_OK) < 0)
+		e = errno;
+	free(dir);
+	if (e == 0)
+		return 0;
+	fprintf(stderr, "clio serve: cannot write the pid file '%s': %s\n", path,
+		strerror(e));
+	return EX_CANTCREAT;
+}
+
 static int serve(char **argv, int argc, struct clio_conf *conf, char **tunables,
 		 int ntun, const char *sock, const char *port, const char *pidfile,
 		 const char *tls, const char *certs, int ro, int fg);
@@ -343,6 +383,8 @@ serve(char **argv, int argc, struct clio_conf *conf, char **tunables, int ntun,
 		return EX_UNAVAILABLE;
 	}
 
+	if (pidfile != NULL && (r = check_pidfile(pidfile)) != 0)
+		return r;
 	if ((r = sock != NULL ? check_socket(sock) : check_port(portnum)) != 0)
 		return r;
 

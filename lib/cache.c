@@ -82,6 +82,10 @@
  *     obj_wait_io() waits for it as for the object's buffers.
  * 10. While o_truncating, nothing of the object is written back and no
  *     handle writes to it: the device's new end stays where it was put.
+ * 11. b_dgen is c->fsync_gen when the buffer last became DIRTY (dirtying
+ *     a DIRTY buffer keeps it); an fsync pass (obj_writeback) writes the
+ *     buffers with b_dgen below its own gen.  Every request in flight is
+ *     on its object's o_bioh list, in submission order (seq).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -221,6 +225,7 @@ buf_mark_dirty(clio_cache *c, struct buf *b)
 	if (b->b_state != B_CLEAN)
 		c->nvalid++;
 	b->b_dirtied = now_monotonic();
+	b->b_dgen = c->fsync_gen;
 	atomic_fetch_and(&b->b_flags, ~(unsigned)(BF_RA | BF_RAM));
 	dirty_append(c, b);
 	b->b_state = B_DIRTY;
@@ -766,6 +771,14 @@ bio_done(struct clio_req *req)
 			}
 		}
 	}
+	if (io->oprev != NULL)
+		io->oprev->onext = io->onext;
+	else
+		o->o_bioh = io->onext;
+	if (io->onext != NULL)
+		io->onext->oprev = io->oprev;
+	else
+		o->o_biot = io->oprev;
 	io->done = true;
 	for (i = 0; i < io->n; i++)
 		pthread_cond_broadcast(iowait_of(c, io->bufs[i]));
@@ -812,6 +825,14 @@ bio_submit(clio_cache *c, struct cobj *o, enum clio_op op, struct buf **bufs,
 		c->nio++;
 		o->o_nio++;
 	}
+	io->seq = ++o->o_bioseq;
+	io->onext = NULL;
+	io->oprev = o->o_biot;
+	if (o->o_biot != NULL)
+		o->o_biot->onext = io;
+	else
+		o->o_bioh = io;
+	o->o_biot = io;
 	/* no request reaches past the end the readers see (a fixed device
 	 * ends there, maybe inside a block): a read gets zeros there */
 	io->req.iovcnt = n;
@@ -1000,15 +1021,18 @@ obj_wait_truncate(clio_cache *c, struct cobj *o)
 }
 
 /*
- * Write back every dirty buffer of o, each tried once (a failed one stays
- * dirty), and wait for the writes.  Returns the first error of this pass.
- * It walks o's own dirty list: a written buffer leaves it and a failed one
- * goes to its end, so the untried ones are found from its head.
+ * Write back every buffer of o dirty when the pass starts, each tried once
+ * (a failed one stays dirty), and wait for the writes.  Returns the first
+ * error of this pass.  It walks o's own dirty list: a written buffer
+ * leaves it and a failed one goes to its end, so the untried ones are
+ * found from its head.  Buffers dirtied after the start (b_dgen) and the
+ * requests submitted after its last are left to others (invariant 11):
+ * a writer that keeps dirtying new blocks cannot hold it for ever.
  */
 int
 obj_writeback(clio_cache *c, struct cobj *o)
 {
-	uint64_t gen = ++c->fsync_gen;
+	uint64_t gen = ++c->fsync_gen, seq;
 	uint64_t seq0 = o->o_errseq;
 	/* what fits one write run goes out from this thread: there is no
 	 * parallelism to lose, and no hand-off to a worker and back */
@@ -1019,7 +1043,7 @@ obj_writeback(clio_cache *c, struct cobj *o)
 	for (;;) {
 		obj_wait_truncate(c, o);
 		for (b = o->o_dhead; b != NULL; b = b->b_odnext)
-			if (b->b_tried != gen)
+			if (b->b_tried != gen && b->b_dgen < gen)
 				break;
 		if (b == NULL)
 			break;
@@ -1033,7 +1057,11 @@ obj_writeback(clio_cache *c, struct cobj *o)
 				r = e;
 		}
 	}
-	obj_wait_io(c, o);
+	/* what was dirty at the start is written or in flight: wait for the
+	 * requests in flight now, not for those other writers start later */
+	seq = o->o_bioseq;
+	while ((o->o_bioh != NULL && o->o_bioh->seq <= seq) || o->o_flushing)
+		cache_wait(c);
 	if (o->o_virtual)
 		vclock_advance_to(o->o_wdone);
 	/* buffers dirtied again by other writers meanwhile are no error */
@@ -1091,9 +1119,19 @@ flusher_main(void *arg)
 static bool
 obj_invariants(clio_cache *c, struct cobj *o)
 {
-	uint64_t nd = 0, nw = 0;
+	uint64_t nd = 0, nw = 0, nio = 0, seq = 0;
 	struct buf *b;
+	struct bio *io;
 
+	for (io = o->o_bioh; io != NULL; io = io->onext) {
+		if (io->o != o || io->done || io->seq <= seq ||
+		    (io->onext == NULL) != (io == o->o_biot))
+			return false;				/* 11 */
+		seq = io->seq;
+		nio += (uint64_t)io->n;
+	}
+	if (nio != o->o_nio)
+		return false;					/* 4, 11 */
 	for (b = o->o_dhead; b != NULL; b = b->b_odnext) {
 		if (b->b_state != B_DIRTY || b->b_obj != o)
 			return false;				/* 2 */

@@ -47,6 +47,7 @@ struct buf {
 	_Atomic double b_ready;	    /* virtual time its last I/O completed */
 	double b_dirtied;	    /* real time it became dirty */
 	uint64_t b_tried;	    /* fsync pass that last tried to write it */
+	uint64_t b_dgen;	    /* c->fsync_gen when it became dirty */
 	bool b_onfree;		    /* on the free list */
 	struct buf *b_hnext;		/* hash chain (its stripe's lock) */
 	struct buf *b_dprev, *b_dnext;	/* the cache's dirty list, oldest first */
@@ -75,6 +76,8 @@ struct cobj {
 	uint64_t o_ndirty;	/* its dirty buffers */
 	uint64_t o_nwerr;	/* of those, with BF_WERR */
 	uint64_t o_nio;		/* its buffers under I/O */
+	uint64_t o_bioseq;	/* requests submitted */
+	struct bio *o_bioh, *o_biot; /* its requests in flight, by seq */
 	int o_err;		/* last write-back error (positive errno) */
 	int o_rerr;		/* last read error (positive errno) */
 	uint64_t o_rerrseq;	/* bumped on each read failure */
@@ -109,6 +112,8 @@ struct bio {
 	struct cobj *o;
 	bool waited, done;
 	int n, cls;
+	uint64_t seq;		/* in flight: o->o_bioseq at its submission */
+	struct bio *oprev, *onext; /* in flight: its object's, oldest first */
 	struct bio *next;	/* free list of its class */
 	struct buf **bufs;
 	struct iovec *iov;

@@ -24,14 +24,19 @@
  *     what the filter passes through (is_rotational).
  *  3. A write is acknowledged once it is in the cache (with FUA, once
  *     clio_fsync returned); FLUSH is clio_fsync: every acknowledged write
- *     is on the plugin's storage and the plugin flushed.  .close writes
+ *     is on the plugin's storage and the plugin flushed.  A connection
+ *     opened after a write-back failure no client was told of fails its
+ *     first FLUSH (flusherr.c): what it covers may be lost.  .close writes
  *     back and reports an error it finds; .cleanup frees the cache
  *     (writing back) and closes the device.
  *  4. What the cache cannot keep coherent is not advertised: no extents
  *     (the plugin's map lags the dirty buffers), no fast zero (a refused
  *     one must leave the dirty buffers, which would land after it).
  *  5. Requests run in parallel: the cache is thread-safe and the filter
- *     keeps no state per request.
+ *     keeps no state per request.  Below a plugin (or filter) of a
+ *     serialized thread model, the calls into it are made one at a time
+ *     (filterdev.c): nbdkit serializes the clients' requests, not the
+ *     cache's write-behind and read-ahead.
  *  6. Trim and zero go down to the plugin for the blocks wholly inside
  *     the range: their buffers are dropped (clio_discard, dirty ones
  *     unwritten) before the plugin's call and again after it, so that a
@@ -51,6 +56,7 @@
 
 #include "clio.h"
 #include "filterdev.h"
+#include "flusherr.h"
 #include "prefault.h"
 #include "util.h"
 
@@ -69,6 +75,7 @@ static int plugin_trim, plugin_zero; /* what devnext can do */
 
 struct conn {
 	clio_file *f;
+	bool owed; /* a failure no client was told of (flusherr.c) */
 };
 
 static int
@@ -177,6 +184,15 @@ cf_thread_model(void)
 	return THREAD_MODEL;
 }
 
+/* Invariant 5: a plugin that is not thread-safe is called by one thread
+ * at a time, the cache's worker threads included (filterdev.c). */
+static int
+cf_get_ready(int thread_model)
+{
+	filterdev_set_thread_model(thread_model);
+	return 0;
+}
+
 static void *
 cf_open(nbdkit_next_open *next, nbdkit_context *context, int readonly,
 	const char *exportname, int is_tls)
@@ -200,6 +216,7 @@ cf_open(nbdkit_next_open *next, nbdkit_context *context, int readonly,
 		free(h);
 		return NULL;
 	}
+	h->owed = flusherr_owed(cache);
 	return h;
 }
 
@@ -340,7 +357,7 @@ fsync_if(struct conn *h, uint32_t flags, int *err)
 
 	if (!(flags & NBDKIT_FLAG_FUA))
 		return 0;
-	r = clio_fsync(h->f);
+	r = flusherr_fsync(cache, h->f, &h->owed);
 	if (r < 0) {
 		nbdkit_error("flush: %s", strerror(-r));
 		*err = -r;
@@ -416,8 +433,10 @@ down(struct conn *h, bool zero, uint64_t lo, uint64_t hi, uint32_t flags,
 
 	if (discard(h, lo, n, err) < 0)
 		return -1;
+	filterdev_enter();
 	r = zero ? devnext->zero(devnext, n, lo, flags, err)
 		 : devnext->trim(devnext, n, lo, flags, err);
+	filterdev_leave();
 	if (r < 0)
 		return -1;
 	return discard(h, lo, n, err);
@@ -520,6 +539,7 @@ static struct nbdkit_filter filter = {
 	.config_help = "TUNABLE=VALUE    a cache tunable (bsize, cache_size, maxphys, ...)\n"
 		       "prefault=off     leave the cache's memory to its first use",
 	.thread_model = cf_thread_model,
+	.get_ready = cf_get_ready,
 	.after_fork = cf_after_fork,
 	.cleanup = cf_cleanup,
 	.open = cf_open,

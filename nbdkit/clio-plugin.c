@@ -33,7 +33,9 @@
  *     that the server's own write-back left.
  *  3. A write is acknowledged once it is in the cache (or, with FUA, once
  *     clio_fsync returned); FLUSH is clio_fsync: every acknowledged write
- *     on the device and the device flushed.  .close writes back and
+ *     on the device and the device flushed.  A connection opened after a
+ *     write-back failure no client was told of fails its first FLUSH
+ *     (flusherr.c): what it covers may be lost.  .close writes back and
  *     reports an error it finds; .unload frees the cache (writing back).
  *  4. Requests run in parallel (NBDKIT_THREAD_MODEL_PARALLEL): the cache
  *     is thread-safe and the plugin keeps no state of its own per request.
@@ -58,6 +60,7 @@
 #include <unistd.h>
 
 #include "clio.h"
+#include "flusherr.h"
 #include "prefault.h"
 #include "util.h"
 
@@ -77,6 +80,7 @@ static int start_dir = -1; /* where nbdkit was started */
 
 struct conn {
 	clio_file *f;
+	bool owed; /* a failure no client was told of (flusherr.c) */
 };
 
 static int
@@ -265,6 +269,7 @@ clio_plugin_open(int readonly)
 	    (r = clio_revalidate(h->f, &v)) < 0)
 		nbdkit_error("revalidating '%s': %s", device, strerror(-r));
 	pthread_mutex_unlock(&conns_lock);
+	h->owed = flusherr_owed(cache);
 	return h;
 }
 
@@ -401,7 +406,7 @@ fua(struct conn *h, uint32_t flags)
 
 	if (!(flags & NBDKIT_FLAG_FUA))
 		return 0;
-	r = clio_fsync(h->f);
+	r = flusherr_fsync(cache, h->f, &h->owed);
 	if (r < 0) {
 		nbdkit_error("flush of '%s': %s", device, strerror(-r));
 		nbdkit_set_error(wire_errno(-r));

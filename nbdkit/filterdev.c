@@ -12,8 +12,15 @@
  *     device's maxio is at most the plugin's maximum block size and 32 MiB).
  *  3. A plugin that cannot write makes a read-only device; one that cannot
  *     flush a device whose flush does nothing.
+ *  4. Under a thread model below parallel (a plugin or filter that is not
+ *     thread-safe: nbdkit serializes the clients' requests, but not the
+ *     calls the device's worker threads make), every call into next holds
+ *     serial_lock: one at a time, the filter's trim and zero included
+ *     (filterdev_enter).
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "filterdev.h"
@@ -25,6 +32,29 @@ struct filterdev {
 	int can_flush;
 };
 
+static bool serial; /* invariant 4 */
+static pthread_mutex_t serial_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void
+filterdev_set_thread_model(int thread_model)
+{
+	serial = thread_model < NBDKIT_THREAD_MODEL_PARALLEL;
+}
+
+void
+filterdev_enter(void)
+{
+	if (serial)
+		pthread_mutex_lock(&serial_lock);
+}
+
+void
+filterdev_leave(void)
+{
+	if (serial)
+		pthread_mutex_unlock(&serial_lock);
+}
+
 static int
 fd_err(int err)
 {
@@ -35,35 +65,38 @@ static int
 fd_pread(void *arg, void *buf, size_t len, uint64_t off)
 {
 	struct filterdev *f = arg;
-	int err = 0;
+	int err = 0, r;
 
-	if (f->next->pread(f->next, buf, (uint32_t)len, off, 0, &err) < 0)
-		return fd_err(err);
-	return 0;
+	filterdev_enter();
+	r = f->next->pread(f->next, buf, (uint32_t)len, off, 0, &err);
+	filterdev_leave();
+	return r < 0 ? fd_err(err) : 0;
 }
 
 static int
 fd_pwrite(void *arg, const void *buf, size_t len, uint64_t off)
 {
 	struct filterdev *f = arg;
-	int err = 0;
+	int err = 0, r;
 
-	if (f->next->pwrite(f->next, buf, (uint32_t)len, off, 0, &err) < 0)
-		return fd_err(err);
-	return 0;
+	filterdev_enter();
+	r = f->next->pwrite(f->next, buf, (uint32_t)len, off, 0, &err);
+	filterdev_leave();
+	return r < 0 ? fd_err(err) : 0;
 }
 
 static int
 fd_flush(void *arg)
 {
 	struct filterdev *f = arg;
-	int err = 0;
+	int err = 0, r;
 
 	if (!f->can_flush)
 		return 0;
-	if (f->next->flush(f->next, 0, &err) < 0)
-		return fd_err(err);
-	return 0;
+	filterdev_enter();
+	r = f->next->flush(f->next, 0, &err);
+	filterdev_leave();
+	return r < 0 ? fd_err(err) : 0;
 }
 
 static void

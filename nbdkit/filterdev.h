@@ -16,4 +16,13 @@
  * clio_dev_close, also when this fails.  Returns 0 or -errno. */
 int filterdev_open(nbdkit_next *next, uint32_t queue_depth, clio_dev **devp);
 
+/* The final thread model nbdkit chose (.get_ready), before filterdev_open:
+ * below parallel, every call into next is made by one thread at a time. */
+void filterdev_set_thread_model(int thread_model);
+
+/* Around a call into next made outside the device (the filter's trim and
+ * zero): serialized with the device's calls when the model says so. */
+void filterdev_enter(void);
+void filterdev_leave(void);
+
 #endif

@@ -9,8 +9,8 @@
 # refused, one with the CA reads the export); errors, each one line
 # before nbdkit starts: a busy port, a socket in use, a stale socket, a
 # socket path that is a file (kept), a certificates directory that is
-# not there, a bad device string; the cache resident from the start
-# (prefault, and prefault=off).
+# not there, a bad device string, a pid file that cannot be written;
+# the cache resident from the start (prefault, and prefault=off).
 . "$(dirname "$0")/functions.sh"
 for tool in nbdkit nbdinfo ss ip unshare; do
 	command -v "$tool" >/dev/null 2>&1 ||
@@ -105,6 +105,18 @@ refused 64 "--tls" mem:size=1M --socket "$sock" --tls=maybe
 refused 64 "$tmp/nopki" mem:size=1M --socket "$sock" --tls=require --tls-certificates "$tmp/nopki"
 [ ! -e "$sock" ] || fail "a refused clio serve made its socket"
 echo "ok: bad device strings 64, a missing file 66, bad TLS options 64: one line each"
+# a pid file nbdkit cannot write, which it finds only in the background
+mkdir "$tmp/piddir"
+for pf in "$tmp/nodir/serve.pid" "$tmp/piddir" "$tmp/file/serve.pid"; do
+	rc=0
+	env $serve_env "$CLIO" serve mem:size=1M --socket "$sock" --pidfile "$pf" 2>"$tmp/err" || rc=$?
+	sleep 0.2
+	[ -e "$sock" ] && { rm -f "$sock"; fail "--pidfile $pf: clio serve went on (exit $rc)"; }
+	[ $rc -eq 73 ] || fail "--pidfile $pf: exit $rc, want 73: $(cat "$tmp/err")"
+	[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -qF -- "$pf" "$tmp/err" ||
+		fail "--pidfile $pf: not one line naming it: $(cat "$tmp/err")"
+done
+echo "ok: a pid file in a missing directory, a directory, below a file: exit 73, one line"
 
 # ------------------------------------------------------------ prefault
 # rss_kb: the server's resident kB (after a client, so it is ready)

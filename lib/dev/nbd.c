@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * nbd.c - the NBD client backend: `nbd://HOST[:PORT]/EXPORT`,
- * `nbd+unix:///EXPORT?socket=PATH` (and the nbds forms with TLS), libnbd's
- * URIs, with two query keys of clio's own that are taken out before the
+ * `nbd+unix:///EXPORT?socket=PATH` (and the nbds forms with TLS, whose
+ * tls-certificates=DIR and tls-psk-file=FILE may name local files),
+ * libnbd's URIs, with two query keys of clio's own that are taken out before the
  * URI goes to nbd_connect_uri: `qd=N` (requests in flight on a
  * connection, default 16), `conns=N` (connections, default 1; more
  * only when the server offers multi-conn, and as many of them as the
@@ -673,6 +674,9 @@ conn_connect(struct nbd_conn *c, const char *spec, char *err, size_t errlen)
 			return -r;
 		}
 		(void)nbd_set_pread_initialize(c->h, false);
+		/* the URI is the user's own: its tls-certificates and
+		 * tls-psk-file may name local files (libnbd denies them) */
+		(void)nbd_set_uri_allow_local_file(c->h, true);
 		if (nd->odd_handshake)
 			return conn_connect_odd(c, spec, err, errlen);
 		if (nbd_connect_uri(c->h, nd->uri) == -1) {
