@@ -62,3 +62,23 @@ nbd_start() {
 	env $nbd_env nbdkit -U "$sock" --pidfile "$tmp/nbdkit.pid" "$@" || fail "nbdkit $* did not start"
 	nbd_wait_pid "$tmp/nbdkit.pid"
 }
+
+# nbd_make_pki DIR: a test CA and a server certificate for localhost and
+# 127.0.0.1 in DIR, as nbdkit's --tls-certificates and libnbd's
+# tls-certificates= take them (needs openssl; the test fails without
+# them).
+nbd_make_pki() {
+	mkdir "$1" || fail "mkdir $1"
+	(
+	cd "$1" || exit 1
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+		-keyout ca-key.pem -out ca-cert.pem -days 2 -subj /CN=clio-test-ca \
+		-addext basicConstraints=critical,CA:TRUE \
+		-addext keyUsage=critical,keyCertSign,cRLSign &&
+	openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+		-keyout server-key.pem -out server.csr -subj /CN=localhost &&
+	printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >ext &&
+	openssl x509 -req -in server.csr -CA ca-cert.pem -CAkey ca-key.pem \
+		-CAcreateserial -out server-cert.pem -days 2 -extfile ext
+	) >"$tmp/openssl.out" 2>&1 || { cat "$tmp/openssl.out"; fail "openssl: no certificates"; }
+}

@@ -137,19 +137,7 @@ echo "ok: the cache resident at start (${rss_on} kB; prefault=off ${rss_off} kB)
 # ------------------------------------------------------------ --tls
 if command -v openssl >/dev/null 2>&1; then
 	pki="$tmp/pki"
-	mkdir "$pki"
-	(
-	cd "$pki" || exit 1
-	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
-		-keyout ca-key.pem -out ca-cert.pem -days 2 -subj /CN=clio-test-ca \
-		-addext basicConstraints=critical,CA:TRUE \
-		-addext keyUsage=critical,keyCertSign,cRLSign &&
-	openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
-		-keyout server-key.pem -out server.csr -subj /CN=localhost &&
-	printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >ext &&
-	openssl x509 -req -in server.csr -CA ca-cert.pem -CAkey ca-key.pem \
-		-CAcreateserial -out server-cert.pem -days 2 -extfile ext
-	) >"$tmp/openssl.out" 2>&1 || { cat "$tmp/openssl.out"; fail "openssl: no certificates"; }
+	nbd_make_pki "$pki"
 	serve mem:size=3M --socket "$sock" --tls=require --tls-certificates "$pki"
 	if nbdinfo "$uri" >/dev/null 2>&1; then
 		fail "--tls=require: a client without TLS was served"
