@@ -151,8 +151,7 @@ cf_after_fork(nbdkit_backend *backend)
 		nbdkit_error("cannot make the cache: %s", strerror(-r));
 		return -1;
 	}
-	if (prefault_cache(cache, prefault) < 0)
-		return -1;
+	prefault_cache(cache, prefault);
 	zeros = calloc(1, conf.bsize);
 	if (zeros == NULL) {
 		nbdkit_error("calloc: %s", strerror(errno));

@@ -218,8 +218,7 @@ clio_after_fork(void)
 		nbdkit_error("cannot make the cache: %s", strerror(-r));
 		return -1;
 	}
-	if (prefault_cache(cache, prefault) < 0)
-		return -1;
+	prefault_cache(cache, prefault);
 	zeros = calloc(1, ZERO_CHUNK);
 	if (zeros == NULL) {
 		nbdkit_error("calloc: %s", strerror(errno));

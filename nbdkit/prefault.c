@@ -26,20 +26,14 @@ prefault_config(const char *key, const char *value, bool *on)
 	return -1;
 }
 
-int
+void
 prefault_cache(clio_cache *c, bool on)
 {
-	int r;
+	int r = on ? clio_cache_prefault(c) : 0;
 
-	if (!on)
-		return 0;
-	r = clio_cache_prefault(c);
-	if (r == -ENOTSUP) {
+	if (r == -ENOTSUP)
 		nbdkit_debug("prefault: the kernel cannot populate memory; left to first use");
-		return 0;
-	}
-	if (r < 0) /* the old way, page by page, rather than no server */
+	else if (r < 0) /* the old way, page by page, rather than no server */
 		nbdkit_error("prefault: the cache's memory left to its first use: %s",
 			     r == -ENOMEM ? "more than the memory available" : strerror(-r));
-	return 0;
 }

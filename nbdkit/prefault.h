@@ -14,9 +14,9 @@
 /* 1: key is "prefault" and *on is set from value (on or off); 0: key is
  * another's; -1: a bad value (nbdkit_error names it). */
 int prefault_config(const char *key, const char *value, bool *on);
-/* Prefault c if on; 0 (a cache larger than the memory available is left
- * to first use, with a message; a kernel without the call, with a debug
- * line).  -1 is reserved for failures that should stop the server. */
-int prefault_cache(clio_cache *c, bool on);
+/* Prefault c if on.  Never stops the server: a cache larger than the
+ * memory available is left to first use, with a message; a kernel
+ * without the call, with a debug line. */
+void prefault_cache(clio_cache *c, bool on);
 
 #endif

@@ -20,18 +20,25 @@ nbdops="$(dirname "$CLIO")/tests/tools/nbdops"
 a_pid=""
 trap '[ -z "$a_pid" ] || kill "$a_pid" 2>/dev/null; nbd_stop; rm -rf "$tmp"' EXIT
 errs="error-pwrite-rate=1 error-pwrite-file=$tmp/failing error=EIO"
-# a_writes: connection A writes 2 MiB while the writes fail, then stays
-# connected; returns once the write was acknowledged and the writes
-# succeed again
-a_writes() {
+# a_failing LINE OPS...: connection A runs OPS in the background while the
+# plugin's writes fail, until nbdops prints a line that starts with LINE;
+# the writes then succeed again
+a_failing() {
+	line=$1
+	shift
 	touch "$tmp/failing"
-	"$nbdops" "$uri" w:0:2097152:171 s:20000 >"$tmp/a.out" 2>&1 &
+	"$nbdops" "$uri" "$@" >"$tmp/a.out" 2>&1 &
 	a_pid=$!
 	i=0
-	while ! grep -q "^w:.* ok" "$tmp/a.out" && [ $i -lt 100 ]; do
+	while ! grep -q "^$line" "$tmp/a.out" && [ $i -lt 100 ]; do
 		sleep 0.1; i=$((i + 1))
 	done
 	rm -f "$tmp/failing"
+}
+# a_writes: connection A writes 2 MiB while the writes fail, then stays
+# connected; returns once the write was acknowledged
+a_writes() {
+	a_failing "w:.* ok" w:0:2097152:171 s:20000
 	grep -q "^w:.* ok" "$tmp/a.out" || fail "$what: A's write: $(cat "$tmp/a.out")"
 }
 a_stop() { kill "$a_pid" 2>/dev/null; wait "$a_pid" 2>/dev/null; a_pid=""; }
@@ -60,14 +67,7 @@ check() {
 	expect "f error EIO" "f ok"
 	echo "ok: $what: B's first FLUSH fails with EIO"
 	what="$1: B opened after A was told"
-	touch "$tmp/failing"
-	"$nbdops" "$uri" w:0:65536:9 f s:20000 >"$tmp/a.out" 2>&1 &
-	a_pid=$!
-	i=0
-	while ! grep -q "^f " "$tmp/a.out" && [ $i -lt 100 ]; do
-		sleep 0.1; i=$((i + 1))
-	done
-	rm -f "$tmp/failing"
+	a_failing "f " w:0:65536:9 f s:20000
 	grep -q "^f error EIO" "$tmp/a.out" || fail "$what: A's FLUSH did not fail: $(cat "$tmp/a.out")"
 	"$nbdops" "$uri" f r:0:65536:9 >"$tmp/got" 2>&1
 	expect "f ok" "r:0:65536:9 ok"
