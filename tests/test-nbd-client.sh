@@ -9,7 +9,7 @@
 # write error of the error filter reaches clio dd at fsync (exit 74); a
 # server that cannot flush shows can_flush=0 and fsync succeeds; a
 # server killed with SIGKILL makes clio dd fail with a clear error in
-# bounded time.
+# bounded time; an unknown or repeated query key is refused.
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/nbd-common.sh"
 
@@ -49,6 +49,15 @@ for k in ("uri", "export_size", "block_min", "block_preferred", "block_max",
     assert k in p, k
 print("ok: clio info --json:", j["engine"], j["engine_reason"])
 PY
+# a key neither clio nor libnbd knows (libnbd would ignore it), or one
+# given twice, is refused in one line naming it; nothing is connected
+for q in "QD=3:unknown key 'QD'" "qd=4&qd=8:'qd' given twice" "conns:'conns' in" \
+	"socket=/x:'socket' given twice"; do
+	"$CLIO" info "$uri&${q%%:*}" >"$tmp/out" 2>"$tmp/err" && fail "clio info took ?${q%%:*}"
+	[ "$(wc -l <"$tmp/err")" = 1 ] && grep -qF "${q#*:}" "$tmp/err" ||
+		{ cat "$tmp/err"; fail "?${q%%:*}: no one-line error naming it"; }
+done
+echo "ok: unknown and repeated query keys are refused, named"
 
 # ------------------------------------------------------------ block sizes
 nbd_start --filter=blocksize-policy --filter=blocksize memory 64M \

@@ -3,8 +3,10 @@
  * nbd.c - the NBD client backend: `nbd://HOST[:PORT]/EXPORT`,
  * `nbd+unix:///EXPORT?socket=PATH` (and the nbds forms with TLS, whose
  * tls-certificates=DIR and tls-psk-file=FILE may name local files),
- * libnbd's URIs, with two query keys of clio's own that are taken out before the
- * URI goes to nbd_connect_uri: `qd=N` (requests in flight on a
+ * libnbd's URIs, with three query keys of clio's own that are taken out before the
+ * URI goes to nbd_connect_uri (any other key must be one of libnbd's:
+ * libnbd ignores what it does not know, so clio refuses an unknown key,
+ * and any key given twice, naming it): `qd=N` (requests in flight on a
  * connection, default 16), `conns=N` (connections, default 1; more
  * only when the server offers multi-conn, and as many of them as the
  * server takes: a connection after the first that fails is left out)
@@ -558,16 +560,48 @@ struct nbd_split {
 	const char *spec;
 	char *err;
 	size_t errlen;
+	unsigned seen;		/* bit i: query_keys[i] was given */
 };
 
+/* The query keys a URI may hold: clio's three, then libnbd's (passed on
+ * to nbd_connect_uri, which ignores what it does not know, so that a
+ * misspelt key would be dropped without a word). */
+static const char *const query_keys[] = {
+	"qd", "conns", "timeout",
+	"socket", "tls-certificates", "tls-psk-file", "tls-verify-peer",
+	"tls-hostname",
+};
+#define CLIO_QUERY_KEYS 3
+
 /* One pair of the URI's query: 1 if it is clio's (qd=, conns=,
- * timeout=). */
+ * timeout=), 0 if libnbd's; an unknown key, or one given twice, is an
+ * error naming it. */
 static int
 nbd_take_key(void *arg, const char *kv)
 {
 	struct nbd_split *sp = arg;
+	size_t klen = strcspn(kv, "=");
+	unsigned i, nkeys = sizeof(query_keys) / sizeof(query_keys[0]);
 	uint64_t n;
 
+	for (i = 0; i < nkeys; i++)
+		if (strlen(query_keys[i]) == klen && strncmp(kv, query_keys[i], klen) == 0)
+			break;
+	if (i == nkeys) {
+		set_err(sp->err, sp->errlen,
+			"nbd: unknown key '%.*s' in '%s' (qd, conns, timeout, socket, "
+			"tls-certificates, tls-psk-file, tls-verify-peer, tls-hostname)",
+			(int)klen, kv, sp->spec);
+		return -EINVAL;
+	}
+	if (sp->seen & (1u << i)) {
+		set_err(sp->err, sp->errlen, "nbd: '%s' given twice in '%s'",
+			query_keys[i], sp->spec);
+		return -EINVAL;
+	}
+	sp->seen |= 1u << i;
+	if (i >= CLIO_QUERY_KEYS)
+		return 0;
 	if (strncmp(kv, "qd=", 3) == 0) {
 		if (parse_uint(kv + 3, &n) < 0 || n < 1 || n > NBD_MAX_QD) {
 			set_err(sp->err, sp->errlen, "nbd: bad qd '%s' in '%s' (1 to %d)",
@@ -596,14 +630,15 @@ nbd_take_key(void *arg, const char *kv)
 		sp->nd->timeout = (int)n;
 		return 1;
 	}
-	return 0;
+	set_err(sp->err, sp->errlen, "nbd: '%s' in '%s' needs a value", query_keys[i], sp->spec);
+	return -EINVAL;
 }
 
 /* Take clio's keys out of the URI's query; the rest goes to libnbd. */
 static int
 split_uri(struct nbd_dev *nd, const char *spec, char *err, size_t errlen)
 {
-	struct nbd_split sp = { nd, spec, err, errlen };
+	struct nbd_split sp = { nd, spec, err, errlen, 0 };
 
 	nd->qd = NBD_DEFAULT_QD;
 	nd->conns_asked = 1;
