@@ -113,9 +113,9 @@ $(LIB_OBJ): CFLAGS += -fPIC
 
 # the nbdkit plugin: a front end (clio.h and util.h) with the library inside
 PLUGIN_OBJ = $(BUILD)/obj/nbdkit/clio-plugin.o $(BUILD)/obj/nbdkit/prefault.o \
-	$(BUILD)/obj/nbdkit/flusherr.o
+	$(BUILD)/obj/nbdkit/flusherr.o $(BUILD)/obj/nbdkit/sigsync.o
 $(PLUGIN_OBJ): CFLAGS += -fPIC $(NBDKIT_CFLAGS)
-$(PLUGIN_OBJ): nbdkit/prefault.h nbdkit/flusherr.h
+$(PLUGIN_OBJ): nbdkit/prefault.h nbdkit/flusherr.h nbdkit/sigsync.h
 
 $(BUILD)/nbdkit-clio-plugin.so: $(PLUGIN_OBJ) $(BUILD)/libclio-internal.a
 	$(call say,LD,$@)
@@ -124,9 +124,10 @@ $(BUILD)/nbdkit-clio-plugin.so: $(PLUGIN_OBJ) $(BUILD)/libclio-internal.a
 
 # the nbdkit filter: the same, with the plugin below it as a device
 FILTER_OBJ = $(BUILD)/obj/nbdkit/clio-filter.o $(BUILD)/obj/nbdkit/filterdev.o \
-	$(BUILD)/obj/nbdkit/prefault.o $(BUILD)/obj/nbdkit/flusherr.o
+	$(BUILD)/obj/nbdkit/prefault.o $(BUILD)/obj/nbdkit/flusherr.o \
+	$(BUILD)/obj/nbdkit/sigsync.o
 $(FILTER_OBJ): CFLAGS += -fPIC $(NBDKIT_CFLAGS)
-$(FILTER_OBJ): nbdkit/filterdev.h nbdkit/prefault.h nbdkit/flusherr.h
+$(FILTER_OBJ): nbdkit/filterdev.h nbdkit/prefault.h nbdkit/flusherr.h nbdkit/sigsync.h
 
 $(BUILD)/nbdkit-clio-filter.so: $(FILTER_OBJ) $(BUILD)/libclio-internal.a
 	$(call say,LD,$@)

@@ -28,7 +28,8 @@
  *     opened after a write-back failure no client was told of fails its
  *     first FLUSH (flusherr.c): what it covers may be lost.  .close writes
  *     back and reports an error it finds; .cleanup frees the cache
- *     (writing back) and closes the device.
+ *     (writing back) and closes the device.  A signal that ends nbdkit
+ *     writes the cache back at once (sigsync.c).
  *  4. What the cache cannot keep coherent is not advertised: no extents
  *     (the plugin's map lags the dirty buffers), no fast zero (a refused
  *     one must leave the dirty buffers, which would land after it).
@@ -58,6 +59,7 @@
 #include "filterdev.h"
 #include "flusherr.h"
 #include "prefault.h"
+#include "sigsync.h"
 #include "util.h"
 
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
@@ -166,6 +168,7 @@ cf_cleanup(nbdkit_backend *backend)
 	int r;
 
 	(void)backend;
+	sigsync_stop();
 	if (cache != NULL && (r = clio_cache_free(cache)) < 0)
 		nbdkit_error("writing back the cache: %s", strerror(-r));
 	cache = NULL;
@@ -216,6 +219,7 @@ cf_open(nbdkit_next_open *next, nbdkit_context *context, int readonly,
 		return NULL;
 	}
 	h->owed = flusherr_owed(cache);
+	sigsync_start(cache);
 	return h;
 }
 

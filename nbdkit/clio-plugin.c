@@ -37,6 +37,7 @@
  *     write-back failure no client was told of fails its first FLUSH
  *     (flusherr.c): what it covers may be lost.  .close writes back and
  *     reports an error it finds; .unload frees the cache (writing back).
+ *     A signal that ends nbdkit writes the cache back at once (sigsync.c).
  *  4. Requests run in parallel (NBDKIT_THREAD_MODEL_PARALLEL): the cache
  *     is thread-safe and the plugin keeps no state of its own per request.
  *  5. Trim and zero reach the device for the whole blocks of the range
@@ -62,6 +63,7 @@
 #include "clio.h"
 #include "flusherr.h"
 #include "prefault.h"
+#include "sigsync.h"
 #include "util.h"
 
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
@@ -232,6 +234,7 @@ clio_unload(void)
 {
 	int r;
 
+	sigsync_stop();
 	if (cache != NULL && (r = clio_cache_free(cache)) < 0)
 		nbdkit_error("writing back the cache of '%s': %s", device, strerror(-r));
 	if (dev != NULL)
@@ -269,6 +272,7 @@ clio_plugin_open(int readonly)
 		nbdkit_error("revalidating '%s': %s", device, strerror(-r));
 	pthread_mutex_unlock(&conns_lock);
 	h->owed = flusherr_owed(cache);
+	sigsync_start(cache);
 	return h;
 }
 

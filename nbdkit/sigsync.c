@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * sigsync.c - a signal that ends nbdkit writes the cache back at once
+ * (sigsync.h).  nbdkit answers SIGINT, SIGQUIT and SIGTERM by serving
+ * the clients still connected until they leave, and frees the plugin
+ * and the filter (which writes the cache back) only then: a client that
+ * stays, and the SIGKILL that an impatient user or a service manager
+ * sends next, would lose every write acknowledged without FUA.
+ *
+ * Invariants:
+ *  1. nbdkit's own handling is kept: our handler writes the signal's
+ *     number to a pipe and calls the handler it replaced.  It is put in
+ *     place at the first connection, when nbdkit's are set (nbdkit sets
+ *     them when it starts serving) and before any write can be dirty.
+ *     A signal nbdkit ignores is left alone; one it left to the default
+ *     action is taken again with that action once the cache is written
+ *     back.
+ *  2. The watch thread reads the pipe and runs clio_sync: once it
+ *     returns, every write acknowledged before the signal is on the
+ *     device and the device flushed, or the failure is logged.  Writes
+ *     of the clients that stay are cached as before.
+ *  3. sigsync_stop puts nbdkit's handlers back and joins the thread
+ *     before the cache is freed and the shared object unloaded: no
+ *     handler or thread of ours outlives them.
+ */
+#include <nbdkit-plugin.h> /* nbdkit_error, nbdkit_debug: the same in filters */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sigsync.h"
+
+static const int watched[] = { SIGINT, SIGQUIT, SIGTERM };
+#define NWATCHED (int)(sizeof(watched) / sizeof(watched[0]))
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static bool started;
+static bool installed[NWATCHED];
+static struct sigaction replaced[NWATCHED];
+static int pipefd[2] = { -1, -1 };
+static pthread_t watcher;
+static clio_cache *cache;
+
+static void
+on_signal(int sig, siginfo_t *info, void *uctx)
+{
+	int saved = errno, i;
+	unsigned char b = (unsigned char)sig;
+
+	if (write(pipefd[1], &b, 1) < 0) {
+		/* a full pipe: a write-back is already asked for */
+	}
+	for (i = 0; i < NWATCHED; i++) {
+		if (watched[i] != sig)
+			continue;
+		if (replaced[i].sa_flags & SA_SIGINFO)
+			replaced[i].sa_sigaction(sig, info, uctx);
+		else if (replaced[i].sa_handler != SIG_DFL &&
+			 replaced[i].sa_handler != SIG_IGN)
+			replaced[i].sa_handler(sig);
+	}
+	errno = saved;
+}
+
+static void *
+watch_main(void *arg)
+{
+	unsigned char b;
+	int i, r;
+
+	(void)arg;
+	while (read(pipefd[0], &b, 1) == 1) {
+		nbdkit_debug("signal %d: writing the cache back", b);
+		r = clio_sync(cache);
+		if (r < 0)
+			nbdkit_error("signal %d: writing the cache back: %s", b, strerror(-r));
+		for (i = 0; i < NWATCHED; i++) {
+			if (watched[i] != b || !installed[i] ||
+			    (replaced[i].sa_flags & SA_SIGINFO) ||
+			    replaced[i].sa_handler != SIG_DFL)
+				continue;
+			/* nobody else handles it: its default action, now */
+			sigaction(b, &replaced[i], NULL);
+			raise(b);
+		}
+	}
+	return NULL;
+}
+
+void
+sigsync_start(clio_cache *c)
+{
+	struct sigaction sa;
+	sigset_t all, old;
+	int i, r;
+
+	pthread_mutex_lock(&lock);
+	if (started) {
+		pthread_mutex_unlock(&lock);
+		return;
+	}
+	started = true;
+	cache = c;
+	if (pipe2(pipefd, O_CLOEXEC | O_NONBLOCK) < 0) {
+		nbdkit_error("sigsync: pipe: %s (a signal will not write the cache back "
+			     "before the last client leaves)", strerror(errno));
+		goto out;
+	}
+	/* the thread reads, blocking; the handler's end stays nonblocking */
+	if (fcntl(pipefd[0], F_SETFL, 0) < 0)
+		nbdkit_debug("sigsync: fcntl: %s", strerror(errno));
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	r = pthread_create(&watcher, NULL, watch_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r != 0) {
+		nbdkit_error("sigsync: pthread_create: %s (a signal will not write the "
+			     "cache back before the last client leaves)", strerror(r));
+		close(pipefd[0]);
+		close(pipefd[1]);
+		pipefd[0] = pipefd[1] = -1;
+		goto out;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_signal;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigfillset(&sa.sa_mask);
+	for (i = 0; i < NWATCHED; i++) {
+		if (sigaction(watched[i], NULL, &replaced[i]) < 0 ||
+		    (!(replaced[i].sa_flags & SA_SIGINFO) && replaced[i].sa_handler == SIG_IGN))
+			continue;
+		installed[i] = sigaction(watched[i], &sa, NULL) == 0;
+	}
+out:
+	pthread_mutex_unlock(&lock);
+}
+
+void
+sigsync_stop(void)
+{
+	int i;
+
+	pthread_mutex_lock(&lock);
+	for (i = 0; i < NWATCHED; i++)
+		if (installed[i])
+			sigaction(watched[i], &replaced[i], NULL);
+	if (pipefd[1] >= 0) {
+		close(pipefd[1]);
+		pthread_join(watcher, NULL);
+		close(pipefd[0]);
+	}
+	pipefd[0] = pipefd[1] = -1;
+	memset(installed, 0, sizeof(installed));
+	cache = NULL;
+	started = false;
+	pthread_mutex_unlock(&lock);
+}

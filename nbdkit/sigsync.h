@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * sigsync.h - a signal that ends nbdkit (SIGINT, SIGQUIT, SIGTERM) makes
+ * the plugin's and the filter's cache write back at once, not only when
+ * the last client has gone.
+ */
+#ifndef CLIO_NBDKIT_SIGSYNC_H
+#define CLIO_NBDKIT_SIGSYNC_H
+
+#include "clio.h"
+
+/* From .open: the first call starts the watch over c (later calls do
+ * nothing); a failure to start is logged, and the server goes on. */
+void sigsync_start(clio_cache *c);
+/* Before c is freed: nbdkit's handlers back, the watch stopped. */
+void sigsync_stop(void);
+
+#endif
