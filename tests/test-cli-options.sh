@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # test-cli-options.sh - the clio command's options as a new user meets
 # them: clio --help, -h, help, --version and version exit 0 on standard
-# output; every subcommand's --help and --version exit 0 on standard
-# output with nothing on standard error; an unknown command, an unknown
+# output, and refuse a further argument; every subcommand's --help and
+# --version exit 0 on standard output with nothing on standard error; an unknown command, an unknown
 # long or short option and an option without its value exit 64 with one
 # line on standard error that names the subcommand and the option, and
 # nothing on standard output.
@@ -44,6 +44,11 @@ for a in --version version; do
 	grep -qx 'clio [0-9][0-9.]*' "$tmp/out" || fail "clio $a: '$(cat "$tmp/out")'"
 done
 echo "ok: clio --help, -h, help, --version, version"
+for a in version help --version --help; do
+	bad_usage "'--bogus'" $a --bogus
+	bad_usage "'extra'" $a extra
+done
+echo "ok: clio version and help: a further argument is one line, exit 64"
 
 for c in dd bench mount umount stat info serve; do
 	ok_info $c --help
