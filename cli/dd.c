@@ -495,7 +495,9 @@ static int out_err, stop_err;
 
 /* Once a MiB: a write-back that failed for want of space (a full file
  * system) ends the copy, as the kernel's write does for GNU dd; another
- * error waits for conv=fsync or the close. */
+ * error waits for conv=fsync or the close.  Only failures new since the
+ * last look count: the failed blocks that clio_writeback tries again
+ * here, and that fail again, are not tried once more every MiB. */
 static int
 check_writeback(struct dd *dd)
 {
@@ -510,8 +512,9 @@ check_writeback(struct dd *dd)
 	clio_cache_stats(dd->cache, &cs);
 	if (cs.write_errors == errors_seen)
 		return 0;
-	errors_seen = cs.write_errors;
 	r = clio_writeback(ep->file);
+	clio_cache_stats(dd->cache, &cs);
+	errors_seen = cs.write_errors;
 	if (r == -ENOSPC || r == -EDQUOT || r == -EFBIG)
 		return stop_err = r;
 	if (out_err == 0)

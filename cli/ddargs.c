@@ -43,9 +43,11 @@ dd_usage(FILE *fp)
 		"  [--flusher=0|1] [--flush-behind=N] [--iostat=SECONDS] [--json]\n"
 		"  [--disk-cache=DIR] [--disk-cache-size=N]\n"
 		"  [--disk-cache-mode=writethrough|writeback] [--disk-cache-verify=sample]\n"
+		"  [--disk-cache-brun=PCT] [--disk-cache-bcull=PCT] [--disk-cache-bstop=PCT]\n"
 		"  [--help] [--version]\n"
 		"DEV is a path, or a device string: file:PATH[?direct=1], mem:size=N,\n"
-		"sim:preset=NAME[,...], fault:OPTS@DEV.  SIGUSR1 prints the statistics;\n"
+		"sim:preset=NAME[,...], fault:OPTS@DEV, nbd://..., nbd+unix://...,\n"
+		"nfs://..., nfs+sim:..., rbd:POOL/IMAGE.  SIGUSR1 prints the statistics;\n"
 		"SIGINT, SIGTERM, SIGHUP, SIGPIPE write back and report first.  See clio(1).\n");
 }
 

@@ -4,6 +4,7 @@
  * subcommand takes --help and --version (cli_help_version).
  */
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sysexits.h>
@@ -88,13 +89,24 @@ main(int argc, char **argv)
 		return cmd_info(argc - 1, argv + 1);
 	if (strcmp(argv[1], "serve") == 0)
 		return cmd_serve(argc - 1, argv + 1);
-	if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0) {
-		printf("clio %s\n", CLIO_VERSION);
-		return 0;
-	}
-	if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
+	if (strcmp(argv[1], "version") == 0 || strcmp(argv[1], "--version") == 0 ||
+	    strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
 	    strcmp(argv[1], "-h") == 0) {
-		usage(stdout);
+		bool version = strstr(argv[1], "version") != NULL;
+
+		/* they take nothing more but --help and --version */
+		if (argc > 2 && cli_help_version(argc - 1, argv + 1, usage, NULL) < 0) {
+			fprintf(stderr, "clio %s: %s '%s'\n", argv[1],
+				argv[2][0] == '-' ? "unrecognized option"
+						  : "unexpected argument", argv[2]);
+			return EX_USAGE;
+		}
+		if (argc > 2)
+			return 0;
+		if (version)
+			printf("clio %s\n", CLIO_VERSION);
+		else
+			usage(stdout);
 		return 0;
 	}
 	fprintf(stderr, "clio: unknown command '%s' (clio --help lists them)\n", argv[1]);

@@ -529,7 +529,7 @@ static struct nbdkit_plugin plugin = {
 	.name = "clio",
 	.longname = "clio: any clio device through clio's buffer cache",
 	.version = CLIO_VERSION,
-	.description = "Serves a clio device (file, mem, sim, fault, nbd) "
+	.description = "Serves a clio device (file, mem, sim, fault, nbd, nfs, rbd) "
 		       "through clio's buffer cache with BSD-style clustering.",
 	.magic_config_key = "device",
 	.config = clio_config,

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # test-cli-options.sh - the clio command's options as a new user meets
 # them: clio --help, -h, help, --version and version exit 0 on standard
-# output; every subcommand's --help and --version exit 0 on standard
-# output with nothing on standard error; an unknown command, an unknown
+# output, and refuse a further argument; every subcommand's --help and
+# --version exit 0 on standard output with nothing on standard error
+# (clio dd --help naming every option); an unknown command, an unknown
 # long or short option and an option without its value exit 64 with one
 # line on standard error that names the subcommand and the option, and
 # nothing on standard output.
@@ -44,6 +45,11 @@ for a in --version version; do
 	grep -qx 'clio [0-9][0-9.]*' "$tmp/out" || fail "clio $a: '$(cat "$tmp/out")'"
 done
 echo "ok: clio --help, -h, help, --version, version"
+for a in version help --version --help; do
+	bad_usage "'--bogus'" $a --bogus
+	bad_usage "'extra'" $a extra
+done
+echo "ok: clio version and help: a further argument is one line, exit 64"
 
 for c in dd bench mount umount stat info serve; do
 	ok_info $c --help
@@ -54,6 +60,13 @@ for c in dd bench mount umount stat info serve; do
 	grep -q "^clio $c: " "$tmp/err" || fail "clio $c --bogus: not 'clio $c: ...': $(cat "$tmp/err")"
 done
 echo "ok: every subcommand: --help and --version exit 0; --bogus: one line, exit 64"
+
+# clio dd --help names every option clio(1) gives it
+for o in --disk-cache-brun --disk-cache-bcull --disk-cache-bstop; do
+	run dd --help
+	grep -q -- "$o=" "$tmp/out" || fail "clio dd --help does not name $o"
+done
+echo "ok: clio dd --help names the disk cache's options"
 
 bad_usage "'Z'" stat -Z
 grep -qx "clio stat: invalid option -- 'Z'" "$tmp/err" || fail "stat -Z: $(cat "$tmp/err")"

@@ -3,8 +3,9 @@
 # test-dd-faults.sh - I/O errors injected under clio dd reach the user:
 # a write error in the output exits 74 (EX_IOERR) with a message, with
 # conv=fsync and without it (the write-back at close fails), and the rest
-# of the data still lands, but a write-back that fails with ENOSPC ends
-# the copy; a read error in the input exits 74 after
+# of the data still lands, and the failed blocks are not tried again for
+# every MiB copied after them; but a write-back that fails with ENOSPC
+# ends the copy; a read error in the input exits 74 after
 # copying what came before it; a failed flush exits 74.
 set -e
 . "$(dirname "$0")/functions.sh"
@@ -59,6 +60,23 @@ rc=0
 grep -q '"lost_bytes": 65536' "$tmp/json" || fail "--json: lost_bytes is not 64K: $(cat "$tmp/json")"
 grep -q '"write_errors": [1-9]' "$tmp/json" || fail "--json: no write_errors"
 echo "ok: write fault, --json: 64 KiB lost and counted"
+
+# The failed blocks are tried again at the checks of the copy, conv=fsync
+# and the close, not once more for every MiB copied after the fault: a
+# longer copy past the same bad range counts as many write errors
+werrs() {
+	rc=0
+	"$CLIO" dd if=/dev/zero of="fault:write=EIO,offset=1M,length=64K@mem:size=32M" \
+		bs=64k count="$1" conv=fsync --json >"$tmp/json" 2>"$tmp/err" || rc=$?
+	[ "$rc" -eq 74 ] || fail "write fault, count=$1: exit $rc"
+	sed -n 's/.*"write_errors": \([0-9]*\).*/\1/p' "$tmp/json"
+}
+w100=$(werrs 100)
+w400=$(werrs 400)
+[ -n "$w100" ] && [ "$w100" -gt 0 ] || fail "write fault, count=100: no write_errors"
+[ "$w100" -eq "$w400" ] ||
+	fail "write errors grow with the copy past the fault: $w100 for 6.25 MiB, $w400 for 25 MiB"
+echo "ok: write fault: $w100 write errors for 6.25 MiB copied and for 25 MiB"
 
 # A write-back that fails for want of space (a full file system) ends
 # the copy, as GNU dd's write does: said once, exit 74, long before the

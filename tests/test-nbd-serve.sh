@@ -8,7 +8,8 @@
 # installed; -r refuses writes; in the foreground (-f) the server's pid
 # is clio serve's; a relative device path is served in the background
 # (where nbdkit runs in /); errors: no socket or port, a bad tunable, a
-# device that cannot be opened, nbdkit missing.
+# device that cannot be opened, nbdkit missing; the plugin's --help names
+# every kind of device it serves.
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/nbd-common.sh"
 command -v nbdcopy >/dev/null 2>&1 || { echo "nbdcopy not found (apt-get install libnbd-bin)"; exit 77; }
@@ -162,4 +163,12 @@ PATH=/nonexistent "$CLIO" serve mem:size=1M --socket "$sock" 2>"$tmp/err"; rc=$?
 echo "ok: errors: exit 64, 64, 66, 69, each one line"
 "$CLIO" serve --help | grep -q "^usage: clio serve" || fail "--help"
 "$CLIO" serve --version | grep -q "^clio " || fail "--version"
+# the plugin's nbdkit --help names every kind of device it serves
+env $serve_env nbdkit "$(dirname "$CLIO")/nbdkit-clio-plugin.so" --help >"$tmp/help" 2>&1 ||
+	fail "nbdkit PLUGIN --help: $(cat "$tmp/help")"
+for k in file mem sim fault nbd nfs rbd; do
+	grep -q "^Serves a clio device (.*\b$k\b" "$tmp/help" ||
+		fail "the plugin's --help does not name $k: $(grep Serves "$tmp/help")"
+done
+echo "ok: the plugin's --help names file, mem, sim, fault, nbd, nfs, rbd"
 exit 0
