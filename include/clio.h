@@ -291,7 +291,9 @@ void clio_cache_stats(clio_cache *c, struct clio_cache_stats *st);
  * device share its buffers. */
 int clio_open(clio_cache *c, clio_dev *d, int flags, clio_file **fp);
 /* Writes back the object's dirty data if this is its last handle; returns
- * any write-back error not yet reported to this handle. */
+ * any write-back error not yet reported to this handle.  After the last
+ * close nothing in the cache uses the device (a clio_sync in another
+ * thread is waited for): it may be closed (unless CLIO_KEEP kept it). */
 int clio_close(clio_file *f);
 
 ssize_t clio_pread(clio_file *f, void *buf, size_t len, uint64_t off);

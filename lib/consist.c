@@ -165,6 +165,7 @@ clio_cache_forget(clio_cache *c, clio_dev *d)
 		cache_wait(c);
 	o->o_keep = false;
 	o->o_pins--;
+	pthread_cond_broadcast(&c->cv); /* a last close waits for pins */
 	if (o->o_nhandles == 0)
 		obj_free_if_unused(c, o);
 	pthread_mutex_unlock(&c->lock);

@@ -45,6 +45,14 @@
  *     the size as an int64_t): a write or truncate beyond gets -EFBIG.
  *  9. The sequential counts of a handle shared by threads are updated
  *     without a lock: a race only makes the heuristic guess worse.
+ * 10. The close that leaves an object without handles writes back all
+ *     of its dirty data before it lets the object go, or reports the
+ *     failure: a close while another handle is open leaves its data to
+ *     the last one, so the last one looks again after each pass, for
+ *     what handles that came and went meanwhile wrote.  Nor does it
+ *     return while a clio_sync holds the object (o_pins): after the
+ *     last close nothing of the cache touches the device, which the
+ *     caller may close (unless the object is kept, CLIO_KEEP).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -189,17 +197,31 @@ clio_close(clio_file *f)
 	o = f->f_obj;
 	pthread_mutex_lock(&c->lock);
 	/* the last handle: a write in flight may yet fail and leave its
-	 * buffers dirty, so wait for it before looking */
-	if (o->o_nhandles == 1) {
+	 * buffers dirty, so wait for it before looking.  On a device that
+	 * flushes at close anyway (nfs: COMMIT), what was written back
+	 * since the last flush is flushed here, where its error has a
+	 * caller, also with nothing dirty.  While the lock is dropped for
+	 * that, another handle may come, write and go (its close was not
+	 * the last): this one still is, so it looks again, until a pass
+	 * fails or nothing is left, and no clio_sync holds the object
+	 * (invariant 10) */
+	for (;;) {
+		if (o->o_nhandles != 1)
+			break;
 		obj_wait_io(c, o);
 		if (o->o_virtual)
 			vclock_advance_to(o->o_wdone); /* we waited for them */
-	}
-	/* on a device that flushes at close anyway (nfs: COMMIT), what was
-	 * written back since the last flush is flushed here, where its
-	 * error has a caller, also with nothing dirty */
-	if (o->o_nhandles == 1 &&
-	    (o->o_ndirty > 0 || (o->o_wbehind > 0 && o->o_dev->flush_at_close))) {
+		if (o->o_nhandles != 1)
+			break;
+		if (r < 0 || (o->o_ndirty == 0 &&
+			      (o->o_wbehind == 0 || !o->o_dev->flush_at_close))) {
+			/* a clio_sync still uses the device: it may be
+			 * closed once this returns */
+			if (o->o_pins == 0)
+				break;
+			cache_wait(c);
+			continue;
+		}
 		r = obj_writeback(c, o);
 		o->o_wbehind = 0;
 		pthread_mutex_unlock(&c->lock);

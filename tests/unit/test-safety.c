@@ -8,6 +8,13 @@
  *  - sync_close: clio_sync() racing with the last clio_close() of an
  *    object: the close must still write back (the data is on the device
  *    when close returns 0), and nothing is freed under the sync;
+ *  - close_meanwhile: a handle opened, written and closed while the last
+ *    close of another waits in its device flush: that close was not the
+ *    last, so the other one, which is, must write the data back, not drop
+ *    it with the object;
+ *  - close_sync_dev: the last close while a clio_sync flushes the device
+ *    returns only once the sync is done with it: the caller may close
+ *    the device then;
  *  - truncate_write: a pwrite and fsync racing with a truncate: the size
  *    the cache reports and the device's size and bytes agree afterwards;
  *  - failed_truncate: a truncate that fails changes nothing; sizes above
@@ -114,6 +121,170 @@ test_sync_close(void **state)
 	assert_int_equal(s.errors, 0);
 	assert_int_equal(clio_cache_free(s.c), 0);
 	clio_dev_close(d);
+}
+
+/* ------------------------------------------------------------ close meanwhile */
+
+/* A memory device of callbacks whose first flush waits until released. */
+struct cm {
+	unsigned char store[64 * 1024];
+	pthread_mutex_t m;
+	pthread_cond_t cv;
+	bool in_flush, release, flushing_at_close;
+	clio_cache *c;
+	clio_file *f;
+	int close_r;
+};
+
+static int
+cm_pread(void *arg, void *buf, size_t len, uint64_t off)
+{
+	struct cm *x = arg;
+
+	memcpy(buf, x->store + off, len);
+	return 0;
+}
+
+static int
+cm_pwrite(void *arg, const void *buf, size_t len, uint64_t off)
+{
+	struct cm *x = arg;
+
+	memcpy(x->store + off, buf, len);
+	return 0;
+}
+
+static int
+cm_flush(void *arg)
+{
+	struct cm *x = arg;
+
+	pthread_mutex_lock(&x->m);
+	x->in_flush = true;
+	pthread_cond_broadcast(&x->cv);
+	while (!x->release)
+		pthread_cond_wait(&x->cv, &x->m);
+	x->in_flush = false;
+	pthread_mutex_unlock(&x->m);
+	return 0;
+}
+
+static void *
+cm_closer(void *arg)
+{
+	struct cm *x = arg;
+
+	x->close_r = clio_close(x->f);
+	pthread_mutex_lock(&x->m);
+	x->flushing_at_close = x->in_flush;
+	pthread_mutex_unlock(&x->m);
+	return NULL;
+}
+
+static void *
+cm_syncer(void *arg)
+{
+	struct cm *x = arg;
+
+	(void)clio_sync(x->c);
+	return NULL;
+}
+
+static void
+test_close_meanwhile(void **state)
+{
+	static const struct clio_dev_callbacks cb = { cm_pread, cm_pwrite, cm_flush, NULL };
+	struct cm *x = calloc(1, sizeof(*x));
+	unsigned char buf[4096];
+	struct clio_cache_stats st;
+	clio_cache *c;
+	clio_dev *d;
+	clio_file *g;
+	pthread_t th;
+
+	(void)state;
+	assert_non_null(x);
+	pthread_mutex_init(&x->m, NULL);
+	pthread_cond_init(&x->cv, NULL);
+	c = cache_with(4096, 256 * KiB);
+	assert_int_equal(clio_dev_open_callbacks("cm", sizeof(x->store), 512, 0, &cb,
+						 x, 2, &d), 0);
+	x->f = tu_open(c, d, CLIO_RDWR);
+	tu_fill(buf, sizeof(buf), 0, 1);
+	assert_int_equal(clio_pwrite(x->f, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+	/* the last close of f writes block 0 back and waits in the flush */
+	assert_int_equal(pthread_create(&th, NULL, cm_closer, x), 0);
+	pthread_mutex_lock(&x->m);
+	while (!x->in_flush)
+		pthread_cond_wait(&x->cv, &x->m);
+	pthread_mutex_unlock(&x->m);
+	/* meanwhile g comes and goes: its close is not the last */
+	g = tu_open(c, d, CLIO_RDWR);
+	tu_fill(buf, sizeof(buf), 8192, 2);
+	assert_int_equal(clio_pwrite(g, buf, sizeof(buf), 8192), (ssize_t)sizeof(buf));
+	assert_int_equal(clio_close(g), 0);
+	pthread_mutex_lock(&x->m);
+	x->release = true;
+	pthread_cond_broadcast(&x->cv);
+	pthread_mutex_unlock(&x->m);
+	pthread_join(th, NULL);
+	assert_int_equal(x->close_r, 0);
+	/* f's close was the last: g's block is on the device, nothing lost */
+	clio_cache_stats(c, &st);
+	assert_int_equal(st.lost_bytes, 0);
+	assert_int_equal(tu_check(x->store, 4096, 0, 1), -1);
+	assert_int_equal(tu_check(x->store + 8192, 4096, 8192, 2), -1);
+	assert_int_equal(clio_cache_free(c), 0);
+	clio_dev_close(d);
+	pthread_mutex_destroy(&x->m);
+	pthread_cond_destroy(&x->cv);
+	free(x);
+}
+
+/* The last close while a clio_sync flushes the object's device: once the
+ * close returns the caller may close the device, so the close must wait
+ * for the sync to be done with it (it returned at once, and the sync
+ * went on using the device: a use after free once it was closed). */
+static void
+test_close_sync_dev(void **state)
+{
+	static const struct clio_dev_callbacks cb = { cm_pread, cm_pwrite, cm_flush, NULL };
+	struct cm *x = calloc(1, sizeof(*x));
+	struct timespec ts = { 0, 50 * 1000 * 1000 };
+	pthread_t ts_th, tc_th;
+	clio_dev *d;
+
+	(void)state;
+	assert_non_null(x);
+	pthread_mutex_init(&x->m, NULL);
+	pthread_cond_init(&x->cv, NULL);
+	x->c = cache_with(4096, 256 * KiB);
+	assert_int_equal(clio_dev_open_callbacks("cm", sizeof(x->store), 512, 0, &cb,
+						 x, 2, &d), 0);
+	x->f = tu_open(x->c, d, CLIO_RDWR);
+	assert_int_equal(pthread_create(&ts_th, NULL, cm_syncer, x), 0);
+	pthread_mutex_lock(&x->m);
+	while (!x->in_flush)
+		pthread_cond_wait(&x->cv, &x->m);
+	pthread_mutex_unlock(&x->m);
+	/* the sync waits in the device's flush: the last handle closes */
+	assert_int_equal(pthread_create(&tc_th, NULL, cm_closer, x), 0);
+	nanosleep(&ts, NULL); /* time for a close that does not wait */
+	pthread_mutex_lock(&x->m);
+	x->release = true;
+	pthread_cond_broadcast(&x->cv);
+	pthread_mutex_unlock(&x->m);
+	pthread_join(tc_th, NULL);
+	pthread_join(ts_th, NULL);
+	assert_int_equal(x->close_r, 0);
+	if (x->flushing_at_close)
+		print_message("the close returned while the sync flushed the device\n");
+	assert_false(x->flushing_at_close);
+	clio_dev_close(d);
+	assert_int_equal(clio_cache_free(x->c), 0);
+	pthread_mutex_destroy(&x->m);
+	pthread_cond_destroy(&x->cv);
+	free(x);
 }
 
 /* ------------------------------------------------------------ truncate vs write */
@@ -744,6 +915,8 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sync_close),
+		cmocka_unit_test(test_close_meanwhile),
+		cmocka_unit_test(test_close_sync_dev),
 		cmocka_unit_test(test_truncate_write),
 		cmocka_unit_test(test_failed_truncate),
 		cmocka_unit_test(test_enobufs),
