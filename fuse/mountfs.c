@@ -27,7 +27,11 @@
  * then clio_dev_close) when more than idle_devices (mount.c; default
  * MOUNT_IDLE_MAX) are idle (the oldest first), when the file loses its last name through the mount
  * (unlink, rename over it), when the kernel forgets the inode, and at
- * the end.  getattr of an open file reports clio_fsize.  A write (or
+ * the end.  getattr of an open file reports clio_fsize; with
+ * kernel_cache=off, of one that no handle of the mount writes, after
+ * clio_revalidate with the source's version (a change behind the
+ * mount's back then shows in stat, and reaches the descriptors already
+ * open: a size that moved makes the kernel drop its pages).  A write (or
  * copy_file_range) past the largest file the source's file system takes
  * is refused with EFBIG, or cut short there, as the source would do it
  * (its limit is found once per file with lseek, for writes beyond 2 GiB),
@@ -174,6 +178,7 @@ struct mnode {
 	_Atomic uint64_t maxbytes;	/* the source's file size limit, 0: unknown */
 	_Atomic int64_t wtime;	/* ns: a write through the cache since the
 				 * version was recorded, its time; 0: none */
+	_Atomic uint64_t wbytes;	/* bytes written through the cache since */
 };
 
 struct mhandle {
@@ -345,20 +350,31 @@ ts_before(const struct timespec *a, const struct timespec *b)
 }
 
 /* st, the source's attributes of n: a regular file with a clio object
- * reports its size, and mtime and ctime no older than its last write. */
+ * reports its size, and mtime and ctime no older than its last write;
+ * with kernel_cache=off, one that the mount does not write has its clio
+ * object revalidated with st first (see Data). */
 static void
 node_attr(struct mnode *n, struct stat *st)
 {
 	if (S_ISREG(st->st_mode)) {
 		pthread_mutex_lock(&n->lock);
+		if (n->cf != NULL && !fs_kernel_cache && n->nwriters == 0 &&
+		    !atomic_load(&n->changed)) {
+			struct clio_validator v;
+			validator_of_stat(st, &v);
+			clio_revalidate(n->cf, &v);
+		}
 		if (n->cf != NULL) {
 			int64_t sz = clio_fsize(n->cf);
-			/* the source's blocks, and what is cached beyond
-			 * its end: a sparse file stays one for du and cp */
+			/* the source's blocks, and what was written beyond
+			 * its end since (no more than the bytes written): a
+			 * sparse file stays one for du and cp */
 			off_t held = st->st_size > st->st_blocks * 512 ?
 				st->st_size : st->st_blocks * 512;
+			uint64_t wb = atomic_load(&n->wbytes);
 			if (sz > held)
-				st->st_blocks += (blkcnt_t)((sz - held + 511) / 512);
+				st->st_blocks += (blkcnt_t)(((uint64_t)(sz - held) < wb ?
+							     (uint64_t)(sz - held) : wb) + 511) / 512;
 			else if (sz >= 0 && sz < st->st_size &&
 				 st->st_blocks > (sz + 511) / 512)
 				st->st_blocks = (blkcnt_t)((sz + 511) / 512);
@@ -494,6 +510,7 @@ node_settle_locked(struct mnode *n, clio_file *cf)
 	n->v = v;
 	n->have_v = true;
 	n->wtime = 0;	/* the source's times are past those writes */
+	n->wbytes = 0;
 	return 0;
 }
 
@@ -895,12 +912,13 @@ handle_of(struct fuse_file_info *fi)
 	return (struct mhandle *)(uintptr_t)fi->fh;
 }
 
-/* h wrote: its flush writes back, and through the cache the node's
- * version is then this mount's own to record (an open for writing
- * alone records none, so a change behind the mount's back is seen),
- * and its times are the write's until then (node_attr). */
+/* h wrote (bytes: data written through the cache): its flush writes
+ * back, and through the cache the node's version is then this mount's
+ * own to record (an open for writing alone records none, so a change
+ * behind the mount's back is seen), and its times are the write's, and
+ * its blocks count the bytes, until then (node_attr). */
 static void
-handle_wrote(struct mhandle *h)
+handle_wrote(struct mhandle *h, uint64_t bytes)
 {
 	atomic_store(&h->wrote, true);
 	if (h->cf != NULL) {
@@ -909,6 +927,7 @@ handle_wrote(struct mhandle *h)
 		 * later moves past this */
 		clock_gettime(CLOCK_REALTIME_COARSE, &t);
 		h->node->wtime = (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+		h->node->wbytes += bytes;
 		h->node->changed = true;
 	}
 }
@@ -1573,7 +1592,7 @@ fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		mount_io_end(true, 0, t0);
 		return;
 	}
-	handle_wrote(h);
+	handle_wrote(h, (uint64_t)r);
 	fuse_reply_write(req, (size_t)r);
 	mount_io_end(true, (size_t)r, t0);
 }
@@ -2068,7 +2087,7 @@ fs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
 		if (r == 0) {
 			r = zero_range(h->cf, (uint64_t)off,
 				       end < (uint64_t)sz ? end : (uint64_t)sz);
-			handle_wrote(h);
+			handle_wrote(h, 0);
 		}
 		if (r == 0 && !(mode & FALLOC_FL_KEEP_SIZE))
 			r = node_grow(h->node, end);
@@ -2077,7 +2096,7 @@ fs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
 		r = -EOPNOTSUPP;
 	}
 	if (r == 0)
-		handle_wrote(h);
+		handle_wrote(h, 0);
 	fuse_reply_err(req, -r);
 }
 
@@ -2166,7 +2185,7 @@ fs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 	if (done > 0 && out->cf == NULL)
 		node_wrote_direct(out->node);
 	if (done > 0)
-		handle_wrote(out);
+		handle_wrote(out, done);
 	if (done == 0 && r < 0)
 		fuse_reply_err(req, (int)-r);
 	else

@@ -8,7 +8,8 @@
 # same file, trailing slashes, ENAMETOOLONG, fifos; the directory's
 # entries and their types; unlink, rename and rename over an open file,
 # hard links, O_APPEND with pwrite, O_RDONLY|O_TRUNC, sparse files and
-# lseek, fallocate's modes, set and omitted times, which of mtime and
+# lseek, st_blocks of a sparse file written and held open,
+# fallocate's modes, set and omitted times, which of mtime and
 # ctime each operation moves (O_TRUNC of an empty file and chown to -1
 # -1 included), st_blocks of a hole held open, modes, owners, access;
 # with -o xattr the extended attribute calls) and prints what it got;
