@@ -74,103 +74,135 @@ dd_quotef(const char *name, char *buf, size_t len)
 
 /* ------------------------------------------------------------ numbers */
 
-/* One factor: digits and an optional suffix.  *bytes is set by a final
- * 'B' alone.  Returns 0, -EINVAL or -EOVERFLOW. */
+/* gnulib's xstrtoumax with dd's suffixes: strtoumax (leading blanks and
+ * '+' allowed, '-' not), a suffix alone standing for 1 (bs=k), one of
+ * "bcEGkKMPTwYZ", which K..Z may follow with "B" (powers of 1000), "D" or
+ * "iB".  Returns NUM_* bits; *end is where parsing stopped. */
+#define NUM_OVERFLOW	1
+#define NUM_INVALID	2
+#define NUM_SUFFIX	4
+static const char dd_suffixes[] = "bcEGkKMPTwYZ0";
+
 static int
-parse_factor(const char *s, const char *end, uint64_t *out, bool *bytes)
+xstrtou(const char *s, const char **end, uint64_t *val)
 {
-	static const char letters[] = "KMGTPEZY";
-	uint64_t v = 0, mult = 1;
-	const char *p = s, *l;
-	size_t rest;
-	int i, power = 0;
+	const char *q = s;
+	char *e;
+	uint64_t v, scale = 1;
+	int err = 0, len = 1, power = 1;
+	unsigned base = 1024;
 
-	if (p == end || !isdigit((unsigned char)*p))
-		return -EINVAL;
-	for (; p < end && isdigit((unsigned char)*p); p++) {
-		if (v > (UINT64_MAX - 9) / 10)
-			return -EOVERFLOW;
-		v = v * 10 + (uint64_t)(*p - '0');
+	*end = s;
+	while (isspace((unsigned char)*q))
+		q++;
+	if (*q == '-')
+		return NUM_INVALID;
+	errno = 0;
+	v = strtoull(s, &e, 10);
+	*end = e;
+	if (e == s) {
+		if (*e == '\0' || strchr(dd_suffixes, *e) == NULL)
+			return NUM_INVALID;
+		v = 1;
+	} else if (errno == ERANGE) {
+		err = NUM_OVERFLOW;
 	}
-	rest = (size_t)(end - p);
-	if (rest == 0) {
-		*out = v;
-		return 0;
-	}
-	if (rest == 1 && (*p == 'c' || *p == 'w' || *p == 'b' || *p == 'B')) {
-		mult = *p == 'c' || *p == 'B' ? 1 : *p == 'w' ? 2 : 512;
-		*bytes = *p == 'B';
-	} else {
-		unsigned base = 1024;
-		char u = *p == 'k' ? 'K' : *p;
-
-		l = strchr(letters, u);
-		if (u == '\0' || l == NULL)
-			return -EINVAL;
-		power = (int)(l - letters) + 1;
-		if (rest == 2 && p[1] == 'B')
+	*val = v;
+	if (*e == '\0')
+		return err;
+	if (strchr(dd_suffixes, *e) == NULL || *e == '0')
+		return err | NUM_SUFFIX;
+	if (strchr("EGkKMPTYZ", *e) != NULL) {
+		if (e[1] == 'i' && e[2] == 'B') {
+			len = 3;
+		} else if (e[1] == 'B' || e[1] == 'D') {
 			base = 1000;
-		else if (rest == 3 && p[1] == 'i' && p[2] == 'B')
-			base = 1024;
-		else if (rest != 1)
-			return -EINVAL;
-		for (i = 0; i < power; i++) {
-			if (mult > INT64_MAX / base)
-				return -EOVERFLOW;
-			mult *= base;
+			len = 2;
+		}
+		power = (int)(strchr("kMGTPEZY", *e == 'K' ? 'k' : *e) -
+			      "kMGTPEZY") + 1;
+		scale = base;
+	} else {
+		scale = *e == 'b' ? 512 : *e == 'w' ? 2 : 1;
+	}
+	while (power-- > 0) {
+		if (v > UINT64_MAX / scale) {
+			v = UINT64_MAX;
+			err |= NUM_OVERFLOW;
+		} else {
+			v *= scale;
 		}
 	}
-	if (v != 0 && mult > INT64_MAX / v)
-		return -EOVERFLOW;
-	*out = v * mult;
-	return 0;
+	*val = v;
+	*end = e + len;
+	if (**end != '\0')
+		err |= NUM_SUFFIX;
+	return err;
 }
 
-/* GNU dd's numbers: N or NxM (bs=2x512), at most INT64_MAX. */
+/* GNU dd 9.1's parse_integer: N, N followed by a 'B' (bytes), and one
+ * product NxM (bs=2x512), at most INT64_MAX. */
 static int
-parse_number(const char *s, uint64_t *out, bool *bytes)
+parse_integer(const char *str, int64_t *out)
 {
-	uint64_t prod = 1, f;
-	const char *p = s, *x;
-	int r;
+	const char *suffix;
+	uint64_t n = 0, o = 0;
+	int64_t result;
+	int e = xstrtou(str, &suffix, &n), f;
 
-	*bytes = false;
-	for (;;) {
-		bool b = false;
-
-		x = strchr(p, 'x');
-		r = parse_factor(p, x ? x : p + strlen(p), &f, &b);
-		if (r < 0 || (b && (x != NULL || p != s)))
-			return r < 0 ? r : -EINVAL;
-		if (x != NULL && p != s)
-			return -EINVAL; /* GNU dd takes one product */
-		if (f != 0 && prod > INT64_MAX / f)
-			return -EOVERFLOW;
-		prod *= f;
-		*bytes = b;
-		if (x == NULL)
-			break;
-		p = x + 1;
+	if ((e & ~NUM_OVERFLOW) == NUM_SUFFIX && *suffix == 'B' && str < suffix &&
+	    suffix[-1] != 'B') {
+		suffix++;
+		if (*suffix == '\0')
+			e &= ~NUM_SUFFIX;
 	}
-	*out = prod;
-	return 0;
+	if ((e & ~NUM_OVERFLOW) == NUM_SUFFIX && *suffix == 'x' &&
+	    !(suffix[-1] == 'B' && strchr(suffix + 1, 'B'))) {
+		f = xstrtou(suffix + 1, &suffix, &o);
+		if ((f & ~NUM_OVERFLOW) != 0) {
+			e = f;
+			result = 0;
+		} else if (__builtin_mul_overflow(n, o, &result) ||
+			   (result != 0 && ((e | f) & NUM_OVERFLOW))) {
+			e = NUM_OVERFLOW;
+			result = INT64_MAX;
+		} else {
+			if (result == 0 && strncmp(str, "0x", 2) == 0)
+				fprintf(stderr, "clio dd: warning: '0x' is a zero "
+					"multiplier; use '00x' if that is intended\n");
+			e = 0;
+		}
+	} else if (n <= INT64_MAX) {
+		result = (int64_t)n;
+	} else {
+		e = NUM_OVERFLOW;
+		result = INT64_MAX;
+	}
+	*out = result;
+	return e;
 }
 
+/* An operand's number in [min, max]; *bytes (if given) is set when it
+ * holds a 'B' anywhere, as GNU dd's has_B. */
 static int
-number_operand(const char *v, uint64_t *out, bool *bytes, bool positive)
+number_operand(const char *v, uint64_t *out, bool *bytes, int64_t min,
+	       int64_t max)
 {
-	bool b;
-	int r = parse_number(v, out, bytes ? bytes : &b);
+	int64_t n;
+	int e = parse_integer(v, &n);
 
-	if (strncmp(v, "0x", 2) == 0)
-		fprintf(stderr, "clio dd: warning: '0x' is a zero multiplier; "
-				"use '00x' if that is intended\n");
-
-	if (r == -EOVERFLOW)
+	if (bytes != NULL)
+		*bytes = strchr(v, 'B') != NULL;
+	if (n < min)
+		e = NUM_INVALID;
+	else if (n > max)
+		e = NUM_OVERFLOW;
+	if (e == NUM_OVERFLOW)
 		return usage_error("invalid number: '%s': %s", v,
 				   "Value too large for defined data type");
-	if (r < 0 || (positive && *out == 0))
+	if (e != 0)
 		return usage_error("invalid number: '%s'%s", v, "");
+	*out = (uint64_t)n;
 	return 0;
 }
 
@@ -272,21 +304,22 @@ parse_operand(struct dd *dd, struct raw *raw, const char *arg)
 			dd->out.spec = v;
 		return 0;
 	}
+	/* GNU's limits: a block size fits a buffer one byte larger (swab) */
 	if (strcmp(key, "bs") == 0)
-		return number_operand(v, &raw->bs, NULL, true);
+		return number_operand(v, &raw->bs, NULL, 1, INT64_MAX - 1);
 	if (strcmp(key, "ibs") == 0)
-		return number_operand(v, &raw->ibs, NULL, true);
+		return number_operand(v, &raw->ibs, NULL, 1, INT64_MAX - 1);
 	if (strcmp(key, "obs") == 0)
-		return number_operand(v, &raw->obs, NULL, true);
+		return number_operand(v, &raw->obs, NULL, 1, INT64_MAX - 1);
 	if (strcmp(key, "cbs") == 0)
-		return number_operand(v, &raw->cbs, NULL, true);
+		return number_operand(v, &raw->cbs, NULL, 1, INT64_MAX);
 	if (strcmp(key, "skip") == 0 || strcmp(key, "iseek") == 0)
-		return number_operand(v, &raw->skip, &raw->skip_b, false);
+		return number_operand(v, &raw->skip, &raw->skip_b, 0, INT64_MAX);
 	if (strcmp(key, "seek") == 0 || strcmp(key, "oseek") == 0)
-		return number_operand(v, &raw->seek, &raw->seek_b, false);
+		return number_operand(v, &raw->seek, &raw->seek_b, 0, INT64_MAX);
 	if (strcmp(key, "count") == 0) {
 		dd->have_count = true;
-		return number_operand(v, &raw->count, &raw->count_b, false);
+		return number_operand(v, &raw->count, &raw->count_b, 0, INT64_MAX);
 	}
 	if (strcmp(key, "conv") == 0)
 		return parse_symbols(v, conversions, "conversion", &dd->conv);

@@ -293,6 +293,24 @@ new if=@DIR@ of=@OUT@
 new if=@IN@ of=@DIR@
 pipeout if=@IN@ bs=1000 count=3 seek=1
 pipeout if=@IN@ bs=1000 count=3
+# numbers as GNU's xstrtoumax reads them: a suffix alone is 1 of it,
+# '+', a 'B' anywhere in count/skip/seek counts bytes, 'B' after any
+# suffix, one product only
+new if=@IN@ of=@OUT@ bs=k count=3
+new if=@IN@ of=@OUT@ bs=9xw count=3
+new if=@IN@ of=@OUT@ bs=b count=+2
+new if=@IN@ of=@OUT@ bs=3 count=1kB
+new if=@IN@ of=@OUT@ bs=3 count=1KiB
+new if=@IN@ of=@OUT@ bs=5 count=2Bx3
+new if=@IN@ of=@OUT@ bs=2 count=5cB
+new if=@IN@ of=@OUT@ bs=7 skip=1wB count=2
+new if=@IN@ of=@OUT@ count=1kD
+new if=@IN@ of=@OUT@ count=1Bx2B
+new if=@IN@ of=@OUT@ count=2BB
+new if=@IN@ of=@OUT@ count=0x
+new if=@IN@ of=@OUT@ bs=1Y
+new if=@IN@ of=@OUT@ bs=9223372036854775807
+new if=@IN@ of=@OUT@ count=99999999999999999999x0
 EOF
 [ "$n" -ge 180 ] || fail "only $n rows ran"
 echo "ok: $n rows"
