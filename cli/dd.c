@@ -113,16 +113,35 @@ open_flags(unsigned f)
 	       O_NOCTTY;
 }
 
-/* Standard input or output: the flags that fcntl can set. */
+/* Standard input or output: GNU dd's set_fd_flags, fcntl(2) with the
+ * open flags (directory checked by fstat, as fcntl cannot). */
 static int
 set_std_flags(struct endpoint *ep, bool output)
 {
-	int want = open_flags(ep->flags) & (O_APPEND | O_DIRECT | O_NONBLOCK);
-	int cur = fcntl(ep->fd, F_GETFL);
+	int want = open_flags(ep->flags) & ~(O_NOCTTY | O_NOFOLLOW);
+	int cur, e = 0;
+	struct stat st;
 
-	if (want && (cur < 0 || fcntl(ep->fd, F_SETFL, cur | want) < 0)) {
+	if (want == 0)
+		return 0;
+	cur = fcntl(ep->fd, F_GETFL);
+	if (cur < 0) {
+		e = errno;
+	} else if ((cur | want) != cur) {
+		if (want & O_DIRECTORY) {
+			if (fstat(ep->fd, &st) != 0)
+				e = errno;
+			else if (!S_ISDIR(st.st_mode))
+				e = ENOTDIR;
+			want &= ~O_DIRECTORY;
+		}
+		if (e == 0 && (cur | want) != cur &&
+		    fcntl(ep->fd, F_SETFL, cur | want) < 0)
+			e = errno;
+	}
+	if (e != 0) {
 		fprintf(stderr, "clio dd: setting flags for '%s': %s\n", ep->name,
-			strerror(errno));
+			strerror(e));
 		return output ? EX_CANTCREAT : EX_NOINPUT;
 	}
 	return 0;

@@ -311,6 +311,9 @@ new if=@IN@ of=@OUT@ count=0x
 new if=@IN@ of=@OUT@ bs=1Y
 new if=@IN@ of=@OUT@ bs=9223372036854775807
 new if=@IN@ of=@OUT@ count=99999999999999999999x0
+# iflag=directory and oflag=directory on standard input and output
+stdin of=@OUT@ iflag=directory
+stdout if=@IN@ oflag=directory
 EOF
 [ "$n" -ge 180 ] || fail "only $n rows ran"
 echo "ok: $n rows"
