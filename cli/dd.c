@@ -231,6 +231,8 @@ open_endpoint(struct dd *dd, struct endpoint *ep, bool output)
 		describe_fd(ep);
 		return set_std_flags(ep, output);
 	}
+	if (ep->spec[0] == '\0') /* GNU dd's open("") */
+		return open_error(ep, ENOENT, output);
 	/* with direct, GNU dd's open of /dev/zero fails (EINVAL) */
 	if (!output && strcmp(ep->spec, "/dev/zero") == 0 &&
 	    !(ep->flags & (FLAG_DIRECTORY | FLAG_NONBLOCK | FLAG_DIRECT))) {

@@ -296,8 +296,6 @@ parse_operand(struct dd *dd, struct raw *raw, const char *arg)
 	key[eq - arg] = '\0';
 	v = eq + 1;
 	if (strcmp(key, "if") == 0 || strcmp(key, "of") == 0) {
-		if (*v == '\0')
-			return usage_error("empty %s= operand%s", key, "");
 		if (key[0] == 'i')
 			dd->in.spec = v;
 		else

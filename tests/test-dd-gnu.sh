@@ -314,6 +314,9 @@ new if=@IN@ of=@OUT@ count=99999999999999999999x0
 # iflag=directory and oflag=directory on standard input and output
 stdin of=@OUT@ iflag=directory
 stdout if=@IN@ oflag=directory
+# an empty file name is opened, and fails, as any other
+new if= of=@OUT@
+new if=@IN@ of=
 EOF
 [ "$n" -ge 180 ] || fail "only $n rows ran"
 echo "ok: $n rows"
