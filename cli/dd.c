@@ -421,6 +421,12 @@ skip_input(struct dd *dd, char *buf)
 	char qb[512];
 	struct stat st;
 
+	if (dd->skip == DD_OFF_OVERFLOW && (ep->kind != EP_FD || ep->seekable)) {
+		fprintf(stderr, "clio dd: %s: cannot skip: %s\n",
+			dd_quotef(ep->name, qb, sizeof(qb)), strerror(EOVERFLOW));
+		dd->quit = true;
+		return EX_IOERR;
+	}
 	if (dd->skip == 0 || ep->kind == EP_ZERO)
 		return 0;
 	if (ep->kind == EP_CLIO) {
@@ -668,6 +674,12 @@ seek_output(struct dd *dd)
 	struct endpoint *ep = &dd->out;
 	char qb[512];
 
+	if (dd->seek == DD_OFF_OVERFLOW && (ep->kind != EP_FD || ep->seekable)) {
+		fprintf(stderr, "clio dd: %s: cannot seek: %s\n",
+			dd_quotef(ep->name, qb, sizeof(qb)), strerror(EOVERFLOW));
+		dd->quit = true;
+		return EX_IOERR;
+	}
 	if (ep->kind == EP_CLIO) {
 		int64_t size = clio_fsize(ep->file);
 		if (!ep->blockdev || size < 0 || dd->seek <= (uint64_t)size)
@@ -984,7 +996,8 @@ discard_cache(const struct endpoint *ep)
 static int
 check_direct(const struct dd *dd)
 {
-	if ((dd->in.flags & FLAG_DIRECT) && (dd->ibs % SECTOR || dd->skip % SECTOR)) {
+	if ((dd->in.flags & FLAG_DIRECT) &&
+	    (dd->ibs % SECTOR || (dd->skip != DD_OFF_OVERFLOW && dd->skip % SECTOR))) {
 		fprintf(stderr, "clio dd: %s=%llu cannot be read with iflag=direct: "
 				"not a multiple of %d bytes\n",
 			dd->ibs % SECTOR ? "ibs" : "skip",
@@ -992,7 +1005,8 @@ check_direct(const struct dd *dd)
 			SECTOR);
 		return EX_USAGE;
 	}
-	if ((dd->out.flags & FLAG_DIRECT) && (dd->obs % SECTOR || dd->seek % SECTOR)) {
+	if ((dd->out.flags & FLAG_DIRECT) &&
+	    (dd->obs % SECTOR || (dd->seek != DD_OFF_OVERFLOW && dd->seek % SECTOR))) {
 		fprintf(stderr, "clio dd: %s=%llu cannot be written with oflag=direct: "
 				"not a multiple of %d bytes\n",
 			dd->obs % SECTOR ? "obs" : "seek",
@@ -1047,8 +1061,17 @@ cmd_dd(int argc, char **argv)
 		return EX_OSERR;
 	}
 	dd.same_file = same_file(&dd);
-	if ((rc = open_endpoint(&dd, &dd.in, false)) != 0 ||
-	    (rc = open_endpoint(&dd, &dd.out, true)) != 0)
+	if ((rc = open_endpoint(&dd, &dd.in, false)) != 0)
+		goto done;
+	if (dd.seek == DD_OFF_OVERFLOW && !(dd.conv & CONV_NOTRUNC) && dd.out.spec) {
+		/* GNU dd dies here, before it opens the output */
+		fprintf(stderr, "clio dd: offset too large: cannot truncate to a length "
+				"of seek=%llu (%llu-byte) blocks\n",
+			(unsigned long long)dd.seek_arg, (unsigned long long)dd.obs);
+		rc = EX_USAGE;
+		goto done;
+	}
+	if ((rc = open_endpoint(&dd, &dd.out, true)) != 0)
 		goto done;
 
 	dd.is_virtual = (dd.in.kind == EP_CLIO || dd.out.kind == EP_CLIO) &&

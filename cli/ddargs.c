@@ -446,16 +446,18 @@ settle(struct dd *dd, struct raw *raw)
 	} else {
 		dd->max_records = raw->count;
 	}
+	/* an offset past 2^63-1 fails at the seek, as GNU dd's */
 	if (raw->skip_b || (dd->in.flags & FLAG_SKIP_BYTES))
 		dd->skip = raw->skip;
 	else if (raw->skip != 0 && dd->ibs > INT64_MAX / raw->skip)
-		return usage_error("invalid number: 'skip=%s'%s", "(too large)", "");
+		dd->skip = DD_OFF_OVERFLOW;
 	else
 		dd->skip = raw->skip * dd->ibs;
+	dd->seek_arg = raw->seek;
 	if (raw->seek_b || (dd->out.flags & FLAG_SEEK_BYTES))
 		dd->seek = raw->seek;
 	else if (raw->seek != 0 && dd->obs > INT64_MAX / raw->seek)
-		return usage_error("invalid number: 'seek=%s'%s", "(too large)", "");
+		dd->seek = DD_OFF_OVERFLOW;
 	else
 		dd->seek = raw->seek * dd->obs;
 	if ((dd->out.flags & FLAG_APPEND) && !(dd->conv & CONV_NOTRUNC))

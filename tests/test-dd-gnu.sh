@@ -317,6 +317,13 @@ stdout if=@IN@ oflag=directory
 # an empty file name is opened, and fails, as any other
 new if= of=@OUT@
 new if=@IN@ of=
+# skip= and seek= whose offset passes 2^63-1: GNU's seek errors
+new if=@IN@ of=@OUT@ bs=2 skip=9223372036854775807 count=1
+new if=/dev/zero of=@OUT@ bs=2 skip=4611686018427387904 count=1
+old if=@IN@ of=@OUT@ bs=2 seek=9223372036854775807 count=1
+new if=@IN@ of=@OUT@ bs=2 seek=9223372036854775807 count=1
+old if=@IN@ of=@OUT@ bs=2 seek=9223372036854775807 count=1 conv=notrunc
+new if=@IN@ of=/dev/null bs=2 seek=9223372036854775807 count=1 conv=notrunc
 EOF
 [ "$n" -ge 180 ] || fail "only $n rows ran"
 echo "ok: $n rows"
