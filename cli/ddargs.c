@@ -354,6 +354,14 @@ parse_option(struct dd *dd, int argc, char **argv, int i)
 		dd->json = true;
 		return 1;
 	}
+	/* getopt's abbreviations of GNU dd's own two options */
+	if (*arg != '\0' && eq == NULL && strncmp(arg, "help", strlen(arg)) != 0 &&
+	    strncmp(arg, "version", strlen(arg)) != 0)
+		; /* neither */
+	else if (*arg != '\0' && eq == NULL &&
+		 clio_conf_set(&scratch, arg, "0", err, sizeof(err)) < 0 &&
+		 strncmp(err, "unknown option", 14) == 0)
+		arg = *arg == 'h' ? "help" : "version";
 	if (strcmp(arg, "help") == 0) {
 		dd_usage(stdout);
 		return -1;
@@ -466,26 +474,41 @@ settle(struct dd *dd, struct raw *raw)
 	return 0;
 }
 
-/* Returns 0, EX_USAGE, or -1 after --help or --version (exit 0). */
+/* Returns 0, EX_USAGE, or -1 after --help or --version (exit 0).  As
+ * GNU dd's getopt: the options first, wherever they stand before a "--",
+ * then the operands in order. */
 int
 dd_parse(struct dd *dd, int argc, char **argv)
 {
 	struct raw raw;
-	int i, r;
+	char *operand = calloc((size_t)argc + 1, 1);
+	int i, r = 0;
 
+	if (operand == NULL) {
+		fprintf(stderr, "clio dd: %s\n", strerror(ENOMEM));
+		return EX_OSERR;
+	}
 	memset(&raw, 0, sizeof(raw));
-	for (i = 1; i < argc;) {
-		if (strncmp(argv[i], "--", 2) == 0) {
+	for (i = 1; i < argc && r == 0;) {
+		if (strcmp(argv[i], "--") == 0) {
+			for (i++; i < argc; i++)
+				operand[i] = 1;
+		} else if (argv[i][0] == '-' && argv[i][1] == '-') {
 			r = parse_option(dd, argc, argv, i);
 			if (r < 0)
-				return r == -1 ? -1 : -r;
-			i += r;
-			continue;
+				r = r == -1 ? -1 : -r;
+			else
+				i += r, r = 0;
+		} else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+			fprintf(stderr, "clio dd: invalid option -- '%c'\n", argv[i][1]);
+			r = EX_USAGE;
+		} else {
+			operand[i++] = 1;
 		}
-		r = parse_operand(dd, &raw, argv[i]);
-		if (r != 0)
-			return r;
-		i++;
 	}
-	return settle(dd, &raw);
+	for (i = 1; i < argc && r == 0; i++)
+		if (operand[i])
+			r = parse_operand(dd, &raw, argv[i]);
+	free(operand);
+	return r != 0 ? r : settle(dd, &raw);
 }

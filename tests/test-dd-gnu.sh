@@ -324,6 +324,12 @@ old if=@IN@ of=@OUT@ bs=2 seek=9223372036854775807 count=1
 new if=@IN@ of=@OUT@ bs=2 seek=9223372036854775807 count=1
 old if=@IN@ of=@OUT@ bs=2 seek=9223372036854775807 count=1 conv=notrunc
 new if=@IN@ of=/dev/null bs=2 seek=9223372036854775807 count=1 conv=notrunc
+# getopt: options before operands, '--' ends them, '-x' is no option
+new -- if=@IN@ of=@OUT@ count=3
+new if=@IN@ -- of=@OUT@ count=3
+new if=@IN@ of=@OUT@ -x
+new if=@IN@ of=@OUT@ -- --help
+new bogus if=@IN@ of=@OUT@ --bogus
 EOF
 [ "$n" -ge 180 ] || fail "only $n rows ran"
 echo "ok: $n rows"
