@@ -98,7 +98,8 @@ check_spec(const struct endpoint *ep)
 static int
 open_error(const struct endpoint *ep, int e, bool output)
 {
-	fprintf(stderr, "clio dd: failed to open '%s': %s\n", ep->name, strerror(e));
+	fprintf(stderr, "clio dd: failed to open %s: %s\n", dd_quoteaf(ep->name),
+		strerror(e));
 	return output ? EX_CANTCREAT : EX_NOINPUT;
 }
 
@@ -140,8 +141,8 @@ set_std_flags(struct endpoint *ep, bool output)
 			e = errno;
 	}
 	if (e != 0) {
-		fprintf(stderr, "clio dd: setting flags for '%s': %s\n", ep->name,
-			strerror(e));
+		fprintf(stderr, "clio dd: setting flags for %s: %s\n",
+			dd_quoteaf(ep->name), strerror(e));
 		return output ? EX_CANTCREAT : EX_NOINPUT;
 	}
 	return 0;
@@ -408,7 +409,8 @@ read_block(struct dd *dd, char *buf, size_t len)
 static void
 read_error(struct dd *dd, int e)
 {
-	fprintf(stderr, "clio dd: error reading '%s': %s\n", dd->in.name, strerror(e));
+	fprintf(stderr, "clio dd: error reading %s: %s\n", dd_quoteaf(dd->in.name),
+		strerror(e));
 }
 
 /* skip=: seek where the input can, else read and discard. */
@@ -631,9 +633,9 @@ write_error(struct dd *dd, int e, bool gathered)
 		return; /* the signal says it */
 	if (e == EINTR)
 		return;
-	fprintf(stderr, gathered ? "clio dd: writing to '%s': %s\n"
-				 : "clio dd: error writing '%s': %s\n",
-		dd->out.name, strerror(e));
+	fprintf(stderr, gathered ? "clio dd: writing to %s: %s\n"
+				 : "clio dd: error writing %s: %s\n",
+		dd_quoteaf(dd->out.name), strerror(e));
 }
 
 /* seek=, before skip= as GNU dd truncates at its open: truncate the
@@ -651,8 +653,8 @@ truncate_output(struct dd *dd)
 			r = clio_ftruncate(ep->file, dd->seek);
 			if (r < 0 && r != -EINVAL && r != -ENOTSUP) {
 				fprintf(stderr, "clio dd: failed to truncate to %llu bytes "
-						"in output file '%s': %s\n",
-					(unsigned long long)dd->seek, ep->name,
+						"in output file %s: %s\n",
+					(unsigned long long)dd->seek, dd_quoteaf(ep->name),
 					strerror(-r));
 				return EX_IOERR;
 			}
@@ -924,8 +926,8 @@ sync_output(struct dd *dd)
 			r = out_err;
 		out_err = 0;
 		if (r < 0 && r != stop_err) {
-			fprintf(stderr, "clio dd: %s failed for '%s': %s\n",
-				dd->conv & CONV_FSYNC ? "fsync" : "fdatasync", ep->name,
+			fprintf(stderr, "clio dd: %s failed for %s: %s\n",
+				dd->conv & CONV_FSYNC ? "fsync" : "fdatasync", dd_quoteaf(ep->name),
 				strerror(-r));
 			return EX_IOERR;
 		}
@@ -934,11 +936,11 @@ sync_output(struct dd *dd)
 	if (!(dd->conv & CONV_FSYNC) && fdatasync(ep->fd) == 0)
 		return 0;
 	if (!(dd->conv & CONV_FSYNC) && errno != ENOSYS && errno != EINVAL)
-		fprintf(stderr, "clio dd: fdatasync failed for '%s': %s\n", ep->name,
-			strerror(errno));
+		fprintf(stderr, "clio dd: fdatasync failed for %s: %s\n",
+			dd_quoteaf(ep->name), strerror(errno));
 	if (fsync(ep->fd) < 0) {
-		fprintf(stderr, "clio dd: fsync failed for '%s': %s\n", ep->name,
-			strerror(errno));
+		fprintf(stderr, "clio dd: fsync failed for %s: %s\n",
+			dd_quoteaf(ep->name), strerror(errno));
 		return EX_IOERR;
 	}
 	return 0;

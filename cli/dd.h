@@ -112,6 +112,7 @@ struct dd {
 int dd_parse(struct dd *dd, int argc, char **argv);
 void dd_usage(FILE *fp);
 const char *dd_quotef(const char *name, char *buf, size_t len);
+const char *dd_quoteaf(const char *name);	/* always quoted */
 
 /* ddconv.c: the conversions of conv= between reading and writing.
  * dd_conv_setup builds the table; dd_convert pushes n input bytes through

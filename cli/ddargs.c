@@ -58,18 +58,97 @@ usage_error(const char *fmt, const char *a, const char *b)
 	return EX_USAGE;
 }
 
+/* gnulib's quotearg in the C locale, as GNU dd quotes file names: the
+ * shell_escape style (quotef: quoted only where a shell needs it) or its
+ * "always" form (quoteaf): 'name', "name" for a name with a ' that needs
+ * nothing else, and $'\t' for the bytes that are not printable. */
+static void
+quote_name(const char *name, char *buf, size_t len, bool always)
+{
+	const unsigned char *s = (const unsigned char *)name;
+	bool squote = false, compat_all = true, pending = false;
+	size_t i, o = 0;
+
+#define PUT(ch) do { if (o + 1 < len) buf[o++] = (char)(ch); } while (0)
+	always |= *s == '\0';
+	for (i = 0; s[i]; i++) {
+		unsigned char c = s[i];
+		bool compat = false;
+
+		if (!isprint(c)) {
+			always = true;
+		} else if (c == '{' || c == '}') {
+			always |= i == 0 && s[1] == '\0';
+		} else if (c == '#' || c == '~') {
+			always |= i == 0;
+		} else if (c == ' ' || c == '\'') {
+			compat = always = true;
+			squote |= c == '\'';
+		} else if (strchr("!\"$&()*;<=>[^`|\\?", c) != NULL) {
+			always = true;
+		} else {
+			compat = true; /* letters, digits, %+,-./:]_ and @ */
+		}
+		compat_all &= compat;
+	}
+	if (!always) {
+		snprintf(buf, len, "%s", name);
+		return;
+	}
+	if (squote && compat_all) {
+		snprintf(buf, len, "\"%s\"", name);
+		return;
+	}
+	PUT('\'');
+	for (i = 0; s[i]; i++) {
+		unsigned char c = s[i];
+		const char *esc = strchr("\aa\bb\ff\nn\rr\tt\vv", c);
+
+		if (!isprint(c)) {
+			if (!pending) {
+				PUT('\''); PUT('$'); PUT('\'');
+				pending = true;
+			}
+			PUT('\\');
+			if (esc != NULL && c != '\0') {
+				PUT(esc[1]);
+			} else {
+				PUT('0' + (c >> 6));
+				PUT('0' + ((c >> 3) & 7));
+				PUT('0' + (c & 7));
+			}
+			continue;
+		}
+		if (c == '\'') {
+			PUT('\''); PUT('\\'); PUT('\'');
+		} else if (pending) {
+			PUT('\''); PUT('\'');
+		}
+		pending = false;
+		PUT(c);
+	}
+	PUT('\'');
+	buf[o < len ? o : len - 1] = '\0';
+#undef PUT
+}
+
 const char *
 dd_quotef(const char *name, char *buf, size_t len)
 {
-	const char *c;
-
-	for (c = name; *c; c++)
-		if (!isalnum((unsigned char)*c) && strchr("%+,-./:=@^_", *c) == NULL)
-			break;
-	if (*c == '\0')
-		return name;
-	snprintf(buf, len, "'%s'", name);
+	quote_name(name, buf, len, false);
 	return buf;
+}
+
+/* quoteaf: for one message at a time (two names at most) */
+const char *
+dd_quoteaf(const char *name)
+{
+	static char bufs[2][1024];
+	static int n;
+
+	n = !n;
+	quote_name(name, bufs[n], sizeof(bufs[n]), true);
+	return bufs[n];
 }
 
 /* ------------------------------------------------------------ numbers */

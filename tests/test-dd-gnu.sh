@@ -30,6 +30,8 @@ printf 'tail without newline' >>"$tmp/txt"
 head -c 30000 /dev/urandom >"$tmp/old"
 head -c 1000 /dev/urandom >"$tmp/short"
 mkdir "$tmp/dir"
+cp "$tmp/short" "$tmp/dir/it's"
+cp "$tmp/short" "$tmp/dir/a=b"
 ln -s "$tmp/in" "$tmp/link"
 mkfifo "$tmp/fifo"
 
@@ -330,6 +332,12 @@ new if=@IN@ -- of=@OUT@ count=3
 new if=@IN@ of=@OUT@ -x
 new if=@IN@ of=@OUT@ -- --help
 new bogus if=@IN@ of=@OUT@ --bogus
+# file names quoted as GNU's quotearg quotes them
+new if=@DIR@/it's of=@OUT@ bs=100 skip=50
+new if=@DIR@/a=b of=@OUT@ bs=100 skip=50
+new if=@DIR@/it's.missing of=@OUT@
+new if=@DIR@/it's\$.missing of=@OUT@
+new if=@IN@ of=@DIR@/no/it's
 EOF
 [ "$n" -ge 180 ] || fail "only $n rows ran"
 echo "ok: $n rows"
