@@ -186,11 +186,9 @@ device_string(const struct endpoint *ep)
 	return strdup(s);
 }
 
-/* if= and of= name one regular file or block device, both through the
- * cache: GNU dd's reads then see its writes (and its truncation), so
- * both ends get one clio device. */
+/* if= and of= name one regular file or block device. */
 static bool
-same_file(const struct dd *dd)
+same_inode(const struct dd *dd)
 {
 	const struct endpoint *a = &dd->in, *b = &dd->out;
 	struct stat sa, sb;
@@ -198,12 +196,21 @@ same_file(const struct dd *dd)
 	if (a->spec == NULL || b->spec == NULL || !is_plain_path(a->spec) ||
 	    !is_plain_path(b->spec) || strncmp(a->spec, "file:", 5) == 0 ||
 	    strncmp(b->spec, "file:", 5) == 0 || strcmp(a->spec, "/dev/zero") == 0 ||
-	    ((a->flags | b->flags) & (FLAG_DIRECT | FLAG_DIRECTORY)) ||
 	    stat(a->spec, &sa) < 0 || stat(b->spec, &sb) < 0)
 		return false;
 	if (S_ISREG(sa.st_mode) && S_ISREG(sb.st_mode))
 		return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 	return S_ISBLK(sa.st_mode) && S_ISBLK(sb.st_mode) && sa.st_rdev == sb.st_rdev;
+}
+
+/* The same file at both ends, both through the cache: GNU dd's reads
+ * then see its writes (and its truncation), so both ends get one clio
+ * device. */
+static bool
+same_file(const struct dd *dd)
+{
+	return !((dd->in.flags | dd->out.flags) & (FLAG_DIRECT | FLAG_DIRECTORY)) &&
+	       same_inode(dd);
 }
 
 /* The output device's open flags: conv=nocreat and conv=excl hold for a
@@ -1027,7 +1034,7 @@ cmd_dd(int argc, char **argv)
 	char err[ERRLEN];
 	int r, rc = 0;
 	double elapsed;
-	bool quit_early;
+	bool quit_early, late_in;
 
 	memset(&dd, 0, sizeof(dd));
 	dd.conf = defaults;
@@ -1063,7 +1070,10 @@ cmd_dd(int argc, char **argv)
 		return EX_OSERR;
 	}
 	dd.same_file = same_file(&dd);
-	if ((rc = open_endpoint(&dd, &dd.in, false)) != 0)
+	/* the same file through two devices (direct): the input is opened
+	 * after the output's truncation, which GNU dd's reads see */
+	late_in = !dd.same_file && same_inode(&dd);
+	if (!late_in && (rc = open_endpoint(&dd, &dd.in, false)) != 0)
 		goto done;
 	if (dd.seek == DD_OFF_OVERFLOW && !(dd.conv & CONV_NOTRUNC) && dd.out.spec) {
 		/* GNU dd dies here, before it opens the output */
@@ -1074,6 +1084,9 @@ cmd_dd(int argc, char **argv)
 		goto done;
 	}
 	if ((rc = open_endpoint(&dd, &dd.out, true)) != 0)
+		goto done;
+	if (late_in && ((rc = truncate_output(&dd)) != 0 ||
+			(rc = open_endpoint(&dd, &dd.in, false)) != 0))
 		goto done;
 
 	dd.is_virtual = (dd.in.kind == EP_CLIO || dd.out.kind == EP_CLIO) &&

@@ -338,6 +338,10 @@ new if=@DIR@/a=b of=@OUT@ bs=100 skip=50
 new if=@DIR@/it's.missing of=@OUT@
 new if=@DIR@/it's\$.missing of=@OUT@
 new if=@IN@ of=@DIR@/no/it's
+# the same file at both ends with direct: the reads see the truncation
+old if=@OUT@ of=@OUT@ bs=4k oflag=direct
+old if=@OUT@ of=@OUT@ bs=512 seek=20 skip=4 count=3 oflag=direct
+old if=@OUT@ of=@OUT@ bs=512 seek=80 skip=70 count=3 iflag=direct
 EOF
 [ "$n" -ge 180 ] || fail "only $n rows ran"
 echo "ok: $n rows"
