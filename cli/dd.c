@@ -1034,7 +1034,7 @@ cmd_dd(int argc, char **argv)
 	char err[ERRLEN];
 	int r, rc = 0;
 	double elapsed;
-	bool quit_early, late_in;
+	bool quit_early, reopen_in;
 
 	memset(&dd, 0, sizeof(dd));
 	dd.conf = defaults;
@@ -1071,9 +1071,10 @@ cmd_dd(int argc, char **argv)
 	}
 	dd.same_file = same_file(&dd);
 	/* the same file through two devices (direct): the input is opened
-	 * after the output's truncation, which GNU dd's reads see */
-	late_in = !dd.same_file && same_inode(&dd);
-	if (!late_in && (rc = open_endpoint(&dd, &dd.in, false)) != 0)
+	 * again after the output's truncation, which GNU dd's reads see */
+	reopen_in = !dd.same_file && !((dd.in.flags | dd.out.flags) & FLAG_DIRECTORY) &&
+		    same_inode(&dd);
+	if ((rc = open_endpoint(&dd, &dd.in, false)) != 0)
 		goto done;
 	if (dd.seek == DD_OFF_OVERFLOW && !(dd.conv & CONV_NOTRUNC) && dd.out.spec) {
 		/* GNU dd dies here, before it opens the output */
@@ -1085,9 +1086,16 @@ cmd_dd(int argc, char **argv)
 	}
 	if ((rc = open_endpoint(&dd, &dd.out, true)) != 0)
 		goto done;
-	if (late_in && ((rc = truncate_output(&dd)) != 0 ||
-			(rc = open_endpoint(&dd, &dd.in, false)) != 0))
-		goto done;
+	if (reopen_in && dd.in.kind == EP_CLIO) {
+		if ((rc = truncate_output(&dd)) != 0)
+			goto done;
+		(void)clio_close(dd.in.file);
+		clio_dev_close(dd.in.dev);
+		dd.in.file = NULL;
+		dd.in.dev = NULL;
+		if ((rc = open_endpoint(&dd, &dd.in, false)) != 0)
+			goto done;
+	}
 
 	dd.is_virtual = (dd.in.kind == EP_CLIO || dd.out.kind == EP_CLIO) &&
 			(dd.in.kind != EP_CLIO || clio_dev_is_virtual(dd.in.dev)) &&

@@ -342,6 +342,7 @@ new if=@IN@ of=@DIR@/no/it's
 old if=@OUT@ of=@OUT@ bs=4k oflag=direct
 old if=@OUT@ of=@OUT@ bs=512 seek=20 skip=4 count=3 oflag=direct
 old if=@OUT@ of=@OUT@ bs=512 seek=80 skip=70 count=3 iflag=direct
+old if=@OUT@ of=@OUT@ bs=512 count=3 iflag=directory,direct
 EOF
 [ "$n" -ge 180 ] || fail "only $n rows ran"
 echo "ok: $n rows"
