@@ -499,6 +499,8 @@ settle(struct dd *dd, struct raw *raw)
 	unsigned c;
 	int r;
 
+	if (dd->out.flags & FLAG_FULLBLOCK) /* before the exclusions, as GNU's */
+		return usage_error("invalid output flag: '%s'%s", "fullblock", "");
 	if (raw->cbs == 0) /* block and unblock need cbs= */
 		dd->conv &= ~(unsigned)(CONV_BLOCK | CONV_UNBLOCK);
 	c = dd->conv;
@@ -514,8 +516,6 @@ settle(struct dd *dd, struct raw *raw)
 	    (r = exclusive(dd->out.flags, FLAG_DIRECT, FLAG_NOCACHE,
 			   "direct and nocache")))
 		return r;
-	if (dd->out.flags & FLAG_FULLBLOCK)
-		return usage_error("invalid output flag: '%s'%s", "fullblock", "");
 	if (raw->bs) {
 		dd->ibs = dd->obs = raw->bs;
 	} else {

@@ -332,6 +332,8 @@ new if=@IN@ -- of=@OUT@ count=3
 new if=@IN@ of=@OUT@ -x
 new if=@IN@ of=@OUT@ -- --help
 new bogus if=@IN@ of=@OUT@ --bogus
+new if=@IN@ of=@OUT@ oflag=fullblock conv=ascii,ebcdic
+new if=@IN@ of=@OUT@ oflag=fullblock,direct,nocache
 # file names quoted as GNU's quotearg quotes them
 new if=@DIR@/it's of=@OUT@ bs=100 skip=50
 new if=@DIR@/a=b of=@OUT@ bs=100 skip=50
