@@ -560,10 +560,18 @@ write_clio(struct dd *dd, const char *buf, size_t len)
 {
 	struct endpoint *ep = &dd->out;
 	ssize_t w;
+	int64_t size;
 	int r;
 
+	/* O_APPEND: every write lands at the end, also after a sparse hole */
+	if ((ep->flags & FLAG_APPEND) && (size = clio_fsize(ep->file)) >= 0)
+		ep->off = (uint64_t)size;
 	/* GNU dd turns O_DIRECT off for good at a partial block: from the
-	 * first write the direct path cannot take on, use the cache */
+	 * first write the direct path cannot take on, use the cache; a full
+	 * block at an unaligned end (append) fails as O_DIRECT does */
+	if ((ep->flags & FLAG_DIRECT) && ep->tail == NULL && len == dd->obs &&
+	    ep->off % clio_dev_sector_size(ep->dev) != 0)
+		return -EINVAL;
 	if ((ep->flags & FLAG_DIRECT) && ep->tail == NULL &&
 	    (ep->off | len) % clio_dev_sector_size(ep->dev) != 0) {
 		r = clio_open(dd->cache, ep->dev, CLIO_RDWR, &ep->tail);

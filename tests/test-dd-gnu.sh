@@ -340,6 +340,13 @@ new if=@DIR@/a=b of=@OUT@ bs=100 skip=50
 new if=@DIR@/it's.missing of=@OUT@
 new if=@DIR@/it's\$.missing of=@OUT@
 new if=@IN@ of=@DIR@/no/it's
+# oflag=append: every write at the end, a sparse hole between two
+# writes is lost; O_DIRECT at an unaligned end fails
+old if=@ZEROS@ of=@OUT@ bs=2 seek=3 oflag=append conv=sparse
+old if=@ZEROS@ of=@OUT@ bs=1000 seek=7 oflag=append conv=sparse
+old if=@ZEROS@ of=@OUT@ ibs=1000 obs=3000 oflag=append conv=sparse,notrunc
+old if=@ZEROS@ of=@OUT@ bs=4096 oflag=append,direct conv=notrunc
+old if=@ZEROS@ of=@OUT@ ibs=1000 obs=4096 oflag=append,direct conv=notrunc
 # the same file at both ends with direct: the reads see the truncation
 old if=@OUT@ of=@OUT@ bs=4k oflag=direct
 old if=@OUT@ of=@OUT@ bs=512 seek=20 skip=4 count=3 oflag=direct
