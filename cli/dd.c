@@ -24,7 +24,8 @@
  *  2. An endpoint is a clio device (EP_CLIO: regular files, block
  *     devices and device strings), /dev/zero read as zeros (EP_ZERO), or
  *     a file descriptor (EP_FD: standard input and output, pipes, FIFOs,
- *     character devices, sockets, directories), read and written with
+ *     character devices, sockets, directories, the files of /proc and
+ *     /sys, whose size says nothing), read and written with
  *     read(2) and write(2) after a poll that also watches the signals.
  *  3. Elapsed time is simulated time when every clio device involved runs
  *     on the virtual clock and both ends are named, wall time otherwise.
@@ -37,8 +38,10 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <sysexits.h>
 #include <unistd.h>
@@ -55,8 +58,18 @@
 static bool
 is_fd_path(const char *spec, struct stat *st)
 {
+	struct statfs fs;
+
 	if (stat(spec, st) < 0)
 		return false;
+	if (S_ISREG(st->st_mode) && statfs(spec, &fs) == 0)
+		/* a pseudo file system's file: its size says nothing */
+		switch (fs.f_type) {
+		case PROC_SUPER_MAGIC: case SYSFS_MAGIC: case DEBUGFS_MAGIC:
+		case TRACEFS_MAGIC: case SECURITYFS_MAGIC:
+		case CGROUP_SUPER_MAGIC: case CGROUP2_SUPER_MAGIC:
+			return true;
+		}
 	return S_ISCHR(st->st_mode) || S_ISFIFO(st->st_mode) ||
 	       S_ISSOCK(st->st_mode) || S_ISDIR(st->st_mode);
 }

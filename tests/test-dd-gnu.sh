@@ -347,6 +347,10 @@ old if=@ZEROS@ of=@OUT@ bs=1000 seek=7 oflag=append conv=sparse
 old if=@ZEROS@ of=@OUT@ ibs=1000 obs=3000 oflag=append conv=sparse,notrunc
 old if=@ZEROS@ of=@OUT@ bs=4096 oflag=append,direct conv=notrunc
 old if=@ZEROS@ of=@OUT@ ibs=1000 obs=4096 oflag=append,direct conv=notrunc
+# the files of /proc: read(2) to the end, whatever their size says
+new if=/proc/version of=@OUT@
+new if=/proc/version of=@OUT@ bs=10 skip=5
+new if=/proc/self/mem of=@OUT@ bs=4096 count=2
 # the same file at both ends with direct: the reads see the truncation
 old if=@OUT@ of=@OUT@ bs=4k oflag=direct
 old if=@OUT@ of=@OUT@ bs=512 seek=20 skip=4 count=3 oflag=direct
