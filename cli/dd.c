@@ -24,7 +24,8 @@
  *  2. An endpoint is a clio device (EP_CLIO: regular files, block
  *     devices and device strings), /dev/zero read as zeros (EP_ZERO), or
  *     a file descriptor (EP_FD: standard input and output, pipes, FIFOs,
- *     character devices, sockets, directories), read and written with
+ *     character devices, sockets, directories, the files of /proc and
+ *     /sys, whose size says nothing), read and written with
  *     read(2) and write(2) after a poll that also watches the signals.
  *  3. Elapsed time is simulated time when every clio device involved runs
  *     on the virtual clock and both ends are named, wall time otherwise.
@@ -37,8 +38,10 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <sysexits.h>
 #include <unistd.h>
@@ -55,8 +58,18 @@
 static bool
 is_fd_path(const char *spec, struct stat *st)
 {
+	struct statfs fs;
+
 	if (stat(spec, st) < 0)
 		return false;
+	if (S_ISREG(st->st_mode) && statfs(spec, &fs) == 0)
+		/* a pseudo file system's file: its size says nothing */
+		switch (fs.f_type) {
+		case PROC_SUPER_MAGIC: case SYSFS_MAGIC: case DEBUGFS_MAGIC:
+		case TRACEFS_MAGIC: case SECURITYFS_MAGIC:
+		case CGROUP_SUPER_MAGIC: case CGROUP2_SUPER_MAGIC:
+			return true;
+		}
 	return S_ISCHR(st->st_mode) || S_ISFIFO(st->st_mode) ||
 	       S_ISSOCK(st->st_mode) || S_ISDIR(st->st_mode);
 }
@@ -98,7 +111,8 @@ check_spec(const struct endpoint *ep)
 static int
 open_error(const struct endpoint *ep, int e, bool output)
 {
-	fprintf(stderr, "clio dd: failed to open '%s': %s\n", ep->name, strerror(e));
+	fprintf(stderr, "clio dd: failed to open %s: %s\n", dd_quoteaf(ep->name),
+		strerror(e));
 	return output ? EX_CANTCREAT : EX_NOINPUT;
 }
 
@@ -113,16 +127,35 @@ open_flags(unsigned f)
 	       O_NOCTTY;
 }
 
-/* Standard input or output: the flags that fcntl can set. */
+/* Standard input or output: GNU dd's set_fd_flags, fcntl(2) with the
+ * open flags (directory checked by fstat, as fcntl cannot). */
 static int
 set_std_flags(struct endpoint *ep, bool output)
 {
-	int want = open_flags(ep->flags) & (O_APPEND | O_DIRECT | O_NONBLOCK);
-	int cur = fcntl(ep->fd, F_GETFL);
+	int want = open_flags(ep->flags) & ~(O_NOCTTY | O_NOFOLLOW);
+	int cur, e = 0;
+	struct stat st;
 
-	if (want && (cur < 0 || fcntl(ep->fd, F_SETFL, cur | want) < 0)) {
-		fprintf(stderr, "clio dd: setting flags for '%s': %s\n", ep->name,
-			strerror(errno));
+	if (want == 0)
+		return 0;
+	cur = fcntl(ep->fd, F_GETFL);
+	if (cur < 0) {
+		e = errno;
+	} else if ((cur | want) != cur) {
+		if (want & O_DIRECTORY) {
+			if (fstat(ep->fd, &st) != 0)
+				e = errno;
+			else if (!S_ISDIR(st.st_mode))
+				e = ENOTDIR;
+			want &= ~O_DIRECTORY;
+		}
+		if (e == 0 && (cur | want) != cur &&
+		    fcntl(ep->fd, F_SETFL, cur | want) < 0)
+			e = errno;
+	}
+	if (e != 0) {
+		fprintf(stderr, "clio dd: setting flags for %s: %s\n",
+			dd_quoteaf(ep->name), strerror(e));
 		return output ? EX_CANTCREAT : EX_NOINPUT;
 	}
 	return 0;
@@ -166,11 +199,9 @@ device_string(const struct endpoint *ep)
 	return strdup(s);
 }
 
-/* if= and of= name one regular file or block device, both through the
- * cache: GNU dd's reads then see its writes (and its truncation), so
- * both ends get one clio device. */
+/* if= and of= name one regular file or block device. */
 static bool
-same_file(const struct dd *dd)
+same_inode(const struct dd *dd)
 {
 	const struct endpoint *a = &dd->in, *b = &dd->out;
 	struct stat sa, sb;
@@ -178,12 +209,21 @@ same_file(const struct dd *dd)
 	if (a->spec == NULL || b->spec == NULL || !is_plain_path(a->spec) ||
 	    !is_plain_path(b->spec) || strncmp(a->spec, "file:", 5) == 0 ||
 	    strncmp(b->spec, "file:", 5) == 0 || strcmp(a->spec, "/dev/zero") == 0 ||
-	    ((a->flags | b->flags) & (FLAG_DIRECT | FLAG_DIRECTORY)) ||
 	    stat(a->spec, &sa) < 0 || stat(b->spec, &sb) < 0)
 		return false;
 	if (S_ISREG(sa.st_mode) && S_ISREG(sb.st_mode))
 		return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 	return S_ISBLK(sa.st_mode) && S_ISBLK(sb.st_mode) && sa.st_rdev == sb.st_rdev;
+}
+
+/* The same file at both ends, both through the cache: GNU dd's reads
+ * then see its writes (and its truncation), so both ends get one clio
+ * device. */
+static bool
+same_file(const struct dd *dd)
+{
+	return !((dd->in.flags | dd->out.flags) & (FLAG_DIRECT | FLAG_DIRECTORY)) &&
+	       same_inode(dd);
 }
 
 /* The output device's open flags: conv=nocreat and conv=excl hold for a
@@ -212,6 +252,8 @@ open_endpoint(struct dd *dd, struct endpoint *ep, bool output)
 		describe_fd(ep);
 		return set_std_flags(ep, output);
 	}
+	if (ep->spec[0] == '\0') /* GNU dd's open("") */
+		return open_error(ep, ENOENT, output);
 	/* with direct, GNU dd's open of /dev/zero fails (EINVAL) */
 	if (!output && strcmp(ep->spec, "/dev/zero") == 0 &&
 	    !(ep->flags & (FLAG_DIRECTORY | FLAG_NONBLOCK | FLAG_DIRECT))) {
@@ -387,7 +429,8 @@ read_block(struct dd *dd, char *buf, size_t len)
 static void
 read_error(struct dd *dd, int e)
 {
-	fprintf(stderr, "clio dd: error reading '%s': %s\n", dd->in.name, strerror(e));
+	fprintf(stderr, "clio dd: error reading %s: %s\n", dd_quoteaf(dd->in.name),
+		strerror(e));
 }
 
 /* skip=: seek where the input can, else read and discard. */
@@ -400,6 +443,12 @@ skip_input(struct dd *dd, char *buf)
 	char qb[512];
 	struct stat st;
 
+	if (dd->skip == DD_OFF_OVERFLOW && (ep->kind != EP_FD || ep->seekable)) {
+		fprintf(stderr, "clio dd: %s: cannot skip: %s\n",
+			dd_quotef(ep->name, qb, sizeof(qb)), strerror(EOVERFLOW));
+		dd->quit = true;
+		return EX_IOERR;
+	}
 	if (dd->skip == 0 || ep->kind == EP_ZERO)
 		return 0;
 	if (ep->kind == EP_CLIO) {
@@ -527,10 +576,18 @@ write_clio(struct dd *dd, const char *buf, size_t len)
 {
 	struct endpoint *ep = &dd->out;
 	ssize_t w;
+	int64_t size;
 	int r;
 
+	/* O_APPEND: every write lands at the end, also after a sparse hole */
+	if ((ep->flags & FLAG_APPEND) && (size = clio_fsize(ep->file)) >= 0)
+		ep->off = (uint64_t)size;
 	/* GNU dd turns O_DIRECT off for good at a partial block: from the
-	 * first write the direct path cannot take on, use the cache */
+	 * first write the direct path cannot take on, use the cache; a full
+	 * block at an unaligned end (append) fails as O_DIRECT does */
+	if ((ep->flags & FLAG_DIRECT) && ep->tail == NULL && len == dd->obs &&
+	    ep->off % clio_dev_sector_size(ep->dev) != 0)
+		return -EINVAL;
 	if ((ep->flags & FLAG_DIRECT) && ep->tail == NULL &&
 	    (ep->off | len) % clio_dev_sector_size(ep->dev) != 0) {
 		r = clio_open(dd->cache, ep->dev, CLIO_RDWR, &ep->tail);
@@ -607,9 +664,9 @@ write_error(struct dd *dd, int e, bool gathered)
 		return; /* the signal says it */
 	if (e == EINTR)
 		return;
-	fprintf(stderr, gathered ? "clio dd: writing to '%s': %s\n"
-				 : "clio dd: error writing '%s': %s\n",
-		dd->out.name, strerror(e));
+	fprintf(stderr, gathered ? "clio dd: writing to %s: %s\n"
+				 : "clio dd: error writing %s: %s\n",
+		dd_quoteaf(dd->out.name), strerror(e));
 }
 
 /* seek=, before skip= as GNU dd truncates at its open: truncate the
@@ -627,8 +684,8 @@ truncate_output(struct dd *dd)
 			r = clio_ftruncate(ep->file, dd->seek);
 			if (r < 0 && r != -EINVAL && r != -ENOTSUP) {
 				fprintf(stderr, "clio dd: failed to truncate to %llu bytes "
-						"in output file '%s': %s\n",
-					(unsigned long long)dd->seek, ep->name,
+						"in output file %s: %s\n",
+					(unsigned long long)dd->seek, dd_quoteaf(ep->name),
 					strerror(-r));
 				return EX_IOERR;
 			}
@@ -650,6 +707,12 @@ seek_output(struct dd *dd)
 	struct endpoint *ep = &dd->out;
 	char qb[512];
 
+	if (dd->seek == DD_OFF_OVERFLOW && (ep->kind != EP_FD || ep->seekable)) {
+		fprintf(stderr, "clio dd: %s: cannot seek: %s\n",
+			dd_quotef(ep->name, qb, sizeof(qb)), strerror(EOVERFLOW));
+		dd->quit = true;
+		return EX_IOERR;
+	}
 	if (ep->kind == EP_CLIO) {
 		int64_t size = clio_fsize(ep->file);
 		if (!ep->blockdev || size < 0 || dd->seek <= (uint64_t)size)
@@ -894,8 +957,8 @@ sync_output(struct dd *dd)
 			r = out_err;
 		out_err = 0;
 		if (r < 0 && r != stop_err) {
-			fprintf(stderr, "clio dd: %s failed for '%s': %s\n",
-				dd->conv & CONV_FSYNC ? "fsync" : "fdatasync", ep->name,
+			fprintf(stderr, "clio dd: %s failed for %s: %s\n",
+				dd->conv & CONV_FSYNC ? "fsync" : "fdatasync", dd_quoteaf(ep->name),
 				strerror(-r));
 			return EX_IOERR;
 		}
@@ -904,11 +967,11 @@ sync_output(struct dd *dd)
 	if (!(dd->conv & CONV_FSYNC) && fdatasync(ep->fd) == 0)
 		return 0;
 	if (!(dd->conv & CONV_FSYNC) && errno != ENOSYS && errno != EINVAL)
-		fprintf(stderr, "clio dd: fdatasync failed for '%s': %s\n", ep->name,
-			strerror(errno));
+		fprintf(stderr, "clio dd: fdatasync failed for %s: %s\n",
+			dd_quoteaf(ep->name), strerror(errno));
 	if (fsync(ep->fd) < 0) {
-		fprintf(stderr, "clio dd: fsync failed for '%s': %s\n", ep->name,
-			strerror(errno));
+		fprintf(stderr, "clio dd: fsync failed for %s: %s\n",
+			dd_quoteaf(ep->name), strerror(errno));
 		return EX_IOERR;
 	}
 	return 0;
@@ -966,7 +1029,8 @@ discard_cache(const struct endpoint *ep)
 static int
 check_direct(const struct dd *dd)
 {
-	if ((dd->in.flags & FLAG_DIRECT) && (dd->ibs % SECTOR || dd->skip % SECTOR)) {
+	if ((dd->in.flags & FLAG_DIRECT) &&
+	    (dd->ibs % SECTOR || (dd->skip != DD_OFF_OVERFLOW && dd->skip % SECTOR))) {
 		fprintf(stderr, "clio dd: %s=%llu cannot be read with iflag=direct: "
 				"not a multiple of %d bytes\n",
 			dd->ibs % SECTOR ? "ibs" : "skip",
@@ -974,7 +1038,8 @@ check_direct(const struct dd *dd)
 			SECTOR);
 		return EX_USAGE;
 	}
-	if ((dd->out.flags & FLAG_DIRECT) && (dd->obs % SECTOR || dd->seek % SECTOR)) {
+	if ((dd->out.flags & FLAG_DIRECT) &&
+	    (dd->obs % SECTOR || (dd->seek != DD_OFF_OVERFLOW && dd->seek % SECTOR))) {
 		fprintf(stderr, "clio dd: %s=%llu cannot be written with oflag=direct: "
 				"not a multiple of %d bytes\n",
 			dd->obs % SECTOR ? "obs" : "seek",
@@ -993,7 +1058,7 @@ cmd_dd(int argc, char **argv)
 	char err[ERRLEN];
 	int r, rc = 0;
 	double elapsed;
-	bool quit_early;
+	bool quit_early, reopen_in;
 
 	memset(&dd, 0, sizeof(dd));
 	dd.conf = defaults;
@@ -1029,9 +1094,32 @@ cmd_dd(int argc, char **argv)
 		return EX_OSERR;
 	}
 	dd.same_file = same_file(&dd);
-	if ((rc = open_endpoint(&dd, &dd.in, false)) != 0 ||
-	    (rc = open_endpoint(&dd, &dd.out, true)) != 0)
+	/* the same file through two devices (direct): the input is opened
+	 * again after the output's truncation, which GNU dd's reads see */
+	reopen_in = !dd.same_file && !((dd.in.flags | dd.out.flags) & FLAG_DIRECTORY) &&
+		    same_inode(&dd);
+	if ((rc = open_endpoint(&dd, &dd.in, false)) != 0)
 		goto done;
+	if (dd.seek == DD_OFF_OVERFLOW && !(dd.conv & CONV_NOTRUNC) && dd.out.spec) {
+		/* GNU dd dies here, before it opens the output */
+		fprintf(stderr, "clio dd: offset too large: cannot truncate to a length "
+				"of seek=%llu (%llu-byte) blocks\n",
+			(unsigned long long)dd.seek_arg, (unsigned long long)dd.obs);
+		rc = EX_USAGE;
+		goto done;
+	}
+	if ((rc = open_endpoint(&dd, &dd.out, true)) != 0)
+		goto done;
+	if (reopen_in && dd.in.kind == EP_CLIO) {
+		if ((rc = truncate_output(&dd)) != 0)
+			goto done;
+		(void)clio_close(dd.in.file);
+		clio_dev_close(dd.in.dev);
+		dd.in.file = NULL;
+		dd.in.dev = NULL;
+		if ((rc = open_endpoint(&dd, &dd.in, false)) != 0)
+			goto done;
+	}
 
 	dd.is_virtual = (dd.in.kind == EP_CLIO || dd.out.kind == EP_CLIO) &&
 			(dd.in.kind != EP_CLIO || clio_dev_is_virtual(dd.in.dev)) &&

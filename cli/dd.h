@@ -7,9 +7,9 @@
  *  1. Once parsing has returned 0, every operand is valid and consistent
  *     (no two conversions that exclude each other, no flag where GNU dd
  *     refuses it); nothing has been opened.
- *  2. skip_bytes and seek_bytes are absolute byte offsets, and count is
- *     max_records whole ibs blocks plus max_bytes bytes, as GNU dd splits
- *     them.
+ *  2. skip and seek are absolute byte offsets (DD_OFF_OVERFLOW: past
+ *     2^63-1, which GNU dd refuses at the seek), and count is max_records
+ *     whole ibs blocks plus max_bytes bytes, as GNU dd splits them.
  *  3. bytes counts what reached the output (or the cache above it); the
  *     summary is printed from these counters only.
  *  4. in.off and out.off are the endpoints' current byte offsets: the
@@ -61,6 +61,8 @@
 #define FLAG_SKIP_BYTES	0x1000
 #define FLAG_SEEK_BYTES	0x2000
 
+#define DD_OFF_OVERFLOW UINT64_MAX
+
 enum dd_status { ST_DEFAULT, ST_NONE, ST_NOXFER, ST_PROGRESS };
 enum endpoint_kind { EP_FD, EP_ZERO, EP_CLIO };
 
@@ -84,6 +86,7 @@ struct dd {
 	struct endpoint in, out;
 	uint64_t ibs, obs, cbs;
 	uint64_t skip, seek;		/* in bytes (invariant 2) */
+	uint64_t seek_arg;		/* seek= as given, for messages */
 	uint64_t max_records, max_bytes;
 	bool have_count;
 	unsigned conv;			/* CONV_* */
@@ -109,6 +112,7 @@ struct dd {
 int dd_parse(struct dd *dd, int argc, char **argv);
 void dd_usage(FILE *fp);
 const char *dd_quotef(const char *name, char *buf, size_t len);
+const char *dd_quoteaf(const char *name);	/* always quoted */
 
 /* ddconv.c: the conversions of conv= between reading and writing.
  * dd_conv_setup builds the table; dd_convert pushes n input bytes through

@@ -60,119 +60,230 @@ usage_error(const char *fmt, const char *a, const char *b)
 	return EX_USAGE;
 }
 
+/* gnulib's quotearg in the C locale, as GNU dd quotes file names: the
+ * shell_escape style (quotef: quoted only where a shell needs it) or its
+ * "always" form (quoteaf): 'name', "name" for a name with a ' that needs
+ * nothing else, and $'\t' for the bytes that are not printable. */
+static void
+quote_name(const char *name, char *buf, size_t len, bool always)
+{
+	const unsigned char *s = (const unsigned char *)name;
+	bool squote = false, compat_all = true, pending = false;
+	size_t i, o = 0;
+
+#define PUT(ch) do { if (o + 1 < len) buf[o++] = (char)(ch); } while (0)
+	always |= *s == '\0';
+	for (i = 0; s[i]; i++) {
+		unsigned char c = s[i];
+		bool compat = false;
+
+		if (!isprint(c)) {
+			always = true;
+		} else if (c == '{' || c == '}') {
+			always |= i == 0 && s[1] == '\0';
+		} else if (c == '#' || c == '~') {
+			always |= i == 0;
+		} else if (c == ' ' || c == '\'') {
+			compat = always = true;
+			squote |= c == '\'';
+		} else if (strchr("!\"$&()*;<=>[^`|\\?", c) != NULL) {
+			always = true;
+		} else {
+			compat = true; /* letters, digits, %+,-./:]_ and @ */
+		}
+		compat_all &= compat;
+	}
+	if (!always) {
+		snprintf(buf, len, "%s", name);
+		return;
+	}
+	if (squote && compat_all) {
+		snprintf(buf, len, "\"%s\"", name);
+		return;
+	}
+	PUT('\'');
+	for (i = 0; s[i]; i++) {
+		unsigned char c = s[i];
+		const char *esc = strchr("\aa\bb\ff\nn\rr\tt\vv", c);
+
+		if (!isprint(c)) {
+			if (!pending) {
+				PUT('\''); PUT('$'); PUT('\'');
+				pending = true;
+			}
+			PUT('\\');
+			if (esc != NULL && c != '\0') {
+				PUT(esc[1]);
+			} else {
+				PUT('0' + (c >> 6));
+				PUT('0' + ((c >> 3) & 7));
+				PUT('0' + (c & 7));
+			}
+			continue;
+		}
+		if (c == '\'') {
+			PUT('\''); PUT('\\'); PUT('\'');
+		} else if (pending) {
+			PUT('\''); PUT('\'');
+		}
+		pending = false;
+		PUT(c);
+	}
+	PUT('\'');
+	buf[o < len ? o : len - 1] = '\0';
+#undef PUT
+}
+
 const char *
 dd_quotef(const char *name, char *buf, size_t len)
 {
-	const char *c;
-
-	for (c = name; *c; c++)
-		if (!isalnum((unsigned char)*c) && strchr("%+,-./:=@^_", *c) == NULL)
-			break;
-	if (*c == '\0')
-		return name;
-	snprintf(buf, len, "'%s'", name);
+	quote_name(name, buf, len, false);
 	return buf;
+}
+
+/* quoteaf: for one message at a time (two names at most) */
+const char *
+dd_quoteaf(const char *name)
+{
+	static char bufs[2][1024];
+	static int n;
+
+	n = !n;
+	quote_name(name, bufs[n], sizeof(bufs[n]), true);
+	return bufs[n];
 }
 
 /* ------------------------------------------------------------ numbers */
 
-/* One factor: digits and an optional suffix.  *bytes is set by a final
- * 'B' alone.  Returns 0, -EINVAL or -EOVERFLOW. */
+/* gnulib's xstrtoumax with dd's suffixes: strtoumax (leading blanks and
+ * '+' allowed, '-' not), a suffix alone standing for 1 (bs=k), one of
+ * "bcEGkKMPTwYZ", which K..Z may follow with "B" (powers of 1000), "D" or
+ * "iB".  Returns NUM_* bits; *end is where parsing stopped. */
+#define NUM_OVERFLOW	1
+#define NUM_INVALID	2
+#define NUM_SUFFIX	4
+static const char dd_suffixes[] = "bcEGkKMPTwYZ0";
+
 static int
-parse_factor(const char *s, const char *end, uint64_t *out, bool *bytes)
+xstrtou(const char *s, const char **end, uint64_t *val)
 {
-	static const char letters[] = "KMGTPEZY";
-	uint64_t v = 0, mult = 1;
-	const char *p = s, *l;
-	size_t rest;
-	int i, power = 0;
+	const char *q = s;
+	char *e;
+	uint64_t v, scale = 1;
+	int err = 0, len = 1, power = 1;
+	unsigned base = 1024;
 
-	if (p == end || !isdigit((unsigned char)*p))
-		return -EINVAL;
-	for (; p < end && isdigit((unsigned char)*p); p++) {
-		if (v > (UINT64_MAX - 9) / 10)
-			return -EOVERFLOW;
-		v = v * 10 + (uint64_t)(*p - '0');
+	*end = s;
+	while (isspace((unsigned char)*q))
+		q++;
+	if (*q == '-')
+		return NUM_INVALID;
+	errno = 0;
+	v = strtoull(s, &e, 10);
+	*end = e;
+	if (e == s) {
+		if (*e == '\0' || strchr(dd_suffixes, *e) == NULL)
+			return NUM_INVALID;
+		v = 1;
+	} else if (errno == ERANGE) {
+		err = NUM_OVERFLOW;
 	}
-	rest = (size_t)(end - p);
-	if (rest == 0) {
-		*out = v;
-		return 0;
-	}
-	if (rest == 1 && (*p == 'c' || *p == 'w' || *p == 'b' || *p == 'B')) {
-		mult = *p == 'c' || *p == 'B' ? 1 : *p == 'w' ? 2 : 512;
-		*bytes = *p == 'B';
-	} else {
-		unsigned base = 1024;
-		char u = *p == 'k' ? 'K' : *p;
-
-		l = strchr(letters, u);
-		if (u == '\0' || l == NULL)
-			return -EINVAL;
-		power = (int)(l - letters) + 1;
-		if (rest == 2 && p[1] == 'B')
+	*val = v;
+	if (*e == '\0')
+		return err;
+	if (strchr(dd_suffixes, *e) == NULL || *e == '0')
+		return err | NUM_SUFFIX;
+	if (strchr("EGkKMPTYZ", *e) != NULL) {
+		if (e[1] == 'i' && e[2] == 'B') {
+			len = 3;
+		} else if (e[1] == 'B' || e[1] == 'D') {
 			base = 1000;
-		else if (rest == 3 && p[1] == 'i' && p[2] == 'B')
-			base = 1024;
-		else if (rest != 1)
-			return -EINVAL;
-		for (i = 0; i < power; i++) {
-			if (mult > INT64_MAX / base)
-				return -EOVERFLOW;
-			mult *= base;
+			len = 2;
+		}
+		power = (int)(strchr("kMGTPEZY", *e == 'K' ? 'k' : *e) -
+			      "kMGTPEZY") + 1;
+		scale = base;
+	} else {
+		scale = *e == 'b' ? 512 : *e == 'w' ? 2 : 1;
+	}
+	while (power-- > 0) {
+		if (v > UINT64_MAX / scale) {
+			v = UINT64_MAX;
+			err |= NUM_OVERFLOW;
+		} else {
+			v *= scale;
 		}
 	}
-	if (v != 0 && mult > INT64_MAX / v)
-		return -EOVERFLOW;
-	*out = v * mult;
-	return 0;
+	*val = v;
+	*end = e + len;
+	if (**end != '\0')
+		err |= NUM_SUFFIX;
+	return err;
 }
 
-/* GNU dd's numbers: N or NxM (bs=2x512), at most INT64_MAX. */
+/* GNU dd 9.1's parse_integer: N, N followed by a 'B' (bytes), and one
+ * product NxM (bs=2x512), at most INT64_MAX. */
 static int
-parse_number(const char *s, uint64_t *out, bool *bytes)
+parse_integer(const char *str, int64_t *out)
 {
-	uint64_t prod = 1, f;
-	const char *p = s, *x;
-	int r;
+	const char *suffix;
+	uint64_t n = 0, o = 0;
+	int64_t result;
+	int e = xstrtou(str, &suffix, &n), f;
 
-	*bytes = false;
-	for (;;) {
-		bool b = false;
-
-		x = strchr(p, 'x');
-		r = parse_factor(p, x ? x : p + strlen(p), &f, &b);
-		if (r < 0 || (b && (x != NULL || p != s)))
-			return r < 0 ? r : -EINVAL;
-		if (x != NULL && p != s)
-			return -EINVAL; /* GNU dd takes one product */
-		if (f != 0 && prod > INT64_MAX / f)
-			return -EOVERFLOW;
-		prod *= f;
-		*bytes = b;
-		if (x == NULL)
-			break;
-		p = x + 1;
+	if ((e & ~NUM_OVERFLOW) == NUM_SUFFIX && *suffix == 'B' && str < suffix &&
+	    suffix[-1] != 'B') {
+		suffix++;
+		if (*suffix == '\0')
+			e &= ~NUM_SUFFIX;
 	}
-	*out = prod;
-	return 0;
+	if ((e & ~NUM_OVERFLOW) == NUM_SUFFIX && *suffix == 'x' &&
+	    !(suffix[-1] == 'B' && strchr(suffix + 1, 'B'))) {
+		f = xstrtou(suffix + 1, &suffix, &o);
+		if ((f & ~NUM_OVERFLOW) != 0) {
+			e = f;
+			result = 0;
+		} else if (__builtin_mul_overflow(n, o, &result) ||
+			   (result != 0 && ((e | f) & NUM_OVERFLOW))) {
+			e = NUM_OVERFLOW;
+			result = INT64_MAX;
+		} else {
+			if (result == 0 && strncmp(str, "0x", 2) == 0)
+				fprintf(stderr, "clio dd: warning: '0x' is a zero "
+					"multiplier; use '00x' if that is intended\n");
+			e = 0;
+		}
+	} else if (n <= INT64_MAX) {
+		result = (int64_t)n;
+	} else {
+		e = NUM_OVERFLOW;
+		result = INT64_MAX;
+	}
+	*out = result;
+	return e;
 }
 
+/* An operand's number in [min, max]; *bytes (if given) is set when it
+ * holds a 'B' anywhere, as GNU dd's has_B. */
 static int
-number_operand(const char *v, uint64_t *out, bool *bytes, bool positive)
+number_operand(const char *v, uint64_t *out, bool *bytes, int64_t min,
+	       int64_t max)
 {
-	bool b;
-	int r = parse_number(v, out, bytes ? bytes : &b);
+	int64_t n;
+	int e = parse_integer(v, &n);
 
-	if (strncmp(v, "0x", 2) == 0)
-		fprintf(stderr, "clio dd: warning: '0x' is a zero multiplier; "
-				"use '00x' if that is intended\n");
-
-	if (r == -EOVERFLOW)
+	if (bytes != NULL)
+		*bytes = strchr(v, 'B') != NULL;
+	if (n < min)
+		e = NUM_INVALID;
+	else if (n > max)
+		e = NUM_OVERFLOW;
+	if (e == NUM_OVERFLOW)
 		return usage_error("invalid number: '%s': %s", v,
 				   "Value too large for defined data type");
-	if (r < 0 || (positive && *out == 0))
+	if (e != 0)
 		return usage_error("invalid number: '%s'%s", v, "");
+	*out = (uint64_t)n;
 	return 0;
 }
 
@@ -266,29 +377,28 @@ parse_operand(struct dd *dd, struct raw *raw, const char *arg)
 	key[eq - arg] = '\0';
 	v = eq + 1;
 	if (strcmp(key, "if") == 0 || strcmp(key, "of") == 0) {
-		if (*v == '\0')
-			return usage_error("empty %s= operand%s", key, "");
 		if (key[0] == 'i')
 			dd->in.spec = v;
 		else
 			dd->out.spec = v;
 		return 0;
 	}
+	/* GNU's limits: a block size fits a buffer one byte larger (swab) */
 	if (strcmp(key, "bs") == 0)
-		return number_operand(v, &raw->bs, NULL, true);
+		return number_operand(v, &raw->bs, NULL, 1, INT64_MAX - 1);
 	if (strcmp(key, "ibs") == 0)
-		return number_operand(v, &raw->ibs, NULL, true);
+		return number_operand(v, &raw->ibs, NULL, 1, INT64_MAX - 1);
 	if (strcmp(key, "obs") == 0)
-		return number_operand(v, &raw->obs, NULL, true);
+		return number_operand(v, &raw->obs, NULL, 1, INT64_MAX - 1);
 	if (strcmp(key, "cbs") == 0)
-		return number_operand(v, &raw->cbs, NULL, true);
+		return number_operand(v, &raw->cbs, NULL, 1, INT64_MAX);
 	if (strcmp(key, "skip") == 0 || strcmp(key, "iseek") == 0)
-		return number_operand(v, &raw->skip, &raw->skip_b, false);
+		return number_operand(v, &raw->skip, &raw->skip_b, 0, INT64_MAX);
 	if (strcmp(key, "seek") == 0 || strcmp(key, "oseek") == 0)
-		return number_operand(v, &raw->seek, &raw->seek_b, false);
+		return number_operand(v, &raw->seek, &raw->seek_b, 0, INT64_MAX);
 	if (strcmp(key, "count") == 0) {
 		dd->have_count = true;
-		return number_operand(v, &raw->count, &raw->count_b, false);
+		return number_operand(v, &raw->count, &raw->count_b, 0, INT64_MAX);
 	}
 	if (strcmp(key, "conv") == 0)
 		return parse_symbols(v, conversions, "conversion", &dd->conv);
@@ -325,6 +435,14 @@ parse_option(struct dd *dd, int argc, char **argv, int i)
 		dd->json = true;
 		return 1;
 	}
+	/* getopt's abbreviations of GNU dd's own two options */
+	if (*arg != '\0' && eq == NULL && strncmp(arg, "help", strlen(arg)) != 0 &&
+	    strncmp(arg, "version", strlen(arg)) != 0)
+		; /* neither */
+	else if (*arg != '\0' && eq == NULL &&
+		 clio_conf_set(&scratch, arg, "0", err, sizeof(err)) < 0 &&
+		 strncmp(err, "unknown option", 14) == 0)
+		arg = *arg == 'h' ? "help" : "version";
 	if (strcmp(arg, "help") == 0) {
 		dd_usage(stdout);
 		return -1;
@@ -383,6 +501,8 @@ settle(struct dd *dd, struct raw *raw)
 	unsigned c;
 	int r;
 
+	if (dd->out.flags & FLAG_FULLBLOCK) /* before the exclusions, as GNU's */
+		return usage_error("invalid output flag: '%s'%s", "fullblock", "");
 	if (raw->cbs == 0) /* block and unblock need cbs= */
 		dd->conv &= ~(unsigned)(CONV_BLOCK | CONV_UNBLOCK);
 	c = dd->conv;
@@ -398,8 +518,6 @@ settle(struct dd *dd, struct raw *raw)
 	    (r = exclusive(dd->out.flags, FLAG_DIRECT, FLAG_NOCACHE,
 			   "direct and nocache")))
 		return r;
-	if (dd->out.flags & FLAG_FULLBLOCK)
-		return usage_error("invalid output flag: '%s'%s", "fullblock", "");
 	if (raw->bs) {
 		dd->ibs = dd->obs = raw->bs;
 	} else {
@@ -417,16 +535,18 @@ settle(struct dd *dd, struct raw *raw)
 	} else {
 		dd->max_records = raw->count;
 	}
+	/* an offset past 2^63-1 fails at the seek, as GNU dd's */
 	if (raw->skip_b || (dd->in.flags & FLAG_SKIP_BYTES))
 		dd->skip = raw->skip;
 	else if (raw->skip != 0 && dd->ibs > INT64_MAX / raw->skip)
-		return usage_error("invalid number: 'skip=%s'%s", "(too large)", "");
+		dd->skip = DD_OFF_OVERFLOW;
 	else
 		dd->skip = raw->skip * dd->ibs;
+	dd->seek_arg = raw->seek;
 	if (raw->seek_b || (dd->out.flags & FLAG_SEEK_BYTES))
 		dd->seek = raw->seek;
 	else if (raw->seek != 0 && dd->obs > INT64_MAX / raw->seek)
-		return usage_error("invalid number: 'seek=%s'%s", "(too large)", "");
+		dd->seek = DD_OFF_OVERFLOW;
 	else
 		dd->seek = raw->seek * dd->obs;
 	if ((dd->out.flags & FLAG_APPEND) && !(dd->conv & CONV_NOTRUNC))
@@ -435,26 +555,41 @@ settle(struct dd *dd, struct raw *raw)
 	return 0;
 }
 
-/* Returns 0, EX_USAGE, or -1 after --help or --version (exit 0). */
+/* Returns 0, EX_USAGE, or -1 after --help or --version (exit 0).  As
+ * GNU dd's getopt: the options first, wherever they stand before a "--",
+ * then the operands in order. */
 int
 dd_parse(struct dd *dd, int argc, char **argv)
 {
 	struct raw raw;
-	int i, r;
+	char *operand = calloc((size_t)argc + 1, 1);
+	int i, r = 0;
 
+	if (operand == NULL) {
+		fprintf(stderr, "clio dd: %s\n", strerror(ENOMEM));
+		return EX_OSERR;
+	}
 	memset(&raw, 0, sizeof(raw));
-	for (i = 1; i < argc;) {
-		if (strncmp(argv[i], "--", 2) == 0) {
+	for (i = 1; i < argc && r == 0;) {
+		if (strcmp(argv[i], "--") == 0) {
+			for (i++; i < argc; i++)
+				operand[i] = 1;
+		} else if (argv[i][0] == '-' && argv[i][1] == '-') {
 			r = parse_option(dd, argc, argv, i);
 			if (r < 0)
-				return r == -1 ? -1 : -r;
-			i += r;
-			continue;
+				r = r == -1 ? -1 : -r;
+			else
+				i += r, r = 0;
+		} else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+			fprintf(stderr, "clio dd: invalid option -- '%c'\n", argv[i][1]);
+			r = EX_USAGE;
+		} else {
+			operand[i++] = 1;
 		}
-		r = parse_operand(dd, &raw, argv[i]);
-		if (r != 0)
-			return r;
-		i++;
 	}
-	return settle(dd, &raw);
+	for (i = 1; i < argc && r == 0; i++)
+		if (operand[i])
+			r = parse_operand(dd, &raw, argv[i]);
+	free(operand);
+	return r != 0 ? r : settle(dd, &raw);
 }

@@ -30,6 +30,8 @@ printf 'tail without newline' >>"$tmp/txt"
 head -c 30000 /dev/urandom >"$tmp/old"
 head -c 1000 /dev/urandom >"$tmp/short"
 mkdir "$tmp/dir"
+cp "$tmp/short" "$tmp/dir/it's"
+cp "$tmp/short" "$tmp/dir/a=b"
 ln -s "$tmp/in" "$tmp/link"
 mkfifo "$tmp/fifo"
 
@@ -293,6 +295,67 @@ new if=@DIR@ of=@OUT@
 new if=@IN@ of=@DIR@
 pipeout if=@IN@ bs=1000 count=3 seek=1
 pipeout if=@IN@ bs=1000 count=3
+# numbers as GNU's xstrtoumax reads them: a suffix alone is 1 of it,
+# '+', a 'B' anywhere in count/skip/seek counts bytes, 'B' after any
+# suffix, one product only
+new if=@IN@ of=@OUT@ bs=k count=3
+new if=@IN@ of=@OUT@ bs=9xw count=3
+new if=@IN@ of=@OUT@ bs=b count=+2
+new if=@IN@ of=@OUT@ bs=3 count=1kB
+new if=@IN@ of=@OUT@ bs=3 count=1KiB
+new if=@IN@ of=@OUT@ bs=5 count=2Bx3
+new if=@IN@ of=@OUT@ bs=2 count=5cB
+new if=@IN@ of=@OUT@ bs=7 skip=1wB count=2
+new if=@IN@ of=@OUT@ count=1kD
+new if=@IN@ of=@OUT@ count=1Bx2B
+new if=@IN@ of=@OUT@ count=2BB
+new if=@IN@ of=@OUT@ count=0x
+new if=@IN@ of=@OUT@ bs=1Y
+new if=@IN@ of=@OUT@ bs=9223372036854775807
+new if=@IN@ of=@OUT@ count=99999999999999999999x0
+# iflag=directory and oflag=directory on standard input and output
+stdin of=@OUT@ iflag=directory
+stdout if=@IN@ oflag=directory
+# an empty file name is opened, and fails, as any other
+new if= of=@OUT@
+new if=@IN@ of=
+# skip= and seek= whose offset passes 2^63-1: GNU's seek errors
+new if=@IN@ of=@OUT@ bs=2 skip=9223372036854775807 count=1
+new if=/dev/zero of=@OUT@ bs=2 skip=4611686018427387904 count=1
+old if=@IN@ of=@OUT@ bs=2 seek=9223372036854775807 count=1
+new if=@IN@ of=@OUT@ bs=2 seek=9223372036854775807 count=1
+old if=@IN@ of=@OUT@ bs=2 seek=9223372036854775807 count=1 conv=notrunc
+new if=@IN@ of=/dev/null bs=2 seek=9223372036854775807 count=1 conv=notrunc
+# getopt: options before operands, '--' ends them, '-x' is no option
+new -- if=@IN@ of=@OUT@ count=3
+new if=@IN@ -- of=@OUT@ count=3
+new if=@IN@ of=@OUT@ -x
+new if=@IN@ of=@OUT@ -- --help
+new bogus if=@IN@ of=@OUT@ --bogus
+new if=@IN@ of=@OUT@ oflag=fullblock conv=ascii,ebcdic
+new if=@IN@ of=@OUT@ oflag=fullblock,direct,nocache
+# file names quoted as GNU's quotearg quotes them
+new if=@DIR@/it's of=@OUT@ bs=100 skip=50
+new if=@DIR@/a=b of=@OUT@ bs=100 skip=50
+new if=@DIR@/it's.missing of=@OUT@
+new if=@DIR@/it's\$.missing of=@OUT@
+new if=@IN@ of=@DIR@/no/it's
+# oflag=append: every write at the end, a sparse hole between two
+# writes is lost; O_DIRECT at an unaligned end fails
+old if=@ZEROS@ of=@OUT@ bs=2 seek=3 oflag=append conv=sparse
+old if=@ZEROS@ of=@OUT@ bs=1000 seek=7 oflag=append conv=sparse
+old if=@ZEROS@ of=@OUT@ ibs=1000 obs=3000 oflag=append conv=sparse,notrunc
+old if=@ZEROS@ of=@OUT@ bs=4096 oflag=append,direct conv=notrunc
+old if=@ZEROS@ of=@OUT@ ibs=1000 obs=4096 oflag=append,direct conv=notrunc
+# the files of /proc: read(2) to the end, whatever their size says
+new if=/proc/version of=@OUT@
+new if=/proc/version of=@OUT@ bs=10 skip=5
+new if=/proc/self/mem of=@OUT@ bs=4096 count=2
+# the same file at both ends with direct: the reads see the truncation
+old if=@OUT@ of=@OUT@ bs=4k oflag=direct
+old if=@OUT@ of=@OUT@ bs=512 seek=20 skip=4 count=3 oflag=direct
+old if=@OUT@ of=@OUT@ bs=512 seek=80 skip=70 count=3 iflag=direct
+old if=@OUT@ of=@OUT@ bs=512 count=3 iflag=directory,direct
 EOF
 [ "$n" -ge 180 ] || fail "only $n rows ran"
 echo "ok: $n rows"
