@@ -635,10 +635,9 @@ out:
 		 root ? "" : "; not root: cold cases skipped (they need drop_caches)",
 		 (unsigned long long)MIN(m->size / 4096 / 4, RAND_MAX_READS),
 		 nullfs ? "" : " (not built: libfuse3-dev's examples or a compiler missing)",
-		 above[0] ? "\n  Cold-read targets not met that lie above what any FUSE file "
-			    "system reaches on this machine (sequential: FUSE null's rate; random: "
-			    "the bound, FUSE null's time per read plus the kernel's, one after the "
-			    "other): " : "",
+		 above[0] ? "\n  Cold-read targets not met above what any FUSE system reaches "
+			    "here (sequential: FUSE null's rate; random: FUSE null's time per "
+			    "read plus the kernel's): " : "",
 		 above,
 		 m->size < (256ull << 20)
 			 ? "\n  A small file: start-up costs weigh on every system; the "

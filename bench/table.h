@@ -27,7 +27,7 @@ struct table_cell {
 
 struct table {
 	const char *name, *title;
-	char note[2048];
+	char note[4096];
 	int ncols, nrows;
 	struct table_col cols[TABLE_COLS];
 	struct table_cell cells[TABLE_ROWS][TABLE_COLS];
