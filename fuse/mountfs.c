@@ -27,11 +27,7 @@
  * then clio_dev_close) when more than idle_devices (mount.c; default
  * MOUNT_IDLE_MAX) are idle (the oldest first), when the file loses its last name through the mount
  * (unlink, rename over it), when the kernel forgets the inode, and at
- * the end.  getattr of an open file reports clio_fsize; with
- * kernel_cache=off, of one that no handle of the mount writes, after
- * clio_revalidate with the source's version (a change behind the
- * mount's back then shows in stat, and reaches the descriptors already
- * open: a size that moved makes the kernel drop its pages).  A write (or
+ * the end.  getattr of an open file reports clio_fsize.  A write (or
  * copy_file_range) past the largest file the source's file system takes
  * is refused with EFBIG, or cut short there, as the source would do it
  * (its limit is found once per file with lseek, for writes beyond 2 GiB),
@@ -350,20 +346,12 @@ ts_before(const struct timespec *a, const struct timespec *b)
 }
 
 /* st, the source's attributes of n: a regular file with a clio object
- * reports its size, and mtime and ctime no older than its last write;
- * with kernel_cache=off, one that the mount does not write has its clio
- * object revalidated with st first (see Data). */
+ * reports its size, and mtime and ctime no older than its last write. */
 static void
 node_attr(struct mnode *n, struct stat *st)
 {
 	if (S_ISREG(st->st_mode)) {
 		pthread_mutex_lock(&n->lock);
-		if (n->cf != NULL && !fs_kernel_cache && n->nwriters == 0 &&
-		    !atomic_load(&n->changed)) {
-			struct clio_validator v;
-			validator_of_stat(st, &v);
-			clio_revalidate(n->cf, &v);
-		}
 		if (n->cf != NULL) {
 			int64_t sz = clio_fsize(n->cf);
 			/* the source's blocks, and what was written beyond
