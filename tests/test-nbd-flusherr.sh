@@ -27,7 +27,10 @@ a_failing() {
 	line=$1
 	shift
 	touch "$tmp/failing"
-	"$nbdops" "$uri" "$@" >"$tmp/a.out" 2>&1 &
+	# emptied here, not by the child's redirection: the loop below
+	# must not find the last A's lines before the child opened the file
+	: >"$tmp/a.out"
+	"$nbdops" "$uri" "$@" >>"$tmp/a.out" 2>&1 &
 	a_pid=$!
 	i=0
 	while ! grep -q "^$line" "$tmp/a.out" && [ $i -lt 100 ]; do

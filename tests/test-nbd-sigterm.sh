@@ -24,7 +24,8 @@ head -c 65536 /dev/zero | tr '\0' 'x' >"$tmp/want"
 
 # check WHAT SIGNAL: the server of $nbd_pids on $uri, over $tmp/disk
 check() {
-	"$nbdops" "$uri" w:0:65536:120 s:30000 >"$tmp/c.out" 2>&1 &
+	: >"$tmp/c.out" # not the child's redirection: the last run's lines would match
+	"$nbdops" "$uri" w:0:65536:120 s:30000 >>"$tmp/c.out" 2>&1 &
 	c_pid=$!
 	i=0
 	while ! grep -q "^w:.* ok" "$tmp/c.out" && [ $i -lt 100 ]; do
