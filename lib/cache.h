@@ -172,8 +172,10 @@ struct clio_cache {
 	pthread_cond_t flusher_cv;
 };
 
+/* A cache line of its own: threads reading through their own handles
+ * write f_seq and f_nextoff on every call. */
 struct clio_file {
-	clio_cache *f_cache;
+	_Alignas(64) clio_cache *f_cache;
 	struct cobj *f_obj;
 	int f_flags;
 	_Atomic uint32_t f_seq[2];	/* sequential counts: [0] reads, [1] writes */

@@ -144,9 +144,10 @@ clio_open(clio_cache *c, clio_dev *d, int flags, clio_file **fp)
 		if (r < 0)
 			return r;
 	}
-	f = calloc(1, sizeof(*f));
+	f = aligned_alloc(_Alignof(clio_file), sizeof(*f));
 	if (f == NULL)
 		return -ENOMEM;
+	memset(f, 0, sizeof(*f));
 	pthread_mutex_lock(&c->lock);
 	f->f_obj = obj_get(c, d);
 	if (f->f_obj == NULL) {

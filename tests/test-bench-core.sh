@@ -5,7 +5,9 @@
 # the quotient of the two figures printed beside it (and, with one run,
 # the note's ratio of that run); "met" follows the target ((d) at most,
 # the others at least).  The figures themselves are
-# not asserted: the machine is shared and noisy.  The temporary files are
+# not asserted: the machine is shared and noisy.  The (a) rows have a
+# copy bound, and the scaling row's is the quotient of the 2- and 1-thread
+# ones, as the note says.  The temporary files are
 # gone afterwards, also after an interrupt (exit 70).  It runs under TSan
 # too (tests/tsan.list): 1 to 32 threads on one cache through the API.
 set -e
@@ -40,6 +42,13 @@ a = {r["case"]: r for r in rows["(a)"]}
 s = a["(a) clio 2 threads / 1 thread"]
 assert s["clio"] == a["(a) cached 4k random reads, 2 threads"]["clio"], s
 assert s["peer"] == a["(a) cached 4k random reads, 1 thread"]["clio"], s
+for r in rows["(a)"]:
+    assert isinstance(r.get("bound"), (int, float)) and r["bound"] > 0, ("copy bound", r)
+b1 = a["(a) cached 4k random reads, 1 thread"]["bound"]
+b2 = a["(a) cached 4k random reads, 2 threads"]["bound"]
+assert abs(s["bound"] - b2 / b1) <= 1e-3 * s["bound"], ("scaling bound", s, b1, b2)
+assert ("rate, %.2f, is the most" % s["bound"]) in ex["core"]["note"], "the note's bound"
+print("ok: the copy bound of (a) and its scaling")
 d = rows["(d)"][0]
 assert abs(d["pct_of_cache"] - 100 * d["ratio"]) <= 1e-3 * d["pct_of_cache"], d
 print("ok: the scaling row and (d)'s percentage agree with the table")

@@ -588,10 +588,13 @@ nbd_take_key(void *arg, const char *kv)
 		if (strlen(query_keys[i]) == klen && strncmp(kv, query_keys[i], klen) == 0)
 			break;
 	if (i == nkeys) {
-		set_err(sp->err, sp->errlen,
-			"nbd: unknown key '%.*s' in '%s' (qd, conns, timeout, socket, "
-			"tls-certificates, tls-psk-file, tls-verify-peer, tls-hostname)",
-			(int)klen, kv, sp->spec);
+		char known[128] = "";
+
+		for (i = 0; i < nkeys; i++)
+			snprintf(known + strlen(known), sizeof(known) - strlen(known),
+				 "%s%s", i ? ", " : "", query_keys[i]);
+		set_err(sp->err, sp->errlen, "nbd: unknown key '%.*s' in '%s' (%s)",
+			(int)klen, kv, sp->spec, known);
 		return -EINVAL;
 	}
 	if (sp->seen & (1u << i)) {
