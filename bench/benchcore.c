@@ -262,6 +262,16 @@ struct reader {
 	int err;		/* positive errno */
 };
 
+static void
+reader_set(struct reader *r, uint64_t blocks, uint64_t seed, double duration,
+	   unsigned check_every)
+{
+	r->blocks = blocks;
+	r->seed = seed;
+	r->duration = duration;
+	r->check_every = check_every;
+}
+
 static void *
 reader_main(void *arg)
 {
@@ -367,10 +377,7 @@ cached_clio(struct core_ctx *k, int nthreads, int run)
 			goto out;
 		}
 	for (; opened < nthreads; opened++) {
-		rd[opened].blocks = CACHED_FILE_SIZE / BLOCK;
-		rd[opened].seed = seed_of(run, opened);
-		rd[opened].duration = k->cached_s;
-		rd[opened].check_every = 64;
+		reader_set(&rd[opened], CACHED_FILE_SIZE / BLOCK, seed_of(run, opened), k->cached_s, 64);
 		if (open_handle(c, d, &rd[opened].f) < 0)
 			goto out;
 	}
@@ -405,10 +412,7 @@ cached_kernel(struct core_ctx *k, int nthreads, int run)
 	while (read(fd, buf, SEQ_IO_SIZE) > 0)
 		;
 	for (; opened < nthreads; opened++) {
-		rd[opened].blocks = CACHED_FILE_SIZE / BLOCK;
-		rd[opened].seed = seed_of(run, opened);
-		rd[opened].duration = k->cached_s;
-		rd[opened].check_every = 64;
+		reader_set(&rd[opened], CACHED_FILE_SIZE / BLOCK, seed_of(run, opened), k->cached_s, 64);
 		rd[opened].fd = open(k->cached_path, O_RDONLY);
 		if (rd[opened].fd < 0)
 			goto out;
@@ -446,10 +450,7 @@ cached_copy(struct core_ctx *k, int nthreads, int run)
 	memset(rd, 0, sizeof(rd));
 	for (i = 0; i < nthreads; i++) {
 		rd[i].mem = k->copy_src;
-		rd[i].blocks = CACHED_FILE_SIZE / BLOCK;
-		rd[i].seed = seed_of(run, i);
-		rd[i].duration = k->cached_s;
-		rd[i].check_every = 64;
+		reader_set(&rd[i], CACHED_FILE_SIZE / BLOCK, seed_of(run, i), k->cached_s, 64);
 	}
 	return run_readers(rd, nthreads, "(a) bound");
 }
@@ -634,10 +635,7 @@ rand_clio(struct core_ctx *k, int run)
 	    open_dev(k->path, query, &d) < 0)
 		goto out;
 	for (; opened < RAND_THREADS; opened++) {
-		rd[opened].blocks = k->size / BLOCK;
-		rd[opened].seed = seed_of(run, opened);
-		rd[opened].duration = k->rand_s;
-		rd[opened].check_every = 1;
+		reader_set(&rd[opened], k->size / BLOCK, seed_of(run, opened), k->rand_s, 1);
 		if (open_handle(c, d, &rd[opened].f) < 0)
 			goto out;
 	}
@@ -682,10 +680,7 @@ rand_sync(struct core_ctx *k, int run)
 	if (rd == NULL)
 		goto out;
 	for (; opened < RAND_THREADS; opened++) {
-		rd[opened].blocks = k->size / BLOCK;
-		rd[opened].seed = seed_of(run, opened);
-		rd[opened].duration = k->rand_s;
-		rd[opened].check_every = 1;
+		reader_set(&rd[opened], k->size / BLOCK, seed_of(run, opened), k->rand_s, 1);
 		rd[opened].fd = open(k->path, O_RDONLY | O_DIRECT);
 		if (rd[opened].fd < 0) {
 			fprintf(stderr, "clio bench: core: (c) bound: %s: %s\n", k->path,
