@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
-# test-lib-deb.sh - make deb (with DEB_BUILD_OPTIONS=nocheck: the unit
-# tests run elsewhere in make check) builds libclio0, libclio-dev and clio,
+# test-lib-deb.sh - make deb (with DEB_BUILD_OPTIONS="nocheck noddebs":
+# the unit tests run elsewhere in make check, and no debug symbol
+# packages) builds libclio0, libclio-dev and clio,
 # lintian-clean of errors; unpacked into a throwaway root with dpkg -x they
 # hold the library in the multiarch directory, the header, clio.pc, the
 # man pages and the command, and the examples build and run against them.
@@ -10,7 +11,7 @@
 . "$(dirname "$0")/lib/common.sh"
 
 [ "${CLIO_FLAVOUR:-plain}" = plain ] || { echo "the packages are tested in the plain run"; exit 77; }
-DEB_BUILD_OPTIONS=nocheck make -s -C "$src" BUILD="$tmp/build" deb > "$tmp/deb.log" 2>&1 ||
+DEB_BUILD_OPTIONS="nocheck noddebs" make -s -C "$src" BUILD="$tmp/build" deb > "$tmp/deb.log" 2>&1 ||
 	{ tail -n 40 "$tmp/deb.log" >&2; fail "make deb"; }
 root=$tmp/root
 for pkg in libclio0 libclio-dev clio; do
