@@ -7,7 +7,8 @@
  * (pread(2) on its page cache) and the device itself, driven through
  * io_uring with O_DIRECT and no cache (the limit any cache over it can
  * reach).  Every case runs --runs times, clio and its peer taking turns
- * (clio run 1, peer run 1, clio run 2, ...), and the table holds medians.
+ * (run 1 of every case and system, then run 2, ...), and the table
+ * holds medians.
  *
  *  (a) cached 4 KiB random reads of a 32 MiB file by 1, 2 and 4 threads
  *      for a fixed time: clio_pread (one handle per thread, one device and
@@ -911,10 +912,11 @@ exp_core(const struct bench_opts *bo, struct table *t)
 	if (measure_metadata(&meta, &bsize) < 0 || make_files(k) < 0)
 		goto out;
 	/* v[(i * runs + run) * NSYS + sys]: timed case i, sys 0 clio, 1 its
-	 * peer, 2 (a)'s bound; they take turns, so that a slow spell falls
-	 * on all alike */
-	for (i = 0; i < N_CACHED + 2 && !stop; i++) {
-		for (run = 0; run < bo->runs && !stop; run++) {
+	 * peer, 2 the bound of (a) and (c); each run goes through every case
+	 * and system in turn, so that a slow spell falls on all alike, and
+	 * (a)'s thread counts are measured minutes apart at most */
+	for (run = 0; run < bo->runs && !stop; run++) {
+		for (i = 0; i < N_CACHED + 2 && !stop; i++) {
 			for (sys = 0; sys < (i == N_CACHED ? 2 : NSYS) && !stop; sys++) {
 				double *x = &v[((size_t)i * bo->runs + run) * NSYS + sys];
 
