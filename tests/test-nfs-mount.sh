@@ -8,11 +8,11 @@
 # and of a directory with a file in it), link, symlink and readlink,
 # chmod, truncate, utimens, unlink and rmdir through the mount are seen in
 # the export's directory, and the listing through the mount equals the
-# export's; clio stat lists an open file's device; a bad option and a
-# missing export are one-line errors (exit 64, 66); after the unmount
-# everything is on the server; under lease, an idle device evicted
-# (idle_devices=1) writes its file back, the newest stays dirty until the
-# unmount.
+# export's; clio stat lists an open file's device; a bad option, a bad
+# value in the URL's query and a missing export are one-line errors (exit
+# 64, 66); after the unmount everything is on the server; under lease,
+# an idle device evicted (idle_devices=1) writes its file back, the
+# newest stays dirty until the unmount.
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/ganesha-common.sh"
 . "$(dirname "$0")/nfs-mount-common.sh"
@@ -107,7 +107,16 @@ p=$nfs_port
 	"$tmp/m2" 2>"$tmp/err"; rc=$?
 [ "$rc" -eq 66 ] && grep -q "export-none" "$tmp/err" ||
 	{ cat "$tmp/err"; fail "a missing export with seven port= keys: exit $rc"; }
-echo "ok: a bad actimeo (exit 64) and a missing export (exit 66) are one line each"
+# the URL's query is the device's: a bad value fails the mount at once
+# (uid=abc would make libnfs's names root's), not each open later
+for kv in uid=abc qd=0 timeo=x foo=1; do
+	rc=0
+	timeout 10 "$CLIO" mount -f "$url&$kv" "$tmp/m2" 2>"$tmp/err" || rc=$?
+	[ "$rc" -eq 64 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -qF "$kv" "$tmp/err" ||
+		{ cat "$tmp/err"; fail "$kv in the URL: exit $rc"; }
+	! mountpoint -q "$tmp/m2" || fail "$kv in the URL: mounted"
+done
+echo "ok: a bad actimeo, a bad key of the URL (exit 64) and a missing export (exit 66) are one line each"
 
 # written, then the unmount: everything on the server
 head -c 200000 /dev/urandom >"$tmp/last"
