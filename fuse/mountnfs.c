@@ -63,7 +63,8 @@
  * uses the cached attributes while they are valid.  Each flush (close)
  * of a handle that wrote: clio_fsync (write back and COMMIT), then
  * GETATTR, recorded with clio_validator_set so the next open keeps
- * what this mount wrote.
+ * what this mount wrote; an fsync of such a handle records it too (the
+ * size and mtime that stat(2) shows then are the server's).
  *
  * lease: this mount asserts it is the export's only writer (what an
  * NFSv4 write delegation would promise).  A file is revalidated at its
@@ -1587,12 +1588,19 @@ static void
 nfs_fsync_op(fuse_req_t req, fuse_ino_t ino, int datasync,
 	     struct fuse_file_info *fi)
 {
+	struct nhandle *h;
+	int r;
+
 	(void)datasync;
 	if (ino == mount_stats_ino()) {
 		fuse_reply_err(req, 0);
 		return;
 	}
-	fuse_reply_err(req, -clio_fsync(((struct nhandle *)(uintptr_t)fi->fh)->cf));
+	h = (struct nhandle *)(uintptr_t)fi->fh;
+	r = clio_fsync(h->cf);
+	if (r == 0 && atomic_load(&h->wrote))
+		record_version(h->n); /* stat(2) shows the write's mtime */
+	fuse_reply_err(req, -r);
 }
 
 static void
