@@ -14,10 +14,12 @@
  * a listing sets it, a rename through the mount rewrites it and those
  * below it.  Lookup counts as in mountfs.c.  A lost connection fails
  * the names' calls on it at once (libnfs's reconnection is off: its
- * synchronous calls would wait for a dead server forever); a result
- * that says so (EIO, ETIMEDOUT, ...) marks the context dead, and the
- * next call builds it anew (meta_enter: MOUNT again), failing while the
- * server is unreachable.
+ * synchronous calls would wait for a dead server forever); a call
+ * unanswered for the URL's timeo= (libnfs's EINTR) fails with ETIMEDOUT;
+ * a result that says so (EIO, ETIMEDOUT, ...) marks the context dead, and
+ * the next call builds it anew (meta_enter: MOUNT again), failing while
+ * the server is unreachable.  The URL's query is checked at the start as
+ * its devices check it (nfs_url_check): a bad value fails the mount.
  *
  * Data.  The first open of a regular file opens the device
  * nfs://HOST/EXPORT/PATH?QUERY (its own TCP connection, MOUNT, LOOKUP
@@ -61,7 +63,8 @@
  * uses the cached attributes while they are valid.  Each flush (close)
  * of a handle that wrote: clio_fsync (write back and COMMIT), then
  * GETATTR, recorded with clio_validator_set so the next open keeps
- * what this mount wrote.
+ * what this mount wrote; an fsync of such a handle records it too (the
+ * size and mtime that stat(2) shows then are the server's).
  *
  * lease: this mount asserts it is the export's only writer (what an
  * NFSv4 write delegation would promise).  A file is revalidated at its
@@ -108,7 +111,6 @@
 #include "mount.h"
 
 #define NBUCKETS 4096
-#define NFS_TIMEO_MS 30000
 
 struct nnode {
 	struct nnode *hnext;	/* under tbl_lock */
@@ -141,6 +143,7 @@ struct nhandle {
 
 static struct nfs_context *meta; /* NULL: being built anew (meta_enter) */
 static char *meta_url;		/* libnfs's URL of the export */
+static int meta_timeo = 30;	/* s: the URL's timeo= */
 static bool meta_dead;		/* a call found the connection gone */
 static pthread_mutex_t meta_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t tbl_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -454,7 +457,7 @@ meta_connect(char *err, size_t errlen)
 	}
 	nfs_set_readahead(meta, 0);
 	nfs_set_dircache(meta, 0);
-	nfs_set_timeout(meta, NFS_TIMEO_MS);
+	nfs_set_timeout(meta, meta_timeo * 1000);
 	/* a lost connection fails the calls on it at once (libnfs would
 	 * reconnect forever, its calls waiting): meta_enter() reconnects */
 	nfs_set_autoreconnect(meta, 0);
@@ -502,6 +505,9 @@ static int
 meta_leave(int r)
 {
 	switch (-r) {
+	case EINTR: /* libnfs's timeout: no answer within timeo= */
+		r = -ETIMEDOUT;
+		/* fall through */
 	case EIO: case ETIMEDOUT: case EFAULT: case ENOTCONN: case ECONNRESET:
 	case ECONNREFUSED: case EPIPE:
 		meta_dead = true;
@@ -1582,12 +1588,19 @@ static void
 nfs_fsync_op(fuse_req_t req, fuse_ino_t ino, int datasync,
 	     struct fuse_file_info *fi)
 {
+	struct nhandle *h;
+	int r;
+
 	(void)datasync;
 	if (ino == mount_stats_ino()) {
 		fuse_reply_err(req, 0);
 		return;
 	}
-	fuse_reply_err(req, -clio_fsync(((struct nhandle *)(uintptr_t)fi->fh)->cf));
+	h = (struct nhandle *)(uintptr_t)fi->fh;
+	r = clio_fsync(h->cf);
+	if (r == 0 && atomic_load(&h->wrote))
+		record_version(h->n); /* stat(2) shows the write's mtime */
+	fuse_reply_err(req, -r);
 }
 
 static void
@@ -1722,6 +1735,11 @@ mountnfs_init(clio_cache *cache, const char *source, const struct mount_nfs_opts
 	fs_idle_max = idle_devices;
 	def_uid = (int)geteuid();
 	def_gid = (int)getegid();
+	r = nfs_url_check(source, &meta_timeo, msg, sizeof(msg));
+	if (r < 0) {
+		snprintf(err, errlen, "%s", msg);
+		return r;
+	}
 	dev_query = strdup(q ? q : "");
 	meta_url = libnfs_url(source, q);
 	if (dev_query == NULL || meta_url == NULL) {

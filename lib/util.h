@@ -46,4 +46,8 @@ struct clio_validator;
 void validator_of_stat(const struct stat *st, struct clio_validator *v);
 int validator_same(const struct clio_validator *a, const struct clio_validator *b);
 
+/* nfs.c: the query of an nfs:// URL checked as the device checks it (0,
+ * or -EINVAL with a line naming the value in err); *timeo its timeo= (s). */
+int nfs_url_check(const char *url, int *timeo, char *err, size_t errlen);
+
 #endif

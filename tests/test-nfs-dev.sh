@@ -5,8 +5,9 @@
 # clio dd writes and reads seeded unaligned offsets and sizes, and the
 # export's file on disk equals a model written by GNU dd, byte for byte
 # (writes past the end grow the file, a dd without notrunc truncates it:
-# SETATTR; a missing file is created, but not with conv=nocreat, an
-# existing one not opened with conv=excl; a subdirectory's file read);
+# SETATTR; a missing file is created, mode 0644 less the umask, but not
+# with conv=nocreat, an existing one not opened with conv=excl; a
+# subdirectory's file read);
 # clio info shows the server's rtmax and wtmax and maxio is
 # their minimum; 4 KiB writes reach the server as WRITE RPCs of the
 # cluster size, counted by the proxy, and fsync is a COMMIT; keep=
@@ -74,6 +75,21 @@ mkdir "$export/sub" && cp "$tmp/small" "$export/sub/g"
 	{ cat "$tmp/err"; fail "clio dd if= a file in a subdirectory"; }
 cmp "$tmp/small" "$tmp/g" || fail "the file in a subdirectory reads back otherwise"
 echo "ok: a missing file created, a file in a subdirectory read"
+
+# a created file's mode is 0644 less the umask, as the file backend's; an
+# existing file keeps its own
+for um in 077 027 000; do
+	(umask $um && "$CLIO" dd if="$tmp/small" of="nfs://127.0.0.1$export/um$um?$pq" \
+		status=none) 2>"$tmp/err" || { cat "$tmp/err"; fail "clio dd with umask $um"; }
+	want=$(printf '%o' $((0644 & ~0$um)))
+	got=$(stat -c %a "$export/um$um")
+	[ "$got" = "$want" ] || fail "umask $um: created with mode $got, not $want"
+done
+chmod 0600 "$export/um000"
+(umask 000 && "$CLIO" dd if="$tmp/small" of="nfs://127.0.0.1$export/um000?$pq" \
+	conv=notrunc status=none) 2>"$tmp/err" || { cat "$tmp/err"; fail "clio dd onto a 0600 file"; }
+[ "$(stat -c %a "$export/um000")" = 600 ] || fail "an existing file's mode changed to $(stat -c %a "$export/um000")"
+echo "ok: created with 0644 less the umask (077, 027, 000), an existing file's mode kept"
 
 # conv=nocreat does not create a missing file, conv=excl does not open an
 # existing one (its bytes stay) and creates a missing one, as GNU dd

@@ -12,7 +12,11 @@
 #     made anew): the listing is the export's, a file written through
 #     the mount is on the export byte for byte, and the unmount writes
 #     back what the failed fsync kept dirty (the daemon's exit status
-#     may report the earlier failure to its own handle).
+#     may report the earlier failure to its own handle);
+#  4. the server stopped (SIGSTOP, the connection kept): ls, a lookup
+#     and a create fail with ETIMEDOUT within a few timeo= (not EINTR,
+#     which programs retry, after libnfs's own 30 s), and work again once
+#     it goes on.
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/ganesha-common.sh"
 . "$(dirname "$0")/nfs-mount-common.sh"
@@ -96,6 +100,30 @@ cp "$tmp/c" "$m/c" || fail "writing a new file after the server came back"
 cmp "$tmp/c" "$export/c" || fail "the new file differs on the export"
 cmp "$tmp/a" "$m/a" || fail "the old file reads back differently"
 echo "ok: the server back: names and data work again"
+
+# ------------------------------------------------------------ 4
+kill -STOP "$ganesha_pid"
+hung() { # WHAT CMD...: fails within a few timeo with ETIMEDOUT, not EINTR
+	_what=$1
+	shift
+	t0=$(now_ms)
+	rc=0
+	timeout 20 "$@" >/dev/null 2>"$tmp/hung.err" || rc=$?
+	ms=$(($(now_ms) - t0))
+	[ "$rc" -ne 124 ] || { kill -CONT "$ganesha_pid"; fail "$_what: still waits 20 s for a stopped server"; }
+	[ "$rc" -ne 0 ] || { kill -CONT "$ganesha_pid"; fail "$_what succeeded with the server stopped"; }
+	grep -q "timed out" "$tmp/hung.err" ||
+		{ kill -CONT "$ganesha_pid"; fail "$_what: not ETIMEDOUT: $(cat "$tmp/hung.err")"; }
+	[ "$ms" -le 7000 ] || { kill -CONT "$ganesha_pid"; fail "$_what failed only after $ms ms (timeo=2)"; }
+	echo "ok: $_what, server stopped: failed after $ms ms: $(head -n 1 "$tmp/hung.err")"
+}
+hung "ls" ls "$m"
+hung "a lookup" stat "$m/nothere"
+hung "a create" touch "$m/new"
+kill -CONT "$ganesha_pid"
+ls "$m" >"$tmp/ls.out" 2>"$tmp/ls.err" || fail "ls after the server went on: $(cat "$tmp/ls.err")"
+cmp "$tmp/c" "$m/c" || fail "c reads back differently after the server went on"
+echo "ok: the server goes on: names and data work again"
 # the daemon may exit non-zero: its own handle of b was open at the
 # failure, which it reports at the end (libclio(3): once to each handle)
 "$CLIO" umount "$m" || { cat "$m.err" >&2; fail "clio umount $m"; }

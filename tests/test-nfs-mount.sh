@@ -8,11 +8,12 @@
 # and of a directory with a file in it), link, symlink and readlink,
 # chmod, truncate, utimens, unlink and rmdir through the mount are seen in
 # the export's directory, and the listing through the mount equals the
-# export's; clio stat lists an open file's device; a bad option and a
-# missing export are one-line errors (exit 64, 66); after the unmount
-# everything is on the server; under lease, an idle device evicted
-# (idle_devices=1) writes its file back, the newest stays dirty until the
-# unmount.
+# export's; clio stat lists an open file's device; after an fsync of an
+# open file stat shows the server's size and mtime; a bad option, a bad
+# value in the URL's query and a missing export are one-line errors (exit
+# 64, 66); after the unmount everything is on the server; under lease,
+# an idle device evicted (idle_devices=1) writes its file back, the
+# newest stays dirty until the unmount.
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/ganesha-common.sh"
 . "$(dirname "$0")/nfs-mount-common.sh"
@@ -93,6 +94,24 @@ grep -q "nfs://127.0.0.1$export/w4" "$tmp/stat" || { cat "$tmp/stat"; fail "clio
 exec 3<&-
 echo "ok: clio stat lists the open file's nfs:// device"
 
+# after an fsync of a file still open, stat shows the server's size and
+# mtime (not those of the open, in 2001)
+head -c 5000 /dev/urandom >"$export/mt"
+touch -d 2001-01-01 "$export/mt"
+python3 - "$m/mt" "$export/mt" >"$tmp/mt.out" 2>&1 <<'EOF'
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+os.pwrite(fd, b"z" * 3000, 4000)
+os.fsync(fd)
+a, b = os.stat(sys.argv[1]), os.stat(sys.argv[2])
+print(a.st_size, a.st_mtime_ns, a.st_ctime_ns, b.st_size, b.st_mtime_ns, b.st_ctime_ns)
+os.close(fd)
+EOF
+read -r s1 m1 c1 s2 m2 c2 <"$tmp/mt.out" || fail "the fsync of an open file: $(cat "$tmp/mt.out")"
+[ "$s1 $m1 $c1" = "$s2 $m2 $c2" ] && [ "$s1" -eq 7000 ] ||
+	fail "after fsync the mount shows size mtime ctime '$s1 $m1 $c1', the server '$s2 $m2 $c2'"
+echo "ok: after fsync of an open file, stat shows the server's size, mtime and ctime"
+
 # bad options and exports: one line naming the value, before or at the mount
 "$CLIO" mount -f -o actimeo=x "$url" "$tmp/m2" 2>"$tmp/err"; rc=$?
 [ "$rc" -eq 64 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "actimeo 'x'" "$tmp/err" ||
@@ -107,7 +126,16 @@ p=$nfs_port
 	"$tmp/m2" 2>"$tmp/err"; rc=$?
 [ "$rc" -eq 66 ] && grep -q "export-none" "$tmp/err" ||
 	{ cat "$tmp/err"; fail "a missing export with seven port= keys: exit $rc"; }
-echo "ok: a bad actimeo (exit 64) and a missing export (exit 66) are one line each"
+# the URL's query is the device's: a bad value fails the mount at once
+# (uid=abc would make libnfs's names root's), not each open later
+for kv in uid=abc qd=0 timeo=x foo=1; do
+	rc=0
+	timeout 10 "$CLIO" mount -f "$url&$kv" "$tmp/m2" 2>"$tmp/err" || rc=$?
+	[ "$rc" -eq 64 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -qF "$kv" "$tmp/err" ||
+		{ cat "$tmp/err"; fail "$kv in the URL: exit $rc"; }
+	! mountpoint -q "$tmp/m2" || fail "$kv in the URL: mounted"
+done
+echo "ok: a bad actimeo, a bad key of the URL (exit 64) and a missing export (exit 66) are one line each"
 
 # written, then the unmount: everything on the server
 head -c 200000 /dev/urandom >"$tmp/last"

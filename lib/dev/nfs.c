@@ -1258,6 +1258,21 @@ split_url(struct nfs_dev *nd, const char *spec, char *err, size_t errlen)
 	return 0;
 }
 
+int
+nfs_url_check(const char *url, int *timeo, char *err, size_t errlen)
+{
+	struct nfs_dev nd = { 0 };
+	int r;
+
+	r = split_url(&nd, url, err, errlen);
+	if (r < 0)
+		return r;
+	free(nd.url);
+	if (timeo != NULL)
+		*timeo = nd.timeo;
+	return 0;
+}
+
 /* sim_opts NULL: a real server through libnfs (spec is the URL); else the
  * simulated server of lib/dev/nfssim.c with those options. */
 static int

@@ -4,7 +4,8 @@
  * libnfs (lib/dev/nfs.h states the contract).
  *
  * Opening uses libnfs's high-level calls (nfs_parse_url_full, nfs_mount,
- * nfs_open2, nfs_fstat64; FSINFO's rtmax and wtmax); the file's I/O uses
+ * nfs_open2, nfs_fstat64; FSINFO's rtmax and wtmax; a file created with
+ * mode 0644 less the caller's umask, as the file backend's); the file's I/O uses
  * the raw rpc_nfs3_*_async calls, which give the post-op attributes, the
  * stability of a write and the write verifier.  libnfs's own read-ahead
  * and page cache stay off.  libnfs has no threads: one context, driven
@@ -47,6 +48,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -468,6 +470,34 @@ static const struct nfs_xport_ops lx_ops = {
 	.params = lx_params,
 };
 
+/* The calling thread's umask: libnfs sends a new file's mode as given,
+ * where the kernel applies it for the file backend. */
+static mode_t
+caller_umask(void)
+{
+	static const char *const status[] = { "/proc/thread-self/status",
+					      "/proc/self/status" };
+	char line[128];
+	unsigned int m;
+	mode_t old;
+	size_t i;
+	FILE *f;
+
+	for (i = 0; i < sizeof(status) / sizeof(status[0]); i++) {
+		if ((f = fopen(status[i], "re")) == NULL)
+			continue;
+		while (fgets(line, sizeof(line), f) != NULL)
+			if (sscanf(line, "Umask: %o", &m) == 1) {
+				fclose(f);
+				return (mode_t)(m & 0777);
+			}
+		fclose(f);
+	}
+	old = umask(022);
+	umask(old);
+	return old;
+}
+
 static int
 lx_open(struct lx *lx, int flags, struct nfs_file_info *info, char *err,
 	size_t errlen)
@@ -484,7 +514,7 @@ lx_open(struct lx *lx, int flags, struct nfs_file_info *info, char *err,
 		      ((flags & CLIO_DEV_RDONLY) ? O_RDONLY : O_RDWR) |
 			      ((flags & CLIO_DEV_CREATE) ? O_CREAT : 0) |
 			      ((flags & CLIO_DEV_EXCL) ? O_EXCL : 0),
-		      0644, &lx->fh);
+		      (int)(0644 & ~caller_umask()), &lx->fh);
 	if (r != 0) {
 		set_err(err, errlen, "%s: cannot open %s in %s:%s: %s", spec,
 			info->path, info->server, info->export, nfs_get_error(lx->nfs));
