@@ -17,7 +17,9 @@
 #  5. the server hangs (SIGSTOP) in the middle of a copy: the copy ends
 #     with the error in a few timeo (each RPC libnfs times out takes the
 #     connection down, its other RPCs failing with it), not one timeo
-#     per batch of RPCs.
+#     per batch of RPCs;
+#  6. the server stopped before the device opens: the open fails with
+#     ETIMEDOUT ("Connection timed out") within timeo, not EINTR.
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/ganesha-common.sh"
 
@@ -168,4 +170,21 @@ stopped=""
 grep -q "nfs://127.0.0.1" "$tmp/err" || fail "hung: the error does not name the device: $(cat "$tmp/err")"
 grep -qi "timed out" "$tmp/err" || fail "hung: the error does not say it timed out: $(cat "$tmp/err")"
 echo "ok: server stopped (SIGSTOP): clio dd exited $rc after $ms ms: $(head -n 1 "$tmp/err")"
+
+# ------------------------------------------------------------ 6
+# opening the device of a stopped server: MOUNT unanswered within timeo=
+# fails with ETIMEDOUT (libnfs says EINTR, which a caller would retry)
+stopped=$ganesha_pid
+kill -STOP "$stopped"
+t0=$(now_ms)
+rc=0
+timeout 20 "$CLIO" info "$url" >/dev/null 2>"$tmp/err" || rc=$?
+ms=$(($(now_ms) - t0))
+kill -CONT "$stopped"
+stopped=""
+[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "open, server stopped: clio info exited $rc"
+[ "$ms" -le $((timeo * 1000 + 3000)) ] || fail "open, server stopped: failed only after $ms ms"
+grep -q "Connection timed out" "$tmp/err" ||
+	fail "open, server stopped: not ETIMEDOUT: $(cat "$tmp/err")"
+echo "ok: open, server stopped: failed after $ms ms: $(cat "$tmp/err")"
 exit 0

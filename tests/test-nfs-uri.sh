@@ -3,9 +3,10 @@
 # test-nfs-uri.sh - the nfs:// device's query keys against NFS-Ganesha in
 # the test's own namespace: libnfs ignores a key it does not know and reads
 # a malformed number as 0 (uid=abc is root), so the device checks the keys
-# it passes on: an unknown key, a key without a value and a malformed
-# number each fail `clio info` with one line naming the value, although
-# the file exists; the well-formed keys of libnfs still open it.
+# it passes on: an unknown key, a key without a value, a malformed number
+# and a key given twice (port= and nfsport= are one) each fail `clio
+# info` with one line naming the value, although the file exists; the
+# well-formed keys of libnfs still open it.
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/ganesha-common.sh"
 
@@ -29,6 +30,8 @@ one_line "malformed gid" "$url?gid=-1" "-1"
 one_line "malformed mountport" "$url?mountport=20048x" "20048x"
 one_line "mountport out of range" "$url?mountport=70000" "70000"
 one_line "libnfs's page cache" "$url?pagecache=1" "pagecache=1"
+one_line "a key twice" "$url?uid=0&qd=4&uid=1000" "'uid' given twice"
+one_line "port= and nfsport=" "$url?port=$nfs_port&nfsport=$nfs_port" "'nfsport' given twice"
 
 for q in "uid=0&gid=0" "mountport=$mnt_port" "nfsport=$nfs_port" "port=$nfs_port&tcp-syncnt=2" \
 	 "autoreconnect=1&qd=4"; do

@@ -3,8 +3,9 @@
  * nfs.c - the NFSv3 client backend: `nfs://HOST/EXPORT/PATH`, one regular
  * file of an export, through libnfs (lib/dev/nfsxprt.c).  libnfs's URL keys pass through
  * (`uid=`, `gid=`, `mountport=`, ...; clio's `port=` is libnfs's
- * `nfsport=`), checked first: libnfs ignores an unknown key and reads a
- * malformed number as 0; clio's own are taken out first: `qd=N` (RPCs in flight,
+ * `nfsport=`), checked first: libnfs ignores an unknown key, reads a
+ * malformed number as 0 and takes the last of a key given twice (an
+ * error here); clio's own are taken out first: `qd=N` (RPCs in flight,
  * default 16, at most 128), `keep=SIZE` (the uncommitted data kept for a
  * resend, default 64M) and `timeo=S` (seconds before an RPC fails,
  * default 30; libnfs counts in whole seconds; the transport keeps the
@@ -1147,7 +1148,46 @@ struct nfs_split {
 	char *err;
 	size_t errlen;
 	char port[32];		/* port=N, given to libnfs as nfsport=N */
+	const char *seen[32];	/* the keys so far (in the query's copy) */
+	size_t nseen;
 };
+
+/* A key's name as long as its '=': port= is nfsport=. */
+static size_t
+key_name(const char *kv, const char **name)
+{
+	const char *eq = strchr(kv, '=');
+	size_t len = eq != NULL ? (size_t)(eq - kv) : strlen(kv);
+
+	*name = kv;
+	if (len == 4 && strncmp(kv, "port", 4) == 0) {
+		*name = "nfsport";
+		len = 7;
+	}
+	return len;
+}
+
+/* -EINVAL if kv's key came before (libnfs would take the last one). */
+static int
+key_once(struct nfs_split *sp, const char *kv)
+{
+	const char *name, *other;
+	size_t len = key_name(kv, &name), i;
+
+	for (i = 0; i < sp->nseen; i++)
+		if (key_name(sp->seen[i], &other) == len && strncmp(name, other, len) == 0) {
+			set_err(sp->err, sp->errlen, "nfs: '%.*s' given twice in '%s'",
+				(int)strcspn(kv, "="), kv, sp->spec);
+			return -EINVAL;
+		}
+	if (sp->nseen == sizeof(sp->seen) / sizeof(sp->seen[0])) {
+		set_err(sp->err, sp->errlen, "nfs: more than %zu keys in '%s'", sp->nseen,
+			sp->spec);
+		return -EINVAL;
+	}
+	sp->seen[sp->nseen++] = kv;
+	return 0;
+}
 
 /* A key for libnfs: 0 (passed on) if libnfs 4.0 knows it and its value
  * is well formed; libnfs itself ignores unknown keys and reads a bad
@@ -1189,7 +1229,10 @@ nfs_take_key(void *arg, const char *kv)
 	struct nfs_split *sp = arg;
 	struct nfs_dev *nd = sp->nd;
 	uint64_t n;
+	int r;
 
+	if ((r = key_once(sp, kv)) < 0)
+		return r;
 	if (strncmp(kv, "qd=", 3) == 0) {
 		if (parse_uint(kv + 3, &n) < 0 || n < 1 || n > NFS_MAX_QD) {
 			set_err(sp->err, sp->errlen, "nfs: bad qd '%s' in '%s' (1 to %d)",
@@ -1233,7 +1276,7 @@ nfs_take_key(void *arg, const char *kv)
 static int
 split_url(struct nfs_dev *nd, const char *spec, char *err, size_t errlen)
 {
-	struct nfs_split sp = { nd, spec, err, errlen, "" };
+	struct nfs_split sp = { nd, spec, err, errlen, "", { NULL }, 0 };
 	char *url, *out;
 	int r;
 

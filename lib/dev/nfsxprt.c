@@ -375,6 +375,15 @@ lx_close(struct nfs_xport *x)
 }
 
 
+/* A synchronous libnfs call's result as -errno: its EINTR is a call the
+ * server did not answer within timeo (not a signal: a caller that
+ * retries on EINTR would wait for it forever). */
+static int
+libnfs_err(int r)
+{
+	return r == -EINTR ? -ETIMEDOUT : r < 0 ? r : -EIO;
+}
+
 /* A new libnfs context with the URL's options and timeo, the export
  * mounted; info (at open only) gets the server, export and path. */
 static int
@@ -413,7 +422,7 @@ lx_connect(struct lx *lx, struct nfs_file_info *info, char *err, size_t errlen)
 		nfs_set_timeout(lx->nfs, lx->timeo * 1000);
 		r = nfs_mount(lx->nfs, server, export);
 		if (r != 0) {
-			r = r < 0 ? r : -EIO;
+			r = libnfs_err(r);
 			set_err(err, errlen, "%s: cannot mount %s:%s: %s (%s)", lx->spec,
 				server, export, nfs_get_error(lx->nfs), strerror(-r));
 		}
@@ -518,12 +527,12 @@ lx_open(struct lx *lx, int flags, struct nfs_file_info *info, char *err,
 	if (r != 0) {
 		set_err(err, errlen, "%s: cannot open %s in %s:%s: %s", spec,
 			info->path, info->server, info->export, nfs_get_error(lx->nfs));
-		return r < 0 ? r : -EIO;
+		return libnfs_err(r);
 	}
 	r = nfs_fstat64(lx->nfs, lx->fh, &st);
 	if (r != 0) {
 		set_err(err, errlen, "%s: GETATTR: %s", spec, nfs_get_error(lx->nfs));
-		return r < 0 ? r : -EIO;
+		return libnfs_err(r);
 	}
 	if ((st.nfs_mode & S_IFMT) != S_IFREG) {
 		set_err(err, errlen, "%s: %s is not a regular file", spec, info->path);
