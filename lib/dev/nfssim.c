@@ -585,7 +585,13 @@ struct parse_ctx {
 	char *err;
 	size_t errlen;
 	int pass;		/* 0: the preset; 1: the rest */
+	char max_given[32];	/* max= as written, if given */
 };
+
+/* The model's times stay finite: a round trip or a server's time per
+ * RPC of at most a minute, rates of at least 1 kB/s. */
+#define SIM_MS_MAX 60000.0
+#define SIM_MBS_MIN 0.001
 
 static int
 set_key(void *arg, const char *k, const char *v)
@@ -647,14 +653,19 @@ set_key(void *arg, const char *k, const char *v)
 		return -EINVAL;
 	}
 	if (dv != NULL) {
-		if (parse_double(v, dv) < 0 || !isfinite(*dv) || *dv < 0 ||
-		    (dv != &p->rtt && dv != &p->cpu && *dv == 0)) {
-			set_err(cx->err, cx->errlen, "nfs+sim: bad %s '%s' in '%s'", k, v,
-				cx->spec);
+		bool ms = dv == &p->rtt || dv == &p->cpu;
+
+		if (parse_double(v, dv) < 0 || !isfinite(*dv) ||
+		    (ms ? *dv < 0 || *dv > SIM_MS_MAX : *dv < SIM_MBS_MIN || *dv > 1e9)) {
+			set_err(cx->err, cx->errlen, ms ? "nfs+sim: bad %s '%s' in '%s' "
+				"(0 to 60000 ms)" : "nfs+sim: bad %s '%s' in '%s' "
+				"(0.001 to 1e9 MB/s)", k, v, cx->spec);
 			return -EINVAL;
 		}
 		return 0;
 	}
+	if (uv == &p->max)
+		snprintf(cx->max_given, sizeof(cx->max_given), "%s", v);
 	if ((size ? parse_size(v, uv) : parse_uint(v, uv)) < 0 ||
 	    (uv == &p->qd && (*uv < 1 || *uv > 128)) ||
 	    (uv == &p->iosize && (*uv < 512 || *uv > (16u << 20))) ||
@@ -693,6 +704,12 @@ nfs_sim_open(const char *spec, const char *opts, int flags, struct nfs_xport **x
 	}
 	if (r < 0)
 		goto fail;
+	if (cx.max_given[0] != '\0' && s->p.max < s->p.size) {
+		set_err(err, errlen, "nfs+sim: max '%s' is less than size %llu in '%s'",
+			cx.max_given, (unsigned long long)s->p.size, spec);
+		r = -EINVAL;
+		goto fail;
+	}
 	s->p.max = MAX(s->p.max, s->p.size);
 	s->p.max = DIV_ROUND_UP(s->p.max, PAGE) * PAGE;
 	/* a WRITE's pages and its edges fit at once (make_room keeps them) */

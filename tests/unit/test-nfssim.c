@@ -252,6 +252,8 @@ test_bad_strings(void **state)
 		"nfs+sim:preset=nope", "nfs+sim:rtt=x", "nfs+sim:bw=0", "nfs+sim:qd=0",
 		"nfs+sim:qd=999", "nfs+sim:iosize=100", "nfs+sim:disk=nope",
 		"nfs+sim:disk=a:b", "nfs+sim:colour=red", "nfs+sim:cpu=-1",
+		"nfs+sim:rtt=1e308", "nfs+sim:cpu=60001", "nfs+sim:bw=1e-300",
+		"nfs+sim:copy=1e10", "nfs+sim:size=1G,max=1M",
 	};
 	char err[256];
 	size_t i;
@@ -265,6 +267,21 @@ test_bad_strings(void **state)
 			print_message("%s: %d\n", bad[i], r);
 		assert_int_equal(r, -EINVAL);
 		assert_non_null(strstr(err, "nfs+sim") ? err : strstr(err, "sim"));
+	}
+	/* the value given is named; a max below the size given is refused,
+	 * the default max grows to a larger size */
+	{
+		clio_dev *d = NULL;
+
+		assert_int_equal(clio_dev_open_err("nfs+sim:rtt=1e308", 0, &d, err, sizeof(err)),
+				 -EINVAL);
+		assert_non_null(strstr(err, "'1e308'"));
+		assert_int_equal(clio_dev_open_err("nfs+sim:size=1G,max=1M", 0, &d, err,
+						   sizeof(err)), -EINVAL);
+		assert_non_null(strstr(err, "max '1M' is less than size 1073741824"));
+		d = open_ok("nfs+sim:size=300M");
+		assert_int_equal(clio_dev_size(d), 300 * MiB);
+		clio_dev_close(d);
 	}
 	/* the overrides apply after the preset, in any order */
 	{
