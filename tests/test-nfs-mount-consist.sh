@@ -14,7 +14,9 @@
 #    file written through the lease mount is not written back at close (no
 #    WRITE on the wire), 50 opens, reads and closes send no GETATTR, no
 #    LOOKUP, no ACCESS (against >= 50 GETATTRs for 50 opens close-to-open),
-#    the data read is right, and after the unmount it is on the server.
+#    the data read is right, and after the unmount it is on the server
+#    (the close-to-open mount of the comparison starts only then, so
+#    that none of its RPCs is counted against the lease mount).
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/ganesha-common.sh"
 . "$(dirname "$0")/nfs-mount-common.sh"
@@ -99,7 +101,6 @@ proxy_start 0
 purl="nfs://127.0.0.1$export?$pq"
 l=$tmp/l
 nfs_mount "$l" "$purl" -o lease
-nfs_mount "$c" "$purl"
 head -c 300000 /dev/urandom >"$tmp/g"
 proxy_counts "$tmp/n0"
 cp "$tmp/g" "$l/g"
@@ -112,14 +113,19 @@ echo "ok: lease: a written file is not written back at close (0 WRITEs)"
 for i in $(seq 50); do cat "$l/g" >/dev/null; done
 cmp "$tmp/g" "$l/g" || fail "lease: the 51st read differs"
 proxy_counts "$tmp/n2"
+sent=""
 for p in GETATTR LOOKUP ACCESS; do
 	d=$(( $(rpc_calls "$tmp/n2" nfs3 $p) - $(rpc_calls "$tmp/n1" nfs3 $p) ))
-	[ "$d" -eq 0 ] || fail "lease: $d ${p}s for 51 opens after the first (none expected)"
+	[ "$d" -eq 0 ] || sent="$sent $d ${p}s"
 done
+[ -z "$sent" ] || fail "lease:$sent for 51 opens after the first (none expected); all RPCs: $(cat "$tmp/n2")"
 echo "ok: lease: 51 opens, reads and closes: 0 GETATTR, 0 LOOKUP, 0 ACCESS"
 nfs_umount "$l"
 cmp "$tmp/g" "$export/g" || fail "lease: after the unmount the export's file differs"
 echo "ok: lease: written back at the unmount"
+# mounted only now, so that nothing of its own start reaches the proxy
+# while the lease mount's RPCs are counted
+nfs_mount "$c" "$purl"
 cmp "$tmp/g" "$c/g" || fail "close-to-open mount: first read"
 proxy_counts "$tmp/n3"
 for i in $(seq 50); do cat "$c/g" >/dev/null; done
