@@ -22,7 +22,8 @@
  * its devices check it (nfs_url_check): a bad value fails the mount.
  *
  * Data.  The first open of a regular file opens the device
- * nfs://HOST/EXPORT/PATH?QUERY (its own TCP connection, MOUNT, LOOKUP
+ * nfs://HOST/EXPORT/PATH?QUERY (PATH's ? & % percent-encoded; its own
+ * TCP connection, MOUNT, LOOKUP
  * walk, FSINFO and GETATTR: about 5 + depth RPCs) and a node handle
  * (CLIO_KEEP) that lives as long as the device; each FUSE open gets its
  * own clio_file on it.  The device holds the file's handle, so a rename
@@ -1301,6 +1302,20 @@ dev_version(struct nnode *n)
 	return 0;
 }
 
+/* The device string of the file at path into spec (room for
+ * dev_base, three bytes a byte of path, dev_query): the URL's query and
+ * its percent escapes would take a ? & or % of the name otherwise. */
+static void
+pct_spec(char *spec, const char *path)
+{
+	char *o = spec + sprintf(spec, "%s", dev_base);
+
+	for (; *path != '\0'; path++)
+		o += strchr("?&%", *path) != NULL ? sprintf(o, "%%%02X", (unsigned char)*path)
+						   : sprintf(o, "%c", *path);
+	strcpy(o, dev_query);
+}
+
 /* Open n's device if need be, revalidate and add a handle (n->lock
  * held); keep: may the kernel keep its pages?  0 or an errno. */
 static int
@@ -1325,17 +1340,14 @@ node_open_dev(struct nnode *n, int flags, struct nhandle **hp, bool *keep)
 		size_t len;
 		if (path == NULL)
 			return ENOMEM;
-		if (strpbrk(path, "?&") != NULL) {
-			free(path);
-			return EINVAL;
-		}
-		len = strlen(dev_base) + strlen(path) + strlen(dev_query) + 1;
+		/* a ? an & or a % of the name, percent-encoded in the URL */
+		len = strlen(dev_base) + 3 * strlen(path) + strlen(dev_query) + 1;
 		n->spec = malloc(len);
 		if (n->spec == NULL) {
 			free(path);
 			return ENOMEM;
 		}
-		snprintf(n->spec, len, "%s%s%s", dev_base, path, dev_query);
+		pct_spec(n->spec, path);
 		free(path);
 		err[0] = '\0';
 		r = clio_dev_open_err(n->spec, ro ? CLIO_DEV_RDONLY : 0, &n->cdev,

@@ -7,7 +7,7 @@
 # (writes past the end grow the file, a dd without notrunc truncates it:
 # SETATTR; a missing file is created, mode 0644 less the umask, but not
 # with conv=nocreat, an existing one not opened with conv=excl; a
-# subdirectory's file read);
+# subdirectory's file read; %3F %26 %25 in the path name ? & %);
 # clio info shows the server's rtmax and wtmax and maxio is
 # their minimum; 4 KiB writes reach the server as WRITE RPCs of the
 # cluster size, counted by the proxy, and fsync is a COMMIT; keep=
@@ -90,6 +90,15 @@ chmod 0600 "$export/um000"
 	conv=notrunc status=none) 2>"$tmp/err" || { cat "$tmp/err"; fail "clio dd onto a 0600 file"; }
 [ "$(stat -c %a "$export/um000")" = 600 ] || fail "an existing file's mode changed to $(stat -c %a "$export/um000")"
 echo "ok: created with 0644 less the umask (077, 027, 000), an existing file's mode kept"
+
+# the path's %XX are decoded: %3F %26 %25 name a ? & % of the file's name
+"$CLIO" dd if="$tmp/small" of="nfs://127.0.0.1$export/q%3Fa%26b%25c?$pq" status=none \
+	2>"$tmp/err" || { cat "$tmp/err"; fail "clio dd to q%3Fa%26b%25c"; }
+cmp "$tmp/small" "$export/q?a&b%c" || fail "q%3Fa%26b%25c did not write 'q?a&b%c'"
+"$CLIO" dd if="nfs://127.0.0.1$export/q%3Fa%26b%25c?$pq" of="$tmp/back" status=none ||
+	fail "clio dd from q%3Fa%26b%25c"
+cmp "$tmp/small" "$tmp/back" || fail "q%3Fa%26b%25c reads back different"
+echo "ok: %3F %26 %25 in the path name a ? & % of the file"
 
 # conv=nocreat does not create a missing file, conv=excl does not open an
 # existing one (its bytes stay) and creates a missing one, as GNU dd

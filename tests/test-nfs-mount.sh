@@ -8,7 +8,8 @@
 # and of a directory with a file in it), link, symlink and readlink,
 # chmod, truncate, utimens, unlink and rmdir through the mount are seen in
 # the export's directory, and the listing through the mount equals the
-# export's; clio stat lists an open file's device; after an fsync of an
+# export's; names with ? & % and = read and write as any other; clio
+# stat lists an open file's device; after an fsync of an
 # open file stat shows the server's size and mtime; a bad option, a bad
 # value in the URL's query and a missing export are one-line errors (exit
 # 64, 66); after the unmount everything is on the server; under lease,
@@ -52,6 +53,18 @@ echo "ok: 70001 bytes overwritten at $off, on the server after close"
 head -c 777777 /dev/urandom >"$export/fromserver"
 cmp "$export/fromserver" "$m/fromserver" || fail "a file made on the export reads back different"
 echo "ok: a file made on the export reads back equal through the mount"
+
+# names with the characters of a URL's query and escapes: written and
+# read back through the mount, the same on the export
+for name in 'R&D' 'why?' '100%25' 'a?b&c%d=e'; do
+	head -c 50000 /dev/urandom >"$tmp/odd"
+	cp "$tmp/odd" "$m/$name" || fail "cannot write '$name' through the mount"
+	cmp "$tmp/odd" "$export/$name" || fail "'$name' on the export differs"
+	cmp "$tmp/odd" "$m/$name" || fail "'$name' reads back different"
+	head -c 3000 /dev/urandom >"$export/$name.srv"
+	cmp "$export/$name.srv" "$m/$name.srv" || fail "'$name.srv' made on the export reads different"
+done
+echo "ok: names with ? & % = are written and read through the mount"
 
 # ---------------------------------------------------------- directories
 mkdir "$m/d" || fail "mkdir"

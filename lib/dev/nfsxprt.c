@@ -384,8 +384,41 @@ libnfs_err(int r)
 	return r == -EINTR ? -ETIMEDOUT : r < 0 ? r : -EIO;
 }
 
+static int
+hex_digit(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 :
+	       c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* A copy of a component of the URL's path with each %XX (two hex digits,
+ * not %00) turned into its byte, so that a name with a ? or an & (%3F,
+ * %26) or a % (%25) can be given; any other % stays.  NULL: no memory. */
+static char *
+pct_dup(const char *s)
+{
+	char *out = malloc(strlen(s) + 1), *o = out;
+
+	if (out == NULL)
+		return NULL;
+	while (*s != '\0') {
+		int hi = s[0] == '%' ? hex_digit(s[1]) : -1;
+		int lo = hi >= 0 ? hex_digit(s[2]) : -1;
+
+		if (lo >= 0 && (hi | lo) != 0) {
+			*o++ = (char)(hi * 16 + lo);
+			s += 3;
+		} else {
+			*o++ = *s++;
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
 /* A new libnfs context with the URL's options and timeo, the export
- * mounted; info (at open only) gets the server, export and path. */
+ * mounted; info (at open only) gets the server, export and path (the
+ * path's %XX decoded). */
 static int
 lx_connect(struct lx *lx, struct nfs_file_info *info, char *err, size_t errlen)
 {
@@ -406,11 +439,11 @@ lx_connect(struct lx *lx, struct nfs_file_info *info, char *err, size_t errlen)
 		return -EINVAL;
 	}
 	server = strdup(u->server);
-	export = strdup(u->path);
+	export = pct_dup(u->path);
 	if (info != NULL) {
 		info->server = strdup(u->server);
-		info->export = strdup(u->path);
-		info->path = strdup(u->file);
+		info->export = pct_dup(u->path);
+		info->path = pct_dup(u->file);
 	}
 	nfs_destroy_url(u);
 	r = 0;
