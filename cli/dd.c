@@ -49,7 +49,7 @@
 #include "dd.h"
 #include "util.h"
 
-#define ERRLEN 256
+#define ERRLEN 1024
 #define SECTOR 512
 #define MAX_READ 0x7ffff000 /* what Linux's read(2) gives at most, as GNU dd gets */
 

@@ -149,7 +149,7 @@ cmd_info(int argc, char **argv)
 {
 	const char *spec = NULL;
 	struct clio_dev_info in;
-	char err[256], *params;
+	char err[1024], *params;
 	clio_dev *d;
 	int i, json = 0, n, r, status = 0;
 

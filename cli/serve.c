@@ -328,7 +328,7 @@ serve(char **argv, int argc, struct clio_conf *conf, char **tunables, int ntun,
       const char *certs, int ro, int fg)
 {
 	const char *nargv[32 + MAX_TUNABLES], *device;
-	char plugin[PATH_MAX], err[512], *devarg, tlsopt[32];
+	char plugin[PATH_MAX], err[1024], *devarg, tlsopt[32];
 	int nargc = 0, i, r;
 	uint64_t portnum = 0;
 	struct stat st;

@@ -76,7 +76,7 @@
 #include "util.h"
 #include "mount.h"
 
-#define ERRLEN 256
+#define ERRLEN 1024
 #define KERNEL_MAX_IO (1u << 20) /* FUSE_MAX_MAX_PAGES (256) pages */
 #define DISK_INO 2
 #define MOUNT_FLUSH_BEHIND (64u << 20)

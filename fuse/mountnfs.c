@@ -480,7 +480,7 @@ meta_connect(char *err, size_t errlen)
 static int
 meta_enter(void)
 {
-	char err[256];
+	char err[1024];
 	int r;
 
 	pthread_mutex_lock(&meta_lock);
@@ -1325,7 +1325,7 @@ node_open_dev(struct nnode *n, int flags, struct nhandle **hp, bool *keep)
 	 * write access), as on a local file system */
 	bool wr = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC), fresh = false;
 	struct nhandle *h;
-	char err[256];
+	char err[1024];
 	bool ro = fs_ro;
 	int r;
 

@@ -84,7 +84,7 @@ static int
 cf_config(nbdkit_next_config *next, nbdkit_backend *nxdata, const char *key,
 	  const char *value)
 {
-	char err[256] = "";
+	char err[1024] = "";
 	int r = prefault_config(key, value, &prefault);
 
 	if (r != 0)
@@ -100,7 +100,7 @@ cf_config(nbdkit_next_config *next, nbdkit_backend *nxdata, const char *key,
 static int
 cf_config_complete(nbdkit_next_config_complete *next, nbdkit_backend *nxdata)
 {
-	char err[256];
+	char err[1024];
 
 	if (clio_conf_check(&conf, err, sizeof(err)) < 0) {
 		nbdkit_error("%s", err);

@@ -88,7 +88,7 @@ struct conn {
 static int
 clio_config(const char *key, const char *value)
 {
-	char err[256];
+	char err[1024];
 	int r;
 
 	if (strcmp(key, "device") == 0) {
@@ -116,7 +116,7 @@ clio_config(const char *key, const char *value)
 static int
 clio_config_complete(void)
 {
-	char err[256];
+	char err[1024];
 
 	if (device == NULL) {
 		nbdkit_error("no device: give device=DEVICE (a clio device string)");
@@ -154,7 +154,7 @@ wire_errno(int e)
 static int
 open_device(void)
 {
-	char err[512];
+	char err[1024];
 	int r;
 
 	r = clio_dev_open_err(device, 0, &dev, err, sizeof(err));

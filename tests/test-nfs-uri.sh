@@ -6,7 +6,9 @@
 # it passes on: an unknown key, a key without a value, a malformed number
 # and a key given twice (port= and nfsport= are one) each fail `clio
 # info` with one line naming the value, although the file exists; the
-# well-formed keys of libnfs still open it.
+# well-formed keys of libnfs still open it.  A HOST:PORT or an IPv6
+# literal, which libnfs cannot take, fails with one line that says how a
+# port is given (it said EPERM).
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/ganesha-common.sh"
 
@@ -39,4 +41,11 @@ for q in "uid=0&gid=0" "mountport=$mnt_port" "nfsport=$nfs_port" "port=$nfs_port
 	grep -q "^size: *10000 " "$tmp/out" || { cat "$tmp/out"; fail "'$q': not the file's size"; }
 done
 echo "ok: the well-formed keys of libnfs open the file"
+
+# a server libnfs cannot take (HOST:PORT, an IPv6 literal) is one line
+# that says how a port is given, and not EPERM (libnfs's -1)
+for u in "nfs://127.0.0.1:$nfs_port$export/f" "nfs://[::1]$export/f"; do
+	one_line "address $u" "$u" "a port is given as ?port=N"
+	! grep -q "Operation not permitted" "$tmp/err" || fail "$u: EPERM"
+done
 exit 0

@@ -455,9 +455,21 @@ lx_connect(struct lx *lx, struct nfs_file_info *info, char *err, size_t errlen)
 		nfs_set_timeout(lx->nfs, lx->timeo * 1000);
 		r = nfs_mount(lx->nfs, server, export);
 		if (r != 0) {
-			r = libnfs_err(r);
-			set_err(err, errlen, "%s: cannot mount %s:%s: %s (%s)", lx->spec,
-				server, export, nfs_get_error(lx->nfs), strerror(-r));
+			const char *why = nfs_get_error(lx->nfs);
+
+			/* -1 is libnfs's "could not start the connection" (a
+			 * name that does not resolve, an address it cannot
+			 * use), not EPERM */
+			if (r == -1 && why != NULL &&
+			    strncmp(why, "nfs_mount_async failed", 22) == 0)
+				r = strstr(why, "resolv") != NULL ? -ENXIO : -EHOSTUNREACH;
+			else
+				r = libnfs_err(r);
+			set_err(err, errlen, "%s: cannot mount %s:%s: %s (%s)%s", lx->spec,
+				server, export, why, strerror(-r),
+				strchr(server, ':') != NULL ?
+					"; a port is given as ?port=N, and libnfs takes "
+					"no IPv6 address" : "");
 		}
 	}
 	free(server);
