@@ -8,6 +8,7 @@
 # clio's own lines (device and cache statistics) are masked; both exit 0
 # or both do not.  The rows cover every operand, conversion, flag and
 # status level GNU dd 9.1 documents, and its error and warning cases.
+# Under ASan every other row runs (the plain run has them all).
 # Skipped (77) where no GNU dd 9.x is installed.
 set -e
 . "$(dirname "$0")/functions.sh"
@@ -57,6 +58,9 @@ row() {
 	shift
 	args="$*"
 	n=$((n + 1))
+	# under ASan every other row: the rows are many, each a clio that
+	# starts slowly there, and the plain run has them all
+	[ "${CLIO_FLAVOUR:-plain}" != asan ] || [ $((n % 2)) -eq 1 ] || return 0
 	for who in g c; do
 		out="$tmp/${who}out"
 		rm -f "$out"
