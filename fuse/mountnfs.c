@@ -1812,9 +1812,62 @@ mountnfs_foreach_dev(mount_stats_visit_fn fn, void *arg)
 	pthread_mutex_unlock(&tbl_lock);
 }
 
+/* The devices left at the end, closed by up to FINI_CLOSERS threads at
+ * once: with the server gone each close waits a few timeo= for the
+ * write-back, its COMMIT and their reconnections, so one after the other
+ * the end of a mount would wait that long for each file. */
+#define FINI_CLOSERS 16
+
+struct fini_closing {
+	struct nnode **nodes;
+	size_t n;
+	atomic_size_t next;
+	atomic_int err;		/* the first error */
+};
+
+static void *
+fini_closer(void *arg)
+{
+	struct fini_closing *fc = arg;
+	size_t i;
+
+	while ((i = atomic_fetch_add(&fc->next, 1)) < fc->n) {
+		struct nnode *n = fc->nodes[i];
+		int r, none = 0;
+
+		pthread_mutex_lock(&n->lock);
+		r = node_close_dev(n);
+		pthread_mutex_unlock(&n->lock);
+		if (r < 0)
+			atomic_compare_exchange_strong(&fc->err, &none, r);
+	}
+	return NULL;
+}
+
+/* Close the devices of nodes[0..n) (their handles gone), several at once
+ * where threads can be had; the first error. */
+static int
+fini_close_devs(struct nnode **nodes, size_t n)
+{
+	struct fini_closing fc = { .nodes = nodes, .n = n };
+	pthread_t tid[FINI_CLOSERS];
+	size_t nt = 0, want = MIN(n, (size_t)FINI_CLOSERS), i;
+
+	atomic_init(&fc.next, 0);
+	atomic_init(&fc.err, 0);
+	while (nt + 1 < want && pthread_create(&tid[nt], NULL, fini_closer, &fc) == 0)
+		nt++;
+	fini_closer(&fc); /* this thread is one of them */
+	for (i = 0; i < nt; i++)
+		pthread_join(tid[i], NULL);
+	return atomic_load(&fc.err);
+}
+
 int
 mountnfs_fini(void)
 {
+	struct nnode **closing = NULL;
+	size_t nclosing = 0, cap = 0, i;
 	unsigned b;
 	int w = 0, r;
 
@@ -1837,8 +1890,21 @@ mountnfs_fini(void)
 				/* unlinked while open, still open at the end: its
 				 * hidden name goes with the last descriptor here */
 				unhide(n);
-			} else {
-				r = node_close_dev(n);
+			} else if (n->cdev != NULL) {
+				if (nclosing == cap) {
+					size_t ncap = cap == 0 ? 64 : 2 * cap;
+					struct nnode **v = realloc(closing, ncap * sizeof(*v));
+					if (v != NULL) {
+						closing = v;
+						cap = ncap;
+					}
+				}
+				if (nclosing < cap) {
+					closing[nclosing++] = n;
+					pthread_mutex_unlock(&n->lock);
+					continue; /* closed and freed below */
+				}
+				r = node_close_dev(n); /* no memory: here, alone */
 				if (w == 0)
 					w = r;
 			}
@@ -1847,6 +1913,12 @@ mountnfs_fini(void)
 		}
 		tbl[b] = NULL;
 	}
+	r = fini_close_devs(closing, nclosing);
+	if (w == 0)
+		w = r;
+	for (i = 0; i < nclosing; i++)
+		node_free(closing[i]);
+	free(closing);
 	pthread_mutex_unlock(&tbl_lock);
 	if (meta != NULL) {
 		nfs_destroy_context(meta);

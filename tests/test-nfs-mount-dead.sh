@@ -16,7 +16,10 @@
 #  4. the server stopped (SIGSTOP, the connection kept): ls, a lookup
 #     and a create fail with ETIMEDOUT within a few timeo= (not EINTR,
 #     which programs retry, after libnfs's own 30 s), and work again once
-#     it goes on.
+#     it goes on;
+#  5. the end of a lease mount with 6 dirty files, the server stopped:
+#     the daemon ends within a few timeo= (not a few per file), exits
+#     non-zero and names each file whose write-back failed.
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/ganesha-common.sh"
 . "$(dirname "$0")/nfs-mount-common.sh"
@@ -131,4 +134,38 @@ wait "$last_pid" || echo "the daemon exited $?: $(tail -n 1 "$m.err")"
 nfs_mounts=""
 cmp "$tmp/b" "$export/b" || fail "the data of the failed fsync is not on the export after the unmount"
 echo "ok: the unmount wrote back what the failed fsync kept dirty"
+
+# ------------------------------------------------------------ 5
+# the end of a mount with dirty files on a stopped server: their
+# write-backs wait together (and a failed reconnection is not tried
+# again by each call of the same close), not a few timeo each, one file
+# after the other (6 files took 42 s)
+m2=$tmp/mnt2
+nfs_mount "$m2" "$url" -o lease,bsize=16k,cache_size=16M
+for i in 1 2 3 4 5 6; do
+	head -c 100000 /dev/urandom >"$m2/d$i" || fail "writing d$i"
+done
+kill -STOP "$ganesha_pid"
+t0=$(now_ms)
+fusermount3 -u "$m2" || { kill -CONT "$ganesha_pid"; fail "fusermount3 -u $m2"; }
+i=0
+while running "$last_pid" && [ $i -lt 300 ]; do
+	sleep 0.05; i=$((i + 1))
+done
+ms=$(($(now_ms) - t0))
+if running "$last_pid"; then
+	kill -CONT "$ganesha_pid"
+	fail "the daemon still writes back 15 s after the unmount (6 dirty files, timeo=2)"
+fi
+rc=0
+wait "$last_pid" || rc=$?
+kill -CONT "$ganesha_pid"
+nfs_mounts=""
+[ "$rc" -ne 0 ] || fail "the daemon exited 0 with 6 files not written back"
+for i in 1 2 3 4 5 6; do
+	grep -q "/d$i?.*write-back: Connection timed out" "$m2.err" ||
+		fail "the daemon did not report d$i's write-back: $(cat "$m2.err")"
+done
+[ "$ms" -le 10000 ] || fail "the daemon ended $ms ms after the unmount (6 dirty files, timeo=2)"
+echo "ok: the end of a mount, 6 dirty files, server stopped: exit $rc after $ms ms, each file reported"
 exit 0

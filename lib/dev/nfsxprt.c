@@ -31,10 +31,13 @@
  *  3. The next call() builds a new context (the URL's options, MOUNT
  *     again) and reuses the file's handle, which the transport owns (a
  *     copy).  A reconnection that fails fails that call (no reply) and,
- *     with its error, every call() until the next wait() (a burst of
- *     calls tries once, a call after a wait tries again);
- *     ETIMEDOUT when the server cannot be reached or does not answer
- *     (libnfs's EIO, EINTR).
+ *     with its error, every call() until the next wait() and for as
+ *     long again as the reconnection waited, at most LX_HOLD_S seconds:
+ *     a burst of calls tries once; on a server that refuses, a call
+ *     after a wait tries again; on one that hangs (each try waits a
+ *     timeo=) the calls of a write-back, its COMMIT and a close's COMMIT
+ *     after it try once, not a timeo= each.  ETIMEDOUT when the server
+ *     cannot be reached or does not answer (libnfs's EIO, EINTR).
  *  4. A call libnfs itself timed out (sent, no reply: a server that
  *     hangs) also takes the connection as dead, after nfs_service()
  *     returned: the other calls on it fail at once rather than each
@@ -79,6 +82,7 @@ struct lx {
 	bool resetting;		/* deadline rule 2 */
 	bool expired;		/* deadline rule 4: libnfs timed a call out */
 	bool held;		/* deadline rule 3: a reconnection failed */
+	double held_until;	/* and its error holds until (now_monotonic()) */
 	int conn_err;		/* the last reconnection's error */
 	unsigned long resets, reconnects;
 };
@@ -90,6 +94,8 @@ struct lx_call {
 	double deadline;	/* now_monotonic() */
 	struct lx_call *prev, *next;
 };
+
+#define LX_HOLD_S 1.0	/* deadline rule 3 */
 
 static int lx_reconnect(struct lx *lx);
 
@@ -377,11 +383,13 @@ lx_close(struct nfs_xport *x)
 
 /* A synchronous libnfs call's result as -errno: its EINTR is a call the
  * server did not answer within timeo (not a signal: a caller that
- * retries on EINTR would wait for it forever). */
+ * retries on EINTR would wait for it forever); its EFAULT is an RPC that
+ * failed on the way (the connection closed under it: no "Bad address"
+ * of the caller's), EIO. */
 static int
 libnfs_err(int r)
 {
-	return r == -EINTR ? -ETIMEDOUT : r < 0 ? r : -EIO;
+	return r == -EINTR ? -ETIMEDOUT : r == -EFAULT ? -EIO : r < 0 ? r : -EIO;
 }
 
 static int
@@ -481,10 +489,11 @@ lx_connect(struct lx *lx, struct nfs_file_info *info, char *err, size_t errlen)
 static int
 lx_reconnect(struct lx *lx)
 {
+	double t0 = now_monotonic(), t1;
 	char err[256];
 	int r;
 
-	if (lx->held)
+	if (lx->held || t0 < lx->held_until)
 		return lx->conn_err;
 	r = lx_connect(lx, NULL, err, sizeof(err));
 	/* libnfs says EIO for a server it cannot reach, EINTR for one that
@@ -501,6 +510,8 @@ lx_reconnect(struct lx *lx)
 		lx->nfs = NULL;
 		lx->conn_err = r;
 		lx->held = true;
+		t1 = now_monotonic();
+		lx->held_until = t1 + MIN(t1 - t0, LX_HOLD_S);
 		return r;
 	}
 	lx->backoff_ms = 10;

@@ -25,6 +25,10 @@
  *    a healthy one; its errors reach its own handles only;
  *  - close_cost: a last close and a truncate cost what the object has,
  *    not what the cache has;
+ *  - sync_overlap: clio_sync flushes the devices of several objects at
+ *    once (a slow or hung device does not make each other one wait
+ *    after it), and a failing one's error is the sync's and its own
+ *    handle's only;
  *  - chaos: threads read, write, truncate, fsync, sync and reopen one
  *    object at once; every byte read is zero or a tag naming its own
  *    offset, and at the end the cache and the device agree.
@@ -688,6 +692,113 @@ test_close_cost(void **state)
 	assert_true(big[1] < 16 * small[1] + 0.05);
 }
 
+/* ------------------------------------------------------------ sync overlap */
+
+#define OVERLAP_DEVS 4
+
+struct overlap {
+	pthread_mutex_t lock;
+	pthread_cond_t cv;
+	int inflight, max_inflight;
+	unsigned char mem[OVERLAP_DEVS][64 * 1024];
+};
+
+struct overlap_dev {
+	struct overlap *ov;
+	int i;
+};
+
+static int
+overlap_pread(void *arg, void *buf, size_t len, uint64_t off)
+{
+	struct overlap_dev *od = arg;
+
+	pthread_mutex_lock(&od->ov->lock);
+	memcpy(buf, od->ov->mem[od->i] + off, len);
+	pthread_mutex_unlock(&od->ov->lock);
+	return 0;
+}
+
+static int
+overlap_pwrite(void *arg, const void *buf, size_t len, uint64_t off)
+{
+	struct overlap_dev *od = arg;
+
+	pthread_mutex_lock(&od->ov->lock);
+	memcpy(od->ov->mem[od->i] + off, buf, len);
+	pthread_mutex_unlock(&od->ov->lock);
+	return 0;
+}
+
+/* A flush that waits (up to 2 s) until another device's flush runs too;
+ * device 2's fails. */
+static int
+overlap_flush(void *arg)
+{
+	struct overlap_dev *od = arg;
+	struct overlap *ov = od->ov;
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 2;
+	pthread_mutex_lock(&ov->lock);
+	if (++ov->inflight > ov->max_inflight)
+		ov->max_inflight = ov->inflight;
+	pthread_cond_broadcast(&ov->cv);
+	while (ov->max_inflight < 2 &&
+	       pthread_cond_timedwait(&ov->cv, &ov->lock, &until) == 0)
+		;
+	ov->inflight--;
+	pthread_mutex_unlock(&ov->lock);
+	return od->i == 2 ? -EIO : 0;
+}
+
+static const struct clio_dev_callbacks overlap_ops = { overlap_pread, overlap_pwrite,
+						       overlap_flush, NULL };
+
+static void
+test_sync_overlap(void **state)
+{
+	struct overlap *ov = calloc(1, sizeof(*ov));
+	struct overlap_dev od[OVERLAP_DEVS];
+	clio_cache *c = cache_with(4 * KiB, 1 * MiB);
+	clio_dev *d[OVERLAP_DEVS];
+	clio_file *f[OVERLAP_DEVS];
+	char buf[4096];
+	int i;
+
+	(void)state;
+	assert_non_null(ov);
+	pthread_mutex_init(&ov->lock, NULL);
+	pthread_cond_init(&ov->cv, NULL);
+	for (i = 0; i < OVERLAP_DEVS; i++) {
+		od[i].ov = ov;
+		od[i].i = i;
+		assert_int_equal(clio_dev_open_callbacks("overlap", 64 * KiB, 0, 0, &overlap_ops,
+							 &od[i], 2, &d[i]), 0);
+		assert_int_equal(clio_open(c, d[i], CLIO_RDWR, &f[i]), 0);
+		memset(buf, 'a' + i, sizeof(buf));
+		assert_int_equal(clio_pwrite(f[i], buf, sizeof(buf), 8 * KiB), sizeof(buf));
+	}
+	assert_int_equal(clio_sync(c), -EIO);
+	pthread_mutex_lock(&ov->lock);
+	if (ov->max_inflight < 2)
+		fail_msg("clio_sync flushed one device at a time (at most %d at once)",
+			 ov->max_inflight);
+	for (i = 0; i < OVERLAP_DEVS; i++)
+		assert_int_equal(ov->mem[i][8 * KiB + 100], 'a' + i);
+	pthread_mutex_unlock(&ov->lock);
+	for (i = 0; i < OVERLAP_DEVS; i++) {
+		/* the failed flush is device 2's handle's error, no other's */
+		assert_int_equal(clio_close(f[i]), i == 2 ? -EIO : 0);
+		clio_dev_close(d[i]);
+	}
+	assert_int_equal(clio_cache_free(c), 0);
+	pthread_cond_destroy(&ov->cv);
+	pthread_mutex_destroy(&ov->lock);
+	free(ov);
+}
+
 /* ------------------------------------------------------------ chaos */
 
 /*
@@ -922,6 +1033,7 @@ main(void)
 		cmocka_unit_test(test_enobufs),
 		cmocka_unit_test(test_poison),
 		cmocka_unit_test(test_close_cost),
+		cmocka_unit_test(test_sync_overlap),
 		cmocka_unit_test(test_chaos_mem),
 		cmocka_unit_test(test_chaos_file),
 	};
