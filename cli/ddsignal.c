@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * ddsignal.c - signals during `clio dd`: SIGINT, SIGTERM, SIGHUP and
- * SIGPIPE end the copy after the cache is written back and the summary
- * printed, then the process dies of the signal (GNU dd does this for
- * SIGINT); SIGUSR1 prints the statistics and the copy goes on.  A second
+ * ddsignal.c - signals during `clio dd`: SIGINT, SIGTERM, SIGHUP,
+ * SIGPIPE, SIGQUIT, SIGUSR2 and SIGALRM end the copy after the cache is
+ * written back and the summary printed, then the process dies of the
+ * signal (GNU dd does this for SIGINT; it has no cache to lose at the
+ * others); SIGUSR1 prints the statistics and the copy goes on.  A second
  * ending signal ends the process at once, also while the copy waits for
  * a device that does not answer.
  *
@@ -42,7 +43,8 @@
 
 #include "dd.h"
 
-static const int ending_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE };
+static const int ending_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE,
+				       SIGQUIT, SIGUSR2, SIGALRM };
 static sigset_t taken;
 static int sfd = -1, wakefd = -1;
 static _Atomic int ending;

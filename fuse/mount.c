@@ -663,8 +663,10 @@ mount_init(void *userdata, struct fuse_conn_info *conn)
 /* ------------------------------------------------ the end at a signal */
 
 /*
- * SIGTERM, SIGINT and SIGHUP: the kernel's dirty pages (its writeback
- * cache, of files still open) reach this daemon only while the loop
+ * SIGTERM, SIGINT, SIGHUP and SIGQUIT, and SIGUSR1, SIGUSR2 and SIGALRM
+ * (each an end, as for clio serve, not a death or a core dump that loses
+ * the dirty buffers): the kernel's dirty pages (its writeback cache, of
+ * files still open) reach this daemon only while the loop
  * serves, so the signal does not end the loop at once.  Its handler
  * writes the signal to a pipe; a thread reading it opens each file that
  * programs hold open for writing (mountfs_writers; a device's disk)
@@ -763,7 +765,7 @@ stop_thread(void *arg)
 static int
 stop_start(struct fuse_session *se)
 {
-	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP };
+	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM };
 	struct sigaction sa;
 	size_t i;
 	int r;
@@ -1065,6 +1067,10 @@ cmd_mount(int argc, char **argv)
 	signal(SIGHUP, SIG_IGN);
 	signal(SIGINT, SIG_IGN);
 	signal(SIGTERM, SIG_IGN);
+	signal(SIGQUIT, SIG_IGN);
+	signal(SIGUSR1, SIG_IGN);
+	signal(SIGUSR2, SIG_IGN);
+	signal(SIGALRM, SIG_IGN);
 	fuse_remove_signal_handlers(se);
 	fuse_session_destroy(se);
 	stop_end();

@@ -5,7 +5,10 @@
  * the clients still connected until they leave, and frees the plugin
  * and the filter (which writes the cache back) only then: a client that
  * stays, and the SIGKILL that an impatient user or a service manager
- * sends next, would lose every write acknowledged without FUA.
+ * sends next, would lose every write acknowledged without FUA.  nbdkit
+ * takes SIGHUP as those too; SIGUSR1, SIGUSR2 and SIGALRM, which it leaves
+ * to their default action, would end the process at once with the same
+ * loss: they end it once the cache is written back.
  *
  * Invariants:
  *  1. nbdkit's own handling is kept: our handler writes the signal's
@@ -35,7 +38,7 @@
 
 #include "sigsync.h"
 
-static const int watched[] = { SIGINT, SIGQUIT, SIGTERM };
+static const int watched[] = { SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM };
 #define NWATCHED (int)(sizeof(watched) / sizeof(watched[0]))
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -84,8 +87,14 @@ watch_main(void *arg)
 			    (replaced[i].sa_flags & SA_SIGINFO) ||
 			    replaced[i].sa_handler != SIG_DFL)
 				continue;
-			/* nobody else handles it: its default action, now */
+			/* nobody else handles it: its default action, now,
+			 * on this thread, which blocks every other signal */
+			sigset_t one;
+
+			sigemptyset(&one);
+			sigaddset(&one, b);
 			sigaction(b, &replaced[i], NULL);
+			pthread_sigmask(SIG_UNBLOCK, &one, NULL);
 			raise(b);
 		}
 	}

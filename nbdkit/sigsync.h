@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * sigsync.h - a signal that ends nbdkit (SIGINT, SIGQUIT, SIGTERM) makes
- * the plugin's and the filter's cache write back at once, not only when
- * the last client has gone.
+ * sigsync.h - a signal that ends nbdkit (SIGINT, SIGQUIT, SIGTERM,
+ * SIGHUP, and SIGUSR1, SIGUSR2, SIGALRM, which it leaves to their default
+ * action) makes the plugin's and the filter's cache write back at once,
+ * not only when the last client has gone, and before the process dies.
  */
 #ifndef CLIO_NBDKIT_SIGSYNC_H
 #define CLIO_NBDKIT_SIGSYNC_H

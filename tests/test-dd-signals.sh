@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
 # test-dd-signals.sh - signals during clio dd from a slow pipe into a file
-# through the cache: SIGINT, SIGTERM and SIGHUP write back every byte read
+# through the cache: SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR2 and SIGALRM
+# (the last three killed it, the cache lost) write back every byte read
 # (the file is the prefix of the input that the summary counts), print
 # the summary, and the process dies of the signal (status 128+N, as GNU
 # dd does for SIGINT); SIGPIPE on output to a closed pipe does the same;
@@ -33,13 +34,13 @@ feed() {
 }
 release() { : >"$tmp/released"; }
 
-# run_dd ARGS...: clio dd with SIGINT and SIGPIPE at their defaults (an
-# asynchronous list ignores SIGINT); its pid in $tmp/pid, its exit
+# run_dd ARGS...: clio dd with SIGINT, SIGPIPE and SIGQUIT at their defaults (an
+# asynchronous list ignores SIGINT and SIGQUIT); its pid in $tmp/pid, its exit
 # status in $tmp/rc when it is gone
 run_dd() {
 	rc=0
 	sh -c 'echo $$ >"$0/pid.new" && mv "$0/pid.new" "$0/pid" &&
-		exec env --default-signal=INT,PIPE "$@"' "$tmp" "$CLIO" dd "$@" || rc=$?
+		exec env --default-signal=INT,PIPE,QUIT "$@"' "$tmp" "$CLIO" dd "$@" || rc=$?
 	echo $rc >"$tmp/rc.new" && mv "$tmp/rc.new" "$tmp/rc"
 }
 
@@ -58,7 +59,9 @@ check_copy() {
 
 # (the last: input gathered into 1 MiB output blocks, one of them partial
 # when the signal comes)
-for sig in INT:2:bs=64k TERM:15:bs=64k HUP:1:bs=64k INT:2:ibs=64k,obs=1M; do
+ulimit -c 0 # SIGQUIT's core
+for sig in INT:2:bs=64k TERM:15:bs=64k HUP:1:bs=64k QUIT:3:bs=64k USR2:12:bs=64k \
+	ALRM:14:bs=64k INT:2:ibs=64k,obs=1M; do
 	blocks=$(echo "${sig##*:}" | tr , ' ')
 	sig=${sig%:*}
 	num=${sig#*:}

@@ -1,6 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
-# test-mount-sigterm.sh - SIGTERM, SIGINT or SIGHUP to the daemon while a
+# test-mount-sigterm.sh - SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2
+# or SIGALRM (which killed it, losing the data) to the daemon while a
 # program still holds a file open with data it wrote (not closed, not
 # fsync'd: with the kernel's writeback cache the data is still in the
 # kernel's pages, not yet sent to the daemon): the daemon ends, unmounted,
@@ -41,7 +42,7 @@ hold() {
 	fi
 }
 
-for sig in TERM INT HUP; do
+for sig in TERM INT HUP QUIT USR1 USR2 ALRM; do
 	for kc in on off; do
 		mount_start "$src" "$mnt" -o kernel_cache=$kc
 		hold "$mnt/f$sig$kc" $sig

@@ -7,8 +7,12 @@
 # 64 KiB, without FUA or FLUSH, and stays; the server gets SIGTERM (clio
 # serve of a file) or SIGINT (the clio filter over nbdkit's file plugin);
 # within 5 s the bytes are in the file, before the client has gone; then
-# the server is killed with SIGKILL and the file still holds them.  On
-# Unix sockets.
+# the server is killed with SIGKILL and the file still holds them.  The
+# same for SIGHUP (clio serve), which nbdkit takes as SIGTERM (it was not
+# watched: the write was lost); and SIGUSR1 (the filter), which nbdkit
+# leaves to its default action (the process died at once, the write
+# lost): the bytes are in the file, then the server dies of it.  On Unix
+# sockets.
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/nbd-common.sh"
 nbd_with_clio
@@ -40,13 +44,21 @@ check() {
 	done
 	cmp -s -n 65536 "$tmp/disk" "$tmp/want" ||
 		fail "$1: SIG$2 with a client connected: the acknowledged write is not in the file after 5 s"
-	running "$c_pid" || fail "$1: the client left early: $(cat "$tmp/c.out")"
-	kill -9 "$nbd_pids"
+	if [ "${3:-}" = dies ]; then
+		i=0
+		while running "$nbd_pids" && [ $i -lt 50 ]; do
+			sleep 0.1; i=$((i + 1))
+		done
+		running "$nbd_pids" && fail "$1: SIG$2 (its default action: the end) did not end the server"
+	else
+		running "$c_pid" || fail "$1: the client left early: $(cat "$tmp/c.out")"
+	fi
+	kill -9 "$nbd_pids" 2>/dev/null
 	kill "$c_pid" 2>/dev/null
 	wait "$c_pid" 2>/dev/null
 	c_pid=""
 	cmp -s -n 65536 "$tmp/disk" "$tmp/want" || fail "$1: the write is gone after SIGKILL"
-	echo "ok: $1: SIG$2 wrote the cache back with the client still connected"
+	echo "ok: $1: SIG$2 wrote the cache back with the client still connected${3:+, then the server died of it}"
 	nbd_pids=""
 	rm -f "$sock"
 }
@@ -61,4 +73,16 @@ rm -f "$tmp/disk"
 truncate -s 16M "$tmp/disk"
 nbd_start --filter="$filter" file "$tmp/disk"
 check "the clio filter" INT
+
+rm -f "$tmp/disk"
+truncate -s 16M "$tmp/disk"
+env $nbd_env "$CLIO" serve "$tmp/disk" --socket "$sock" --pidfile "$tmp/serve.pid" ||
+	fail "clio serve did not start"
+nbd_wait_pid "$tmp/serve.pid"
+check "clio serve" HUP
+
+rm -f "$tmp/disk"
+truncate -s 16M "$tmp/disk"
+nbd_start --filter="$filter" file "$tmp/disk"
+check "the clio filter" USR1 dies
 exit 0
