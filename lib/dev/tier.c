@@ -22,6 +22,10 @@
  *   lock   flock()ed while a process uses the object: another process
  *          runs without the tier for it.
  *   DIR/lost+found/  dirty blocks that could not be written back.
+ * DIR may be writable by others (1777): DIR/<object> and lost+found are
+ * used only if they are directories of this user's (own_dir: no link
+ * followed, mode made 0700, files 0600), else the object runs without
+ * the tier; the files in them are reached from their opened directory.
  *
  * Crash safety (kill -9 at any moment; power loss where noted).  An
  * entry is a record whose own crc matches, with a data crc that matches
@@ -220,6 +224,7 @@ struct tier {
 	char objname[17];
 	uint32_t tag;	/* the low 32 bits of objname's hash, in each record */
 	int dfd, ifd, lockfd;
+	int ofd;	/* DIR/<object>, opened once: no path is followed again */
 	int kind;
 	bool writeback;
 	uint32_t bs;
@@ -738,15 +743,8 @@ static int
 meta_write(struct tier *t, const char *ident, int state)
 {
 	struct meta m;
-	char *tmp = xasprintf("%s/meta.tmp", t->objdir);
-	char *fin = xasprintf("%s/meta", t->objdir);
 	int fd, r = 0;
 
-	if (tmp == NULL || fin == NULL) {
-		free(tmp);
-		free(fin);
-		return -ENOMEM;
-	}
 	memset(&m, 0, sizeof(m));
 	m.magic = META_MAGIC;
 	m.version = META_VERSION;
@@ -758,7 +756,8 @@ meta_write(struct tier *t, const char *ident, int state)
 	m.size = clio_dev_size(t->d);
 	snprintf(m.ident, sizeof(m.ident), "%s", ident);
 	m.crc = crc32c(0, &m, offsetof(struct meta, crc));
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = openat(t->ofd, "meta.tmp",
+		    O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		r = -errno;
 	else {
@@ -767,30 +766,19 @@ meta_write(struct tier *t, const char *ident, int state)
 			r = -errno;
 		close(fd);
 	}
-	if (r == 0 && rename(tmp, fin) < 0)
+	if (r == 0 && renameat(t->ofd, "meta.tmp", t->ofd, "meta") < 0)
 		r = -errno;
-	if (r == 0) {
-		int dfd = open(t->objdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (dfd >= 0) {
-			(void)fsync(dfd);
-			close(dfd);
-		}
-	}
-	free(tmp);
-	free(fin);
+	if (r == 0)
+		(void)fsync(t->ofd);
 	return r;
 }
 
 static int
 meta_read(struct tier *t, struct meta *m)
 {
-	char *p = xasprintf("%s/meta", t->objdir);
 	int fd, r;
 
-	if (p == NULL)
-		return -ENOMEM;
-	fd = open(p, O_RDONLY | O_CLOEXEC);
-	free(p);
+	fd = openat(t->ofd, "meta", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	r = read_all(fd, m, sizeof(*m), 0);
@@ -2033,14 +2021,34 @@ identity_of(struct tier *t)
 static int
 open_in(struct tier *t, const char *name, int flags)
 {
-	char *p = xasprintf("%s/%s", t->objdir, name);
-	int fd;
+	int fd = openat(t->ofd, name, flags | O_NOFOLLOW | O_CLOEXEC, 0600);
 
-	if (p == NULL)
-		return -ENOMEM;
-	fd = open(p, flags | O_CLOEXEC, 0644);
-	free(p);
 	return fd < 0 ? -errno : fd;
+}
+
+/* The directory name in at, if it is one of ours: not a symbolic link,
+ * owned by this user, and (if fix) made no one else's to read (0700).
+ * A directory of another user's is not ours to use (-EPERM): who can
+ * write it can plant links there, or read what we write. */
+static int
+own_dir(int at, const char *name, bool fix)
+{
+	int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	int e;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		e = errno;
+	else if (st.st_uid != geteuid())
+		e = EPERM;
+	else if (fix && (st.st_mode & 077) != 0 && fchmod(fd, 0700) < 0)
+		e = errno;
+	else
+		return fd;
+	close(fd);
+	return -e;
 }
 
 /* Drop every entry (clean only, or all); returns how many. */
@@ -2178,36 +2186,50 @@ lost_found(struct tier *t, const char *ident, const char *why)
 			      (long long)time(NULL));
 	char *buf = malloc(t->bs);
 	uint64_t n = 0, want = 0;
+	int lfd = -1, sfd = -1, e = ENOMEM;
 	bool ok = false;
 
-	if (lf == NULL || sub == NULL || buf == NULL ||
-	    (mkdir(lf, 0700) < 0 && errno != EEXIST) ||
-	    (mkdir(sub, 0700) < 0 && errno != EEXIST)) {
+	/* lost+found and what is in it are ours alone (own_dir): a link
+	 * planted there must not take the blocks elsewhere */
+	if (lf != NULL && sub != NULL && buf != NULL) {
+		const char *sn = strrchr(sub, '/') + 1;
+		if (mkdir(lf, 0700) < 0 && errno != EEXIST)
+			e = errno;
+		else if ((lfd = own_dir(AT_FDCWD, lf, true)) < 0)
+			e = -lfd;
+		else if (mkdirat(lfd, sn, 0700) < 0 && errno != EEXIST)
+			e = errno;
+		else if ((sfd = own_dir(lfd, sn, true)) < 0)
+			e = -sfd;
+	}
+	if (sfd < 0) {
 		fprintf(stderr, "clio: disk cache %s: cannot keep the dirty blocks "
-			"of %s (%s): %s\n", t->dir, ident, why, strerror(errno));
+			"of %s (%s): %s\n", t->dir, ident, why, strerror(e));
 		goto out;
 	}
 	for (uint32_t i = t->dirty_head; i != NIL; i = t->slots[i].next) {
 		struct slot *s = &t->slots[i];
-		char *p = xasprintf("%s/%llu", sub, (unsigned long long)(s->lbn * t->bs));
-		int fd = p ? open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600) : -1;
+		char name[24];
+		snprintf(name, sizeof(name), "%llu", (unsigned long long)(s->lbn * t->bs));
+		int fd = openat(sfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+				O_CLOEXEC, 0600);
 		want++;
 		if (fd >= 0 && read_all(t->dfd, buf, s->len, (off_t)i * t->bs) == 0 &&
 		    write_all(fd, buf, s->len, 0) == 0 && fsync(fd) == 0)
 			n++;
 		if (fd >= 0)
 			close(fd);
-		free(p);
 	}
-	char *rd = xasprintf("%s/README", sub);
-	FILE *fp = rd ? fopen(rd, "w") : NULL;
+	int rfd = openat(sfd, "README", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+			 O_CLOEXEC, 0600);
+	FILE *fp = rfd >= 0 ? fdopen(rfd, "w") : NULL;
 	if (fp != NULL) {
 		fprintf(fp, "object: %s\nreason: %s\nblock size: %u\n"
 			"each file is one dirty block, named by its byte offset\n",
 			ident, why, t->bs);
 		fclose(fp);
-	}
-	free(rd);
+	} else if (rfd >= 0)
+		close(rfd);
 	fprintf(stderr, "clio: disk cache %s: %llu dirty blocks of %s were not "
 		"written back (%s); kept in %s\n", t->dir, (unsigned long long)n,
 		ident, why, sub);
@@ -2218,6 +2240,10 @@ lost_found(struct tier *t, const char *ident, const char *why)
 			"not be kept in %s; they stay in the cache\n", t->dir,
 			(unsigned long long)(want - n), ident, sub);
 out:
+	if (lfd >= 0)
+		close(lfd);
+	if (sfd >= 0)
+		close(sfd);
 	free(lf);
 	free(sub);
 	free(buf);
@@ -2289,26 +2315,19 @@ objuse_cmp(const void *a, const void *b)
 
 /* Empty another object's entries (data, index, meta; its directory and
  * lock stay, so that a process opening it meanwhile starts empty) unless
- * a process uses it or it has dirty blocks. */
+ * a process uses it, it has dirty blocks or it is not ours (own_dir). */
 static bool
-cull_obj(struct tier *t, const char *name)
+cull_obj(int dirfd, const char *name)
 {
-	char *dirp = xasprintf("%s/%s", t->dir, name), *p;
-	int lk = -1, fd = -1;
+	int od = own_dir(dirfd, name, false), lk = -1, fd = -1, dfd = -1;
 	bool done = false;
 
-	if (dirp == NULL)
+	if (od < 0)
 		return false;
-	p = xasprintf("%s/lock", dirp);
-	if (p != NULL)
-		lk = open(p, O_RDWR | O_CLOEXEC);
-	free(p);
+	lk = openat(od, "lock", O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 	if (lk < 0 || flock(lk, LOCK_EX | LOCK_NB) < 0)
 		goto out;
-	p = xasprintf("%s/index", dirp);
-	if (p != NULL)
-		fd = open(p, O_RDWR | O_CLOEXEC);
-	free(p);
+	fd = openat(od, "index", O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 	if (fd >= 0) {
 		struct rec r[64];
 		ssize_t n;
@@ -2324,23 +2343,21 @@ cull_obj(struct tier *t, const char *name)
 			off += n;
 		}
 	}
-	p = xasprintf("%s/meta", dirp);
-	if (p != NULL)
-		(void)unlink(p);
-	free(p);
+	(void)unlinkat(od, "meta", 0);
 	if (fd >= 0)
 		(void)ftruncate(fd, 0);
-	p = xasprintf("%s/data", dirp);
-	if (p != NULL)
-		(void)truncate(p, 0);
-	free(p);
+	dfd = openat(od, "data", O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd >= 0) {
+		(void)ftruncate(dfd, 0);
+		close(dfd);
+	}
 	done = true;
 out:
 	if (fd >= 0)
 		close(fd);
 	if (lk >= 0)
 		close(lk);
-	free(dirp);
+	close(od);
 	return done;
 }
 
@@ -2366,7 +2383,7 @@ cull_dir(struct tier *t, uint64_t size, uint64_t *budgetp, uint64_t *othersp)
 	if (dp == NULL)
 		return size;
 	while ((e = readdir(dp)) != NULL) {
-		char *p;
+		char p[32];
 		if (strlen(e->d_name) != 16 ||
 		    strspn(e->d_name, "0123456789abcdef") != 16)
 			continue;
@@ -2378,14 +2395,17 @@ cull_dir(struct tier *t, uint64_t size, uint64_t *budgetp, uint64_t *othersp)
 		}
 		memcpy(u[n].name, e->d_name, 16); /* 16 hex digits, checked */
 		u[n].name[16] = '\0';
-		p = xasprintf("%s/%s/data", t->dir, e->d_name);
-		u[n].bytes = p && stat(p, &st) == 0 ? (uint64_t)st.st_blocks * 512 : 0;
-		free(p);
-		p = xasprintf("%s/%s/meta", t->dir, e->d_name);
-		u[n].used = p && stat(p, &st) == 0
+		/* an object's files, not where a link planted there points */
+		u[n].bytes = 0;
+		snprintf(p, sizeof(p), "%s/data", u[n].name);
+		if (fstatat(dirfd(dp), u[n].name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISDIR(st.st_mode) &&
+		    fstatat(dirfd(dp), p, &st, AT_SYMLINK_NOFOLLOW) == 0)
+			u[n].bytes = (uint64_t)st.st_blocks * 512;
+		snprintf(p, sizeof(p), "%s/meta", u[n].name);
+		u[n].used = fstatat(dirfd(dp), p, &st, AT_SYMLINK_NOFOLLOW) == 0
 				    ? (double)st.st_mtim.tv_sec + st.st_mtim.tv_nsec * 1e-9
 				    : 0;
-		free(p);
 		total += u[n].bytes;
 		if (strcmp(e->d_name, t->objname) != 0) {
 			others += u[n].bytes;
@@ -2393,15 +2413,15 @@ cull_dir(struct tier *t, uint64_t size, uint64_t *budgetp, uint64_t *othersp)
 				n++;
 		}
 	}
-	closedir(dp);
 	if (budget == 0 && fstatvfs(t->dfd, &sv) == 0)
 		budget = ((uint64_t)sv.f_bavail * sv.f_frsize + total) / 10;
 	qsort(u, n, sizeof(*u), objuse_cmp);
 	for (size_t i = 0; i < n && others > budget / 2; i++)
-		if (cull_obj(t, u[i].name)) {
+		if (cull_obj(dirfd(dp), u[i].name)) {
 			others -= u[i].bytes;
 			t->st.objects_culled++;
 		}
+	closedir(dp);
 	free(u);
 	*budgetp = budget;
 	*othersp = others;
@@ -2463,6 +2483,8 @@ tier_free(struct tier *t)
 		close(t->ifd);
 	if (t->lockfd >= 0)
 		close(t->lockfd); /* lets go of the flock */
+	if (t->ofd >= 0)
+		close(t->ofd);
 	pthread_mutex_destroy(&t->lock);
 	pthread_mutex_destroy(&t->meta_lock);
 	pthread_mutex_destroy(&t->wb_lock);
@@ -2502,7 +2524,7 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 	if (t == NULL)
 		return -ENOMEM;
 	t->d = d;
-	t->dfd = t->ifd = t->lockfd = -1;
+	t->dfd = t->ifd = t->lockfd = t->ofd = -1;
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_mutex_init(&t->meta_lock, NULL);
 	pthread_mutex_init(&t->wb_lock, NULL);
@@ -2535,7 +2557,7 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 		r = -ENOMEM;
 		goto fail;
 	}
-	if (mkdir(t->objdir, 0755) < 0 && errno != EEXIST) {
+	if (mkdir(t->objdir, 0700) < 0 && errno != EEXIST) {
 		/* DIR removed, read-only or full: no entry of the object can
 		 * be there, so it runs without the tier */
 		fprintf(stderr, "clio: disk cache %s: %s: %s; %s runs without it\n",
@@ -2543,8 +2565,23 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 		r = 1;
 		goto fail_free;
 	}
-	if ((r = open_in(t, "lock", O_RDWR | O_CREAT)) < 0)
-		goto fail;
+	/* DIR/<object> and its files are this user's alone: not a link
+	 * another user planted, not readable by others (the device's data) */
+	r = own_dir(AT_FDCWD, t->objdir, true);
+	if (r >= 0) {
+		t->ofd = r;
+		r = open_in(t, "lock", O_RDWR | O_CREAT);
+	}
+	if (r < 0) {
+		fprintf(stderr, "clio: disk cache %s: %s%s: %s; %s runs without it\n",
+			t->dir, t->objdir, t->ofd < 0 ? "" : "/lock",
+			t->ofd < 0 && (r == -EPERM || r == -ENOTDIR || r == -ELOOP)
+				? "not a directory of this user's"
+				: strerror(-r),
+			ident);
+		r = 1;
+		goto fail_free;
+	}
 	t->lockfd = r;
 	if (flock(t->lockfd, LOCK_EX | LOCK_NB) < 0) {
 		r = errno == EWOULDBLOCK ? 1 : -errno; /* 1: in use elsewhere */
@@ -2648,10 +2685,7 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 	}
 	if (t->bs != conf->bsize) {
 		/* entries of another block size: start over with ours */
-		char *mp = xasprintf("%s/meta", t->objdir);
-		if (mp != NULL)
-			(void)unlink(mp);
-		free(mp);
+		(void)unlinkat(t->ofd, "meta", 0);
 		tier_free(t);
 		t = NULL;
 		r = -EAGAIN;
@@ -2685,12 +2719,8 @@ fail:
 		 * them where nothing else tells */
 		fprintf(stderr, "clio: disk cache %s: %s; %s runs without it\n",
 			t->dir, strerror(-r), ident);
-		if (loaded && t->ndirty == 0) {
-			char *mp = xasprintf("%s/meta", t->objdir);
-			if (mp != NULL)
-				(void)unlink(mp);
-			free(mp);
-		}
+		if (loaded && t->ndirty == 0)
+			(void)unlinkat(t->ofd, "meta", 0);
 		r = 1;
 	}
 fail_free:

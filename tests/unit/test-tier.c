@@ -1325,8 +1325,9 @@ test_writeback_smaller_restart(void **state)
 }
 
 /* Dirty blocks that must go to lost+found but cannot (DIR/lost+found is
- * not a directory) are not dropped: the object runs without the tier,
- * the file untouched, and a later restart keeps them aside. */
+ * not a directory, or a symbolic link to one: not followed) are not
+ * dropped: the object runs without the tier, the file untouched, and a
+ * later restart keeps them aside. */
 static void
 test_lost_found_fails(void **state)
 {
@@ -1351,6 +1352,18 @@ test_lost_found_fails(void **state)
 	char *after = file_read();
 	assert_memory_equal(before, after, FSIZE);
 	free(after);
+	assert_int_equal(unlink(lf), 0);
+	char away[400];
+	snprintf(away, sizeof(away), "%s/away", dir);
+	assert_int_equal(mkdir(away, 0755), 0);
+	assert_int_equal(symlink(away, lf), 0);
+	assert_int_equal(stack_open(&st, "writethrough", "8M", 256 * TU_KiB), 0);
+	read_all_check(&st, before);
+	assert_int_equal(stack_close(&st), 0);
+	after = file_read();
+	assert_memory_equal(before, after, FSIZE);
+	free(after);
+	assert_int_equal(rmdir(away), 0); /* nothing went there */
 	assert_int_equal(unlink(lf), 0);
 	assert_int_equal(stack_open(&st, "writethrough", "8M", 256 * TU_KiB), 0);
 	assert_int_equal(param(st.d, "lost_found"), 2 * WB_LEN / BS);
@@ -2267,5 +2280,7 @@ main(int argc, char **argv)
 	self[n] = '\0';
 	seed = e ? (unsigned)atoi(e) : (unsigned)time(NULL);
 	printf("test-tier: seed %u (TIER_SEED=%u repeats it)\n", seed, seed);
+	if (getenv("CLIO_TEST") != NULL) /* run one: CLIO_TEST=test_flip */
+		cmocka_set_test_filter(getenv("CLIO_TEST"));
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
