@@ -2779,8 +2779,14 @@ tier_detach(clio_dev *d)
 		pthread_join(t->writer, NULL);
 	if (t->reader_running)
 		pthread_join(t->reader, NULL);
-	if (t->ndirty > 0 && !d->readonly)
+	if (t->ndirty > 0 && !d->readonly) {
 		r = wb_all(t, true, 0, 0);
+		if (r < 0) /* the caller may not look: say it */
+			fprintf(stderr, "clio: disk cache %s: writing back %s at its "
+				"close: %s; %llu dirty blocks stay in it until the "
+				"next open\n", t->dir, t->d->name, strerror(-r),
+				(unsigned long long)t->ndirty);
+	}
 	__atomic_store_n(&d->tier, NULL, __ATOMIC_RELEASE);
 	if (atomic_load(&t->meta_writing) || HAS_VALIDATOR(t->kind))
 		meta_clean(t);
