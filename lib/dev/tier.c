@@ -2177,30 +2177,39 @@ load_index(struct tier *t, uint64_t maxblk)
 }
 
 /* Dirty entries that must not reach the device: into
- * DIR/lost+found/<object>-<time>/<byte offset>, with a message. */
+ * DIR/lost+found/<object>-<time>[.N]/<byte offset>, with a message. */
 static bool
 lost_found(struct tier *t, const char *ident, const char *why)
 {
-	char *lf = xasprintf("%s/lost+found", t->dir);
-	char *sub = xasprintf("%s/lost+found/%s-%lld", t->dir, t->objname,
-			      (long long)time(NULL));
+	char *lf = xasprintf("%s/lost+found", t->dir), *sub = NULL;
 	char *buf = malloc(t->bs);
+	long long now = (long long)time(NULL);
 	uint64_t n = 0, want = 0;
 	int lfd = -1, sfd = -1, e = ENOMEM;
 	bool ok = false;
 
 	/* lost+found and what is in it are ours alone (own_dir): a link
-	 * planted there must not take the blocks elsewhere */
-	if (lf != NULL && sub != NULL && buf != NULL) {
-		const char *sn = strrchr(sub, '/') + 1;
+	 * planted there must not take the blocks elsewhere; each time a new
+	 * subdirectory (another crash in the same second must not overwrite
+	 * what the first kept) */
+	if (lf != NULL && buf != NULL) {
 		if (mkdir(lf, 0700) < 0 && errno != EEXIST)
 			e = errno;
 		else if ((lfd = own_dir(AT_FDCWD, lf, true)) < 0)
 			e = -lfd;
-		else if (mkdirat(lfd, sn, 0700) < 0 && errno != EEXIST)
-			e = errno;
-		else if ((sfd = own_dir(lfd, sn, true)) < 0)
-			e = -sfd;
+		for (int k = 0; lfd >= 0 && k < 1000; k++) {
+			free(sub);
+			sub = k == 0 ? xasprintf("%s/%s-%lld", lf, t->objname, now)
+				     : xasprintf("%s/%s-%lld.%d", lf, t->objname, now, k);
+			e = ENOMEM;
+			if (sub == NULL)
+				break;
+			e = mkdirat(lfd, strrchr(sub, '/') + 1, 0700) < 0 ? errno : 0;
+			if (e == 0 && (sfd = own_dir(lfd, strrchr(sub, '/') + 1, true)) < 0)
+				e = -sfd;
+			if (e != EEXIST)
+				break;
+		}
 	}
 	if (sfd < 0) {
 		fprintf(stderr, "clio: disk cache %s: cannot keep the dirty blocks "
