@@ -5,7 +5,7 @@
 # through the next mount (a restart: new process, new memory cache) from
 # DIR, with no read of the file's device, as .clio-stats (clio stat
 # --raw) says; the bytes are the file's; a change of the file between
-# the mounts is seen.
+# the mounts is seen; clio dd of the file reads the mount's entries.
 set -e
 . "$(dirname "$0")/mount-common.sh"
 mnt=$tmp/mnt dir=$tmp/dir dc=$tmp/dc
@@ -31,6 +31,15 @@ read_through
 [ "$(val back_reads "$tmp/s")" = 0 ] || { cat "$tmp/s"; fail "second mount: $(val back_reads "$tmp/s") reads of the file"; }
 [ "$(val disk_cache.bytes_from_cache "$tmp/s")" = 4194304 ] || { cat "$tmp/s"; fail "second mount: not all from DIR"; }
 echo "ok: a second mount reads the file from DIR, none from the file"
+
+# the mount's device is the file's too (its path, /proc/self/fd/N, is
+# taken resolved): clio dd reads it from DIR
+"$CLIO" dd if="$dir/f" of="$tmp/out2" bs=64k --disk-cache="$dc" --json >"$tmp/j" 2>"$tmp/err" ||
+	{ cat "$tmp/err"; fail "clio dd after the mount"; }
+cmp "$dir/f" "$tmp/out2" || fail "clio dd after the mount: the bytes differ"
+reads=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["devices"][0]["reads"])' "$tmp/j")
+[ "$reads" = 0 ] || fail "clio dd read the file $reads times: the mount's entries were another object"
+echo "ok: clio dd reads what the mount kept in DIR"
 
 printf 'changed' | dd of="$dir/f" bs=1 seek=100000 conv=notrunc 2>/dev/null
 read_through

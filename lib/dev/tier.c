@@ -12,7 +12,8 @@
  * one device whose repeated reads come from the local disk.
  *
  * Layout.  DIR/<object>/ per object, <object> the 64-bit FNV-1a hash of
- * its identity in hex (a regular file: "file dev=D ino=I path=P"; any
+ * its identity in hex (a regular file: "file dev=D ino=I path=P", P
+ * resolved by realpath, so that "./f" and /proc/self/fd/N agree; any
  * other device: "SCHEME NAME size=N", the NBD URI naming the export):
  *   meta   identity, block size, validator, state (clean or writing),
  *          with a crc32c; replaced whole by write, fsync, rename;
@@ -1989,16 +1990,23 @@ identity_of(struct tier *t)
 			n += 5;
 		t->path = strndup(n, strcspn(n, "?"));
 		if (t->path != NULL && stat(t->path, &st) == 0) {
+			/* the path resolved: "f", "./f" and "/proc/self/fd/N"
+			 * (clio mount's, N varies) are one object */
+			char *rp = realpath(t->path, NULL), *id;
+			const char *p = rp != NULL ? rp : t->path;
 			if (S_ISREG(st.st_mode)) {
 				t->kind = K_FILE;
-				return xasprintf("file dev=%llu ino=%llu path=%s",
-						 (unsigned long long)st.st_dev,
-						 (unsigned long long)st.st_ino, t->path);
+				id = xasprintf("file dev=%llu ino=%llu path=%s",
+					       (unsigned long long)st.st_dev,
+					       (unsigned long long)st.st_ino, p);
+			} else {
+				t->kind = K_PROMISE; /* a block device */
+				id = xasprintf("blockdev rdev=%llu path=%s size=%llu",
+					       (unsigned long long)st.st_rdev, p,
+					       (unsigned long long)size);
 			}
-			t->kind = K_PROMISE; /* a block device */
-			return xasprintf("blockdev rdev=%llu path=%s size=%llu",
-					 (unsigned long long)st.st_rdev, t->path,
-					 (unsigned long long)size);
+			free(rp);
+			return id;
 		}
 	}
 	if (strcmp(scheme, "nfs") == 0) {
