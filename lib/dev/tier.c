@@ -2830,6 +2830,37 @@ tier_drop(clio_dev *d)
 	meta_clean(t);
 }
 
+void
+tier_settle(clio_dev *d)
+{
+	struct tier *t = __atomic_load_n(&d->tier, __ATOMIC_ACQUIRE);
+	struct clio_validator v;
+	struct meta m;
+	bool have, busy = false;
+
+	if (t == NULL || !HAS_VALIDATOR(t->kind))
+		return;
+	pthread_mutex_lock(&t->wb_lock); /* no write-back batch in flight */
+	pthread_mutex_lock(&t->meta_lock);
+	pthread_mutex_lock(&t->lock);
+	for (struct top *o = t->ops; o != NULL; o = o->next)
+		busy |= o->op == CLIO_OP_WRITE && o->through;
+	pthread_mutex_unlock(&t->lock);
+	/* a write of the tier's own since the last record: its flush
+	 * records the version (crash safety 4); else the change is the
+	 * caller's (times, say), not another writer's: nothing is dropped */
+	if (!busy && !atomic_load(&t->meta_writing) && meta_read(t, &m) == 0) {
+		validator_of(t, &v, &have);
+		if (have && (!t->has_v || !validator_same(&v, &t->v))) {
+			t->v = v;
+			t->has_v = true;
+			(void)meta_write(t, m.ident, M_CLEAN);
+		}
+	}
+	pthread_mutex_unlock(&t->meta_lock);
+	pthread_mutex_unlock(&t->wb_lock);
+}
+
 int
 tier_resize(clio_dev *d, uint64_t size, bool before)
 {

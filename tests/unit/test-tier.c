@@ -545,6 +545,38 @@ child_wb(unsigned s)
 	return 5;
 }
 
+/* child_wb, then the file's times set (as clio mount does after a
+ * program's writes) and recorded as its own with clio_validator_set,
+ * then kill -9 */
+static int
+child_wb_times(unsigned s)
+{
+	struct stack st;
+	char *b = malloc(WB_LEN);
+	struct timespec tv[2] = { { 1000000000, 0 }, { 1000000000, 0 } };
+	struct clio_validator v;
+	struct stat sb;
+
+	if (b == NULL || stack_open(&st, "writeback", "8M", 256 * TU_KiB) < 0)
+		return 2;
+	tu_fill(b, WB_LEN, WB_A, s);
+	if (clio_pwrite(st.f, b, WB_LEN, WB_A) != WB_LEN)
+		return 3;
+	if (clio_fsync(st.f) != 0)
+		return 4;
+	if (utimensat(AT_FDCWD, path, tv, 0) < 0 || stat(path, &sb) < 0)
+		return 5;
+	memset(&v, 0, sizeof(v));
+	v.size = (uint64_t)sb.st_size;
+	v.mtime_ns = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
+	v.ctime_ns = (int64_t)sb.st_ctim.tv_sec * 1000000000 + sb.st_ctim.tv_nsec;
+	v.id = (uint64_t)sb.st_ino;
+	if (clio_validator_set(st.f, &v) != 0)
+		return 6;
+	raise(SIGKILL);
+	return 7;
+}
+
 static void
 run_wb_child(unsigned s)
 {
@@ -588,6 +620,34 @@ test_writeback_recover(void **state)
 	assert_int_equal(tu_check(truth + WB_A, WB_LEN, WB_A, 70), -1);
 	assert_int_equal(tu_check(truth + WB_B, WB_LEN, WB_B, 70), -1);
 	assert_int_equal(tu_check(truth + WB_LEN, WB_B - WB_LEN, WB_LEN, 7), -1);
+	free(truth);
+}
+
+/* A change of the file's times that the writer records as its own
+ * (clio_validator_set) between its fsync and a crash: the restart
+ * writes the dirty blocks back, not to lost+found. */
+static void
+test_writeback_times(void **state)
+{
+	struct stack st;
+	char *truth;
+	int status;
+	pid_t p;
+
+	(void)state;
+	nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	mkdir(dcdir, 0755);
+	make_file(11);
+	p = spawn("child-wbtimes", 110, 0);
+	assert_true(p > 0);
+	assert_int_equal(waitpid(p, &status, 0), p);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	assert_int_equal(stack_open(&st, "writethrough", "8M", 256 * TU_KiB), 0);
+	assert_int_equal(param(st.d, "lost_found"), 0);
+	assert_int_equal(param(st.d, "dirty"), 0);
+	assert_int_equal(stack_close(&st), 0);
+	truth = file_read();
+	assert_int_equal(tu_check(truth + WB_A, WB_LEN, WB_A, 110), -1);
 	free(truth);
 }
 
@@ -2267,6 +2327,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_kill9),
 		cmocka_unit_test(test_writeback_recover),
 		cmocka_unit_test(test_writeback_conflict),
+		cmocka_unit_test(test_writeback_times),
 		cmocka_unit_test(test_writeback_close),
 		cmocka_unit_test(test_truncate),
 		cmocka_unit_test(test_threads),
@@ -2320,6 +2381,8 @@ main(int argc, char **argv)
 			return child_wb_grow((unsigned)atoi(argv[3]));
 		if (strcmp(argv[1], "child-wb") == 0)
 			return child_wb((unsigned)atoi(argv[3]));
+		if (strcmp(argv[1], "child-wbtimes") == 0)
+			return child_wb_times((unsigned)atoi(argv[3]));
 		return 2;
 	}
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
