@@ -60,6 +60,20 @@ dd_json "$tmp/blink" "$tmp/outb"
 [ "$(dev reads)" = 0 ] || fail "a symbolic link to the file was another object"
 echo "ok: the file under another spelling of its path is the same object"
 
+# a path longer than meta keeps (1023 bytes): the entries are still the
+# file's at the next run
+long="$tmp"
+for i in 1 2 3 4 5 6 7 8 9 10 11; do
+	long="$long/$(printf '%0100d' "$i")"
+done
+mkdir -p "$long"
+cp "$tmp/b" "$long/f"
+dd_json "$long/f" "$tmp/outl"
+dd_json "$long/f" "$tmp/outl"
+cmp "$tmp/b" "$tmp/outl" || fail "a long path: the bytes differ"
+[ "$(dev reads)" = 0 ] || fail "a long path: the entries were dropped ($(dev reads) reads of the device)"
+echo "ok: a file under a path of ${#long} bytes keeps its entries"
+
 # ------------------------------------------------------------ a change is seen
 printf 'another writer was here' | dd of="$tmp/a" bs=1 seek=1234567 conv=notrunc 2>/dev/null
 dd_json "$tmp/a" "$tmp/out3"

@@ -2614,7 +2614,10 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 	/* the size: disk_cache_size, or 10% of DIR's free space, for DIR */
 	uint64_t budget, others;
 	cap = cull_dir(t, conf->disk_cache_size, &budget, &others);
-	bool have_meta = meta_read(t, &m) == 0 && strcmp(m.ident, ident) == 0 &&
+	/* meta keeps the identity's first 1023 bytes (a long path): the
+	 * object's name, a hash of the whole, tells the rest */
+	bool have_meta = meta_read(t, &m) == 0 &&
+			 strncmp(m.ident, ident, sizeof(m.ident) - 1) == 0 &&
 			 m.kind == (uint32_t)t->kind;
 	if (have_meta)
 		t->bs = m.bsize; /* the entries' block size, for recovery */
