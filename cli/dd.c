@@ -14,7 +14,9 @@
  * copy runs, conv=fsync syncs, the handles are closed (the last write-back
  * is counted, and its error reported, before the summary), the summary
  * goes to standard error (or, with --json, one JSON object to standard
- * output), and a signal that ended the copy is raised again.
+ * output), the devices are closed (a writeback disk cache writes back
+ * there: its error follows the summary), and a signal that ended the
+ * copy is raised again.
  *
  * Invariants:
  *  1. Every byte counted in "records in" is handed to the output before
@@ -1164,10 +1166,17 @@ done:
 	r = close_files(&dd);
 	if (rc == 0)
 		rc = r;
-	if (dd.in.dev)
-		clio_dev_close(dd.in.dev);
+	/* the output's disk cache (writeback) writes back at the device's
+	 * close: an error there is the copy's too */
+	r = dd.in.dev ? clio_dev_close(dd.in.dev) : 0;
 	if (dd.out.dev && dd.out.dev != dd.in.dev)
-		clio_dev_close(dd.out.dev);
+		r = clio_dev_close(dd.out.dev);
+	if (r < 0 && dd.out.dev != NULL) {
+		fprintf(stderr, "clio dd: error closing '%s': %s\n", dd.out.name,
+			strerror(-r));
+		if (rc == 0)
+			rc = EX_IOERR;
+	}
 	if (dd.in.kind == EP_FD && dd.in.spec)
 		close(dd.in.fd);
 	if (dd.out.kind == EP_FD && dd.out.spec)

@@ -135,6 +135,9 @@ clio_validator_set(clio_file *f, const struct clio_validator *v)
 	f->f_obj->o_v = *v;
 	f->f_obj->o_have_v = true;
 	pthread_mutex_unlock(&c->lock);
+	/* the disk tier too: after a crash its entries, dirty ones above
+	 * all, are not taken for another writer's */
+	tier_settle(f->f_obj->o_dev);
 	return 0;
 }
 

@@ -43,6 +43,10 @@ void tier_params(struct tier *t, struct dev_params *o);
 /* The source changed (clio_revalidate found another version): drop every
  * clean entry of d. */
 void tier_drop(clio_dev *d);
+/* The caller's own change moved d's version (clio_validator_set: a
+ * mount set the file's times): record it as the entries', dropping
+ * nothing, unless a write of the tier's own is yet to be recorded. */
+void tier_settle(clio_dev *d);
 /* d takes a new size (dev.c: clio_dev_resize): before, a dirty block the
  * new end cuts goes to the device; after, the blocks past it go. */
 int tier_resize(clio_dev *d, uint64_t size, bool before);

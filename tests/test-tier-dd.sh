@@ -5,8 +5,8 @@
 # device row) and copies the same bytes; another writer's change between
 # runs is seen (no stale byte; stale_drops counted); a byte flipped in
 # DIR is detected, counted and the block refetched; two files share one
-# DIR; the summary names the tier's counters; a bad value is refused
-# with a message naming it.
+# DIR, each one object however its path is spelled; the summary names
+# the tier's counters; a bad value is refused with a message naming it.
 . "$(dirname "$0")/functions.sh"
 
 dc="$tmp/dc"
@@ -49,6 +49,30 @@ cmp "$tmp/b" "$tmp/outb" || fail "the second file's bytes differ"
 dd_json "$tmp/a" "$tmp/out2"
 [ "$(dev reads)" = 0 ] || fail "the first file lost its entries to the second"
 echo "ok: two files share one DIR"
+
+# ------------------------------------------------------------ one file, one object
+# the file's path is taken resolved: relative, through a symbolic link
+# or as given, one object
+(cd "$tmp" && dd_json b "$tmp/outb")
+[ "$(dev reads)" = 0 ] || fail "a relative path was another object"
+ln -s "$tmp/b" "$tmp/blink"
+dd_json "$tmp/blink" "$tmp/outb"
+[ "$(dev reads)" = 0 ] || fail "a symbolic link to the file was another object"
+echo "ok: the file under another spelling of its path is the same object"
+
+# a path longer than meta keeps (1023 bytes): the entries are still the
+# file's at the next run
+long="$tmp"
+for i in 1 2 3 4 5 6 7 8 9 10 11; do
+	long="$long/$(printf '%0100d' "$i")"
+done
+mkdir -p "$long"
+cp "$tmp/b" "$long/f"
+dd_json "$long/f" "$tmp/outl"
+dd_json "$long/f" "$tmp/outl"
+cmp "$tmp/b" "$tmp/outl" || fail "a long path: the bytes differ"
+[ "$(dev reads)" = 0 ] || fail "a long path: the entries were dropped ($(dev reads) reads of the device)"
+echo "ok: a file under a path of ${#long} bytes keeps its entries"
 
 # ------------------------------------------------------------ a change is seen
 printf 'another writer was here' | dd of="$tmp/a" bs=1 seek=1234567 conv=notrunc 2>/dev/null

@@ -5,7 +5,11 @@
 # copies the right bytes without the tier (a message says so) and exits 0.
 # Nearly full, writeback: the dirty blocks that do not fit go through,
 # those that do are written back though meta cannot be rewritten; the
-# copy is the file's bytes and no error reaches clio dd.
+# copy is the file's bytes and no error reaches clio dd.  Writeback onto
+# a full device (of= on the tmpfs, DIR elsewhere): the write-back at the
+# device's close fails, clio dd says so and exits 74, as without the
+# tier; the dirty blocks stay in DIR, and the next clio dd opening the
+# file for writing, once there is room, writes them back.
 # the mount namespace first, before functions.sh makes $tmp
 if [ "${TIER_FULL_NS:-}" != 1 ]; then
 	unshare -m true 2>/dev/null ||
@@ -43,3 +47,21 @@ head -c 800000 /dev/zero >"$small/filler"
 	{ cat "$tmp/err"; fail "clio dd writeback with DIR filling up"; }
 cmp "$tmp/f" "$tmp/outwb" || fail "the writeback copy differs"
 echo "ok: writeback into a DIR that fills up: every byte reaches the device"
+
+# ------------------------------------------------------------ writeback, device full
+rm -rf "$small/dc" "$small/filler" "$tmp/dc"
+mkdir "$tmp/dc"
+"$CLIO" dd if="$tmp/f" of="$small/g" bs=64k --disk-cache="$tmp/dc" \
+	--disk-cache-mode=writeback >/dev/null 2>"$tmp/err"
+rc=$?
+[ $rc = 74 ] || { cat "$tmp/err"; fail "clio dd onto a full device in writeback exited $rc"; }
+grep -q "clio dd: error closing '$small/g': No space left on device" "$tmp/err" ||
+	{ cat "$tmp/err"; fail "no error about the full device"; }
+grep -q "dirty blocks stay in it" "$tmp/err" || { cat "$tmp/err"; fail "no word of the dirty blocks kept"; }
+cmp -s "$tmp/f" "$small/g" && fail "the full device has the bytes (the test is wrong)"
+mount -o remount,size=8m "$small" || fail "cannot make room on the tmpfs"
+"$CLIO" dd if=/dev/null of="$small/g" conv=notrunc --disk-cache="$tmp/dc" \
+	--disk-cache-mode=writeback >/dev/null 2>"$tmp/err" ||
+	{ cat "$tmp/err"; fail "clio dd opening the file again"; }
+cmp "$tmp/f" "$small/g" || fail "the dirty blocks kept in DIR did not reach the file"
+echo "ok: writeback onto a full device: exit 74, the blocks kept in DIR, written back later"

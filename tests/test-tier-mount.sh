@@ -5,7 +5,9 @@
 # through the next mount (a restart: new process, new memory cache) from
 # DIR, with no read of the file's device, as .clio-stats (clio stat
 # --raw) says; the bytes are the file's; a change of the file between
-# the mounts is seen.
+# the mounts is seen; clio dd of the file reads the mount's entries;
+# writeback: what a program wrote and fsynced through a mount killed -9
+# reaches the file at its next open for writing.
 set -e
 . "$(dirname "$0")/mount-common.sh"
 mnt=$tmp/mnt dir=$tmp/dir dc=$tmp/dc
@@ -32,7 +34,40 @@ read_through
 [ "$(val disk_cache.bytes_from_cache "$tmp/s")" = 4194304 ] || { cat "$tmp/s"; fail "second mount: not all from DIR"; }
 echo "ok: a second mount reads the file from DIR, none from the file"
 
+# the mount's device is the file's too (its path, /proc/self/fd/N, is
+# taken resolved): clio dd reads it from DIR
+"$CLIO" dd if="$dir/f" of="$tmp/out2" bs=64k --disk-cache="$dc" --json >"$tmp/j" 2>"$tmp/err" ||
+	{ cat "$tmp/err"; fail "clio dd after the mount"; }
+cmp "$dir/f" "$tmp/out2" || fail "clio dd after the mount: the bytes differ"
+reads=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["devices"][0]["reads"])' "$tmp/j")
+[ "$reads" = 0 ] || fail "clio dd read the file $reads times: the mount's entries were another object"
+echo "ok: clio dd reads what the mount kept in DIR"
+
 printf 'changed' | dd of="$dir/f" bs=1 seek=100000 conv=notrunc 2>/dev/null
 read_through
 [ "$(val disk_cache.stale_drops "$tmp/s")" -gt 0 ] || { cat "$tmp/s"; fail "the change was not seen"; }
 echo "ok: a change between the mounts is seen"
+
+# writeback: a program writes through the mount and fsyncs, the mount is
+# killed (-9); the kernel's writeback cache had the mount set the file's
+# mtime, which the tier takes as the mount's own change: the next open of
+# the file for writing (clio dd) writes the dirty blocks back
+head -c 1048576 /dev/urandom >"$tmp/new"
+mount_start "$dir" "$mnt" -o disk_cache="$dc",disk_cache_mode=writeback,dirty_age=600
+python3 -c '
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY)
+os.pwrite(fd, open(sys.argv[2], "rb").read(), 1048576)
+os.fsync(fd)
+os.close(fd)' "$mnt/f" "$tmp/new"
+kill -9 "$mount_pid"
+wait "$mount_pid" 2>/dev/null || true
+mount_pid=
+fusermount3 -uz "$mnt"
+cmp -s -n 1048576 -i 0:1048576 "$tmp/new" "$dir/f" && echo "(the dirty blocks were written back before the kill)"
+"$CLIO" dd if=/dev/null of="$dir/f" conv=notrunc --disk-cache="$dc" \
+	--disk-cache-mode=writeback >/dev/null 2>"$tmp/err" ||
+	{ cat "$tmp/err"; fail "clio dd opening the file after the crash"; }
+grep -q "were not written back" "$tmp/err" && { cat "$tmp/err"; fail "the mount's fsynced blocks went to lost+found"; }
+cmp -n 1048576 -i 0:1048576 "$tmp/new" "$dir/f" || fail "the fsynced write did not reach the file"
+echo "ok: writeback: what a program fsynced through a mount killed -9 reaches the file"

@@ -12,7 +12,8 @@
  * one device whose repeated reads come from the local disk.
  *
  * Layout.  DIR/<object>/ per object, <object> the 64-bit FNV-1a hash of
- * its identity in hex (a regular file: "file dev=D ino=I path=P"; any
+ * its identity in hex (a regular file: "file dev=D ino=I path=P", P
+ * resolved by realpath, so that "./f" and /proc/self/fd/N agree; any
  * other device: "SCHEME NAME size=N", the NBD URI naming the export):
  *   meta   identity, block size, validator, state (clean or writing),
  *          with a crc32c; replaced whole by write, fsync, rename;
@@ -22,6 +23,10 @@
  *   lock   flock()ed while a process uses the object: another process
  *          runs without the tier for it.
  *   DIR/lost+found/  dirty blocks that could not be written back.
+ * DIR may be writable by others (1777): DIR/<object> and lost+found are
+ * used only if they are directories of this user's (own_dir: no link
+ * followed, mode made 0700, files 0600), else the object runs without
+ * the tier; the files in them are reached from their opened directory.
  *
  * Crash safety (kill -9 at any moment; power loss where noted).  An
  * entry is a record whose own crc matches, with a data crc that matches
@@ -220,6 +225,7 @@ struct tier {
 	char objname[17];
 	uint32_t tag;	/* the low 32 bits of objname's hash, in each record */
 	int dfd, ifd, lockfd;
+	int ofd;	/* DIR/<object>, opened once: no path is followed again */
 	int kind;
 	bool writeback;
 	uint32_t bs;
@@ -738,15 +744,8 @@ static int
 meta_write(struct tier *t, const char *ident, int state)
 {
 	struct meta m;
-	char *tmp = xasprintf("%s/meta.tmp", t->objdir);
-	char *fin = xasprintf("%s/meta", t->objdir);
 	int fd, r = 0;
 
-	if (tmp == NULL || fin == NULL) {
-		free(tmp);
-		free(fin);
-		return -ENOMEM;
-	}
 	memset(&m, 0, sizeof(m));
 	m.magic = META_MAGIC;
 	m.version = META_VERSION;
@@ -758,7 +757,8 @@ meta_write(struct tier *t, const char *ident, int state)
 	m.size = clio_dev_size(t->d);
 	snprintf(m.ident, sizeof(m.ident), "%s", ident);
 	m.crc = crc32c(0, &m, offsetof(struct meta, crc));
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = openat(t->ofd, "meta.tmp",
+		    O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		r = -errno;
 	else {
@@ -767,30 +767,19 @@ meta_write(struct tier *t, const char *ident, int state)
 			r = -errno;
 		close(fd);
 	}
-	if (r == 0 && rename(tmp, fin) < 0)
+	if (r == 0 && renameat(t->ofd, "meta.tmp", t->ofd, "meta") < 0)
 		r = -errno;
-	if (r == 0) {
-		int dfd = open(t->objdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (dfd >= 0) {
-			(void)fsync(dfd);
-			close(dfd);
-		}
-	}
-	free(tmp);
-	free(fin);
+	if (r == 0)
+		(void)fsync(t->ofd);
 	return r;
 }
 
 static int
 meta_read(struct tier *t, struct meta *m)
 {
-	char *p = xasprintf("%s/meta", t->objdir);
 	int fd, r;
 
-	if (p == NULL)
-		return -ENOMEM;
-	fd = open(p, O_RDONLY | O_CLOEXEC);
-	free(p);
+	fd = openat(t->ofd, "meta", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	r = read_all(fd, m, sizeof(*m), 0);
@@ -2001,16 +1990,23 @@ identity_of(struct tier *t)
 			n += 5;
 		t->path = strndup(n, strcspn(n, "?"));
 		if (t->path != NULL && stat(t->path, &st) == 0) {
+			/* the path resolved: "f", "./f" and "/proc/self/fd/N"
+			 * (clio mount's, N varies) are one object */
+			char *rp = realpath(t->path, NULL), *id;
+			const char *p = rp != NULL ? rp : t->path;
 			if (S_ISREG(st.st_mode)) {
 				t->kind = K_FILE;
-				return xasprintf("file dev=%llu ino=%llu path=%s",
-						 (unsigned long long)st.st_dev,
-						 (unsigned long long)st.st_ino, t->path);
+				id = xasprintf("file dev=%llu ino=%llu path=%s",
+					       (unsigned long long)st.st_dev,
+					       (unsigned long long)st.st_ino, p);
+			} else {
+				t->kind = K_PROMISE; /* a block device */
+				id = xasprintf("blockdev rdev=%llu path=%s size=%llu",
+					       (unsigned long long)st.st_rdev, p,
+					       (unsigned long long)size);
 			}
-			t->kind = K_PROMISE; /* a block device */
-			return xasprintf("blockdev rdev=%llu path=%s size=%llu",
-					 (unsigned long long)st.st_rdev, t->path,
-					 (unsigned long long)size);
+			free(rp);
+			return id;
 		}
 	}
 	if (strcmp(scheme, "nfs") == 0) {
@@ -2033,14 +2029,34 @@ identity_of(struct tier *t)
 static int
 open_in(struct tier *t, const char *name, int flags)
 {
-	char *p = xasprintf("%s/%s", t->objdir, name);
-	int fd;
+	int fd = openat(t->ofd, name, flags | O_NOFOLLOW | O_CLOEXEC, 0600);
 
-	if (p == NULL)
-		return -ENOMEM;
-	fd = open(p, flags | O_CLOEXEC, 0644);
-	free(p);
 	return fd < 0 ? -errno : fd;
+}
+
+/* The directory name in at, if it is one of ours: not a symbolic link,
+ * owned by this user, and (if fix) made no one else's to read (0700).
+ * A directory of another user's is not ours to use (-EPERM): who can
+ * write it can plant links there, or read what we write. */
+static int
+own_dir(int at, const char *name, bool fix)
+{
+	int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	int e;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		e = errno;
+	else if (st.st_uid != geteuid())
+		e = EPERM;
+	else if (fix && (st.st_mode & 077) != 0 && fchmod(fd, 0700) < 0)
+		e = errno;
+	else
+		return fd;
+	close(fd);
+	return -e;
 }
 
 /* Drop every entry (clean only, or all); returns how many. */
@@ -2169,45 +2185,68 @@ load_index(struct tier *t, uint64_t maxblk)
 }
 
 /* Dirty entries that must not reach the device: into
- * DIR/lost+found/<object>-<time>/<byte offset>, with a message. */
+ * DIR/lost+found/<object>-<time>[.N]/<byte offset>, with a message. */
 static bool
 lost_found(struct tier *t, const char *ident, const char *why)
 {
-	char *lf = xasprintf("%s/lost+found", t->dir);
-	char *sub = xasprintf("%s/lost+found/%s-%lld", t->dir, t->objname,
-			      (long long)time(NULL));
+	char *lf = xasprintf("%s/lost+found", t->dir), *sub = NULL;
 	char *buf = malloc(t->bs);
+	long long now = (long long)time(NULL);
 	uint64_t n = 0, want = 0;
+	int lfd = -1, sfd = -1, e = ENOMEM;
 	bool ok = false;
 
-	if (lf == NULL || sub == NULL || buf == NULL ||
-	    (mkdir(lf, 0700) < 0 && errno != EEXIST) ||
-	    (mkdir(sub, 0700) < 0 && errno != EEXIST)) {
+	/* lost+found and what is in it are ours alone (own_dir): a link
+	 * planted there must not take the blocks elsewhere; each time a new
+	 * subdirectory (another crash in the same second must not overwrite
+	 * what the first kept) */
+	if (lf != NULL && buf != NULL) {
+		if (mkdir(lf, 0700) < 0 && errno != EEXIST)
+			e = errno;
+		else if ((lfd = own_dir(AT_FDCWD, lf, true)) < 0)
+			e = -lfd;
+		for (int k = 0; lfd >= 0 && k < 1000; k++) {
+			free(sub);
+			sub = k == 0 ? xasprintf("%s/%s-%lld", lf, t->objname, now)
+				     : xasprintf("%s/%s-%lld.%d", lf, t->objname, now, k);
+			e = ENOMEM;
+			if (sub == NULL)
+				break;
+			e = mkdirat(lfd, strrchr(sub, '/') + 1, 0700) < 0 ? errno : 0;
+			if (e == 0 && (sfd = own_dir(lfd, strrchr(sub, '/') + 1, true)) < 0)
+				e = -sfd;
+			if (e != EEXIST)
+				break;
+		}
+	}
+	if (sfd < 0) {
 		fprintf(stderr, "clio: disk cache %s: cannot keep the dirty blocks "
-			"of %s (%s): %s\n", t->dir, ident, why, strerror(errno));
+			"of %s (%s): %s\n", t->dir, ident, why, strerror(e));
 		goto out;
 	}
 	for (uint32_t i = t->dirty_head; i != NIL; i = t->slots[i].next) {
 		struct slot *s = &t->slots[i];
-		char *p = xasprintf("%s/%llu", sub, (unsigned long long)(s->lbn * t->bs));
-		int fd = p ? open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600) : -1;
+		char name[24];
+		snprintf(name, sizeof(name), "%llu", (unsigned long long)(s->lbn * t->bs));
+		int fd = openat(sfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+				O_CLOEXEC, 0600);
 		want++;
 		if (fd >= 0 && read_all(t->dfd, buf, s->len, (off_t)i * t->bs) == 0 &&
 		    write_all(fd, buf, s->len, 0) == 0 && fsync(fd) == 0)
 			n++;
 		if (fd >= 0)
 			close(fd);
-		free(p);
 	}
-	char *rd = xasprintf("%s/README", sub);
-	FILE *fp = rd ? fopen(rd, "w") : NULL;
+	int rfd = openat(sfd, "README", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+			 O_CLOEXEC, 0600);
+	FILE *fp = rfd >= 0 ? fdopen(rfd, "w") : NULL;
 	if (fp != NULL) {
 		fprintf(fp, "object: %s\nreason: %s\nblock size: %u\n"
 			"each file is one dirty block, named by its byte offset\n",
 			ident, why, t->bs);
 		fclose(fp);
-	}
-	free(rd);
+	} else if (rfd >= 0)
+		close(rfd);
 	fprintf(stderr, "clio: disk cache %s: %llu dirty blocks of %s were not "
 		"written back (%s); kept in %s\n", t->dir, (unsigned long long)n,
 		ident, why, sub);
@@ -2218,6 +2257,10 @@ lost_found(struct tier *t, const char *ident, const char *why)
 			"not be kept in %s; they stay in the cache\n", t->dir,
 			(unsigned long long)(want - n), ident, sub);
 out:
+	if (lfd >= 0)
+		close(lfd);
+	if (sfd >= 0)
+		close(sfd);
 	free(lf);
 	free(sub);
 	free(buf);
@@ -2289,26 +2332,19 @@ objuse_cmp(const void *a, const void *b)
 
 /* Empty another object's entries (data, index, meta; its directory and
  * lock stay, so that a process opening it meanwhile starts empty) unless
- * a process uses it or it has dirty blocks. */
+ * a process uses it, it has dirty blocks or it is not ours (own_dir). */
 static bool
-cull_obj(struct tier *t, const char *name)
+cull_obj(int dirfd, const char *name)
 {
-	char *dirp = xasprintf("%s/%s", t->dir, name), *p;
-	int lk = -1, fd = -1;
+	int od = own_dir(dirfd, name, false), lk = -1, fd = -1, dfd = -1;
 	bool done = false;
 
-	if (dirp == NULL)
+	if (od < 0)
 		return false;
-	p = xasprintf("%s/lock", dirp);
-	if (p != NULL)
-		lk = open(p, O_RDWR | O_CLOEXEC);
-	free(p);
+	lk = openat(od, "lock", O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 	if (lk < 0 || flock(lk, LOCK_EX | LOCK_NB) < 0)
 		goto out;
-	p = xasprintf("%s/index", dirp);
-	if (p != NULL)
-		fd = open(p, O_RDWR | O_CLOEXEC);
-	free(p);
+	fd = openat(od, "index", O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 	if (fd >= 0) {
 		struct rec r[64];
 		ssize_t n;
@@ -2324,23 +2360,21 @@ cull_obj(struct tier *t, const char *name)
 			off += n;
 		}
 	}
-	p = xasprintf("%s/meta", dirp);
-	if (p != NULL)
-		(void)unlink(p);
-	free(p);
+	(void)unlinkat(od, "meta", 0);
 	if (fd >= 0)
 		(void)ftruncate(fd, 0);
-	p = xasprintf("%s/data", dirp);
-	if (p != NULL)
-		(void)truncate(p, 0);
-	free(p);
+	dfd = openat(od, "data", O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd >= 0) {
+		(void)ftruncate(dfd, 0);
+		close(dfd);
+	}
 	done = true;
 out:
 	if (fd >= 0)
 		close(fd);
 	if (lk >= 0)
 		close(lk);
-	free(dirp);
+	close(od);
 	return done;
 }
 
@@ -2366,7 +2400,7 @@ cull_dir(struct tier *t, uint64_t size, uint64_t *budgetp, uint64_t *othersp)
 	if (dp == NULL)
 		return size;
 	while ((e = readdir(dp)) != NULL) {
-		char *p;
+		char p[32];
 		if (strlen(e->d_name) != 16 ||
 		    strspn(e->d_name, "0123456789abcdef") != 16)
 			continue;
@@ -2378,14 +2412,17 @@ cull_dir(struct tier *t, uint64_t size, uint64_t *budgetp, uint64_t *othersp)
 		}
 		memcpy(u[n].name, e->d_name, 16); /* 16 hex digits, checked */
 		u[n].name[16] = '\0';
-		p = xasprintf("%s/%s/data", t->dir, e->d_name);
-		u[n].bytes = p && stat(p, &st) == 0 ? (uint64_t)st.st_blocks * 512 : 0;
-		free(p);
-		p = xasprintf("%s/%s/meta", t->dir, e->d_name);
-		u[n].used = p && stat(p, &st) == 0
+		/* an object's files, not where a link planted there points */
+		u[n].bytes = 0;
+		snprintf(p, sizeof(p), "%s/data", u[n].name);
+		if (fstatat(dirfd(dp), u[n].name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISDIR(st.st_mode) &&
+		    fstatat(dirfd(dp), p, &st, AT_SYMLINK_NOFOLLOW) == 0)
+			u[n].bytes = (uint64_t)st.st_blocks * 512;
+		snprintf(p, sizeof(p), "%s/meta", u[n].name);
+		u[n].used = fstatat(dirfd(dp), p, &st, AT_SYMLINK_NOFOLLOW) == 0
 				    ? (double)st.st_mtim.tv_sec + st.st_mtim.tv_nsec * 1e-9
 				    : 0;
-		free(p);
 		total += u[n].bytes;
 		if (strcmp(e->d_name, t->objname) != 0) {
 			others += u[n].bytes;
@@ -2393,15 +2430,15 @@ cull_dir(struct tier *t, uint64_t size, uint64_t *budgetp, uint64_t *othersp)
 				n++;
 		}
 	}
-	closedir(dp);
 	if (budget == 0 && fstatvfs(t->dfd, &sv) == 0)
 		budget = ((uint64_t)sv.f_bavail * sv.f_frsize + total) / 10;
 	qsort(u, n, sizeof(*u), objuse_cmp);
 	for (size_t i = 0; i < n && others > budget / 2; i++)
-		if (cull_obj(t, u[i].name)) {
+		if (cull_obj(dirfd(dp), u[i].name)) {
 			others -= u[i].bytes;
 			t->st.objects_culled++;
 		}
+	closedir(dp);
 	free(u);
 	*budgetp = budget;
 	*othersp = others;
@@ -2463,6 +2500,8 @@ tier_free(struct tier *t)
 		close(t->ifd);
 	if (t->lockfd >= 0)
 		close(t->lockfd); /* lets go of the flock */
+	if (t->ofd >= 0)
+		close(t->ofd);
 	pthread_mutex_destroy(&t->lock);
 	pthread_mutex_destroy(&t->meta_lock);
 	pthread_mutex_destroy(&t->wb_lock);
@@ -2502,7 +2541,7 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 	if (t == NULL)
 		return -ENOMEM;
 	t->d = d;
-	t->dfd = t->ifd = t->lockfd = -1;
+	t->dfd = t->ifd = t->lockfd = t->ofd = -1;
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_mutex_init(&t->meta_lock, NULL);
 	pthread_mutex_init(&t->wb_lock, NULL);
@@ -2535,7 +2574,7 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 		r = -ENOMEM;
 		goto fail;
 	}
-	if (mkdir(t->objdir, 0755) < 0 && errno != EEXIST) {
+	if (mkdir(t->objdir, 0700) < 0 && errno != EEXIST) {
 		/* DIR removed, read-only or full: no entry of the object can
 		 * be there, so it runs without the tier */
 		fprintf(stderr, "clio: disk cache %s: %s: %s; %s runs without it\n",
@@ -2543,8 +2582,23 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 		r = 1;
 		goto fail_free;
 	}
-	if ((r = open_in(t, "lock", O_RDWR | O_CREAT)) < 0)
-		goto fail;
+	/* DIR/<object> and its files are this user's alone: not a link
+	 * another user planted, not readable by others (the device's data) */
+	r = own_dir(AT_FDCWD, t->objdir, true);
+	if (r >= 0) {
+		t->ofd = r;
+		r = open_in(t, "lock", O_RDWR | O_CREAT);
+	}
+	if (r < 0) {
+		fprintf(stderr, "clio: disk cache %s: %s%s: %s; %s runs without it\n",
+			t->dir, t->objdir, t->ofd < 0 ? "" : "/lock",
+			t->ofd < 0 && (r == -EPERM || r == -ENOTDIR || r == -ELOOP)
+				? "not a directory of this user's"
+				: strerror(-r),
+			ident);
+		r = 1;
+		goto fail_free;
+	}
 	t->lockfd = r;
 	if (flock(t->lockfd, LOCK_EX | LOCK_NB) < 0) {
 		r = errno == EWOULDBLOCK ? 1 : -errno; /* 1: in use elsewhere */
@@ -2560,7 +2614,10 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 	/* the size: disk_cache_size, or 10% of DIR's free space, for DIR */
 	uint64_t budget, others;
 	cap = cull_dir(t, conf->disk_cache_size, &budget, &others);
-	bool have_meta = meta_read(t, &m) == 0 && strcmp(m.ident, ident) == 0 &&
+	/* meta keeps the identity's first 1023 bytes (a long path): the
+	 * object's name, a hash of the whole, tells the rest */
+	bool have_meta = meta_read(t, &m) == 0 &&
+			 strncmp(m.ident, ident, sizeof(m.ident) - 1) == 0 &&
 			 m.kind == (uint32_t)t->kind;
 	if (have_meta)
 		t->bs = m.bsize; /* the entries' block size, for recovery */
@@ -2648,10 +2705,7 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 	}
 	if (t->bs != conf->bsize) {
 		/* entries of another block size: start over with ours */
-		char *mp = xasprintf("%s/meta", t->objdir);
-		if (mp != NULL)
-			(void)unlink(mp);
-		free(mp);
+		(void)unlinkat(t->ofd, "meta", 0);
 		tier_free(t);
 		t = NULL;
 		r = -EAGAIN;
@@ -2685,12 +2739,8 @@ fail:
 		 * them where nothing else tells */
 		fprintf(stderr, "clio: disk cache %s: %s; %s runs without it\n",
 			t->dir, strerror(-r), ident);
-		if (loaded && t->ndirty == 0) {
-			char *mp = xasprintf("%s/meta", t->objdir);
-			if (mp != NULL)
-				(void)unlink(mp);
-			free(mp);
-		}
+		if (loaded && t->ndirty == 0)
+			(void)unlinkat(t->ofd, "meta", 0);
 		r = 1;
 	}
 fail_free:
@@ -2749,8 +2799,14 @@ tier_detach(clio_dev *d)
 		pthread_join(t->writer, NULL);
 	if (t->reader_running)
 		pthread_join(t->reader, NULL);
-	if (t->ndirty > 0 && !d->readonly)
+	if (t->ndirty > 0 && !d->readonly) {
 		r = wb_all(t, true, 0, 0);
+		if (r < 0) /* the caller may not look: say it */
+			fprintf(stderr, "clio: disk cache %s: writing back %s at its "
+				"close: %s; %llu dirty blocks stay in it until the "
+				"next open\n", t->dir, t->d->name, strerror(-r),
+				(unsigned long long)t->ndirty);
+	}
 	__atomic_store_n(&d->tier, NULL, __ATOMIC_RELEASE);
 	if (atomic_load(&t->meta_writing) || HAS_VALIDATOR(t->kind))
 		meta_clean(t);
@@ -2775,6 +2831,37 @@ tier_drop(clio_dev *d)
 	fills_taint(t);
 	pthread_mutex_unlock(&t->lock);
 	meta_clean(t);
+}
+
+void
+tier_settle(clio_dev *d)
+{
+	struct tier *t = __atomic_load_n(&d->tier, __ATOMIC_ACQUIRE);
+	struct clio_validator v;
+	struct meta m;
+	bool have, busy = false;
+
+	if (t == NULL || !HAS_VALIDATOR(t->kind))
+		return;
+	pthread_mutex_lock(&t->wb_lock); /* no write-back batch in flight */
+	pthread_mutex_lock(&t->meta_lock);
+	pthread_mutex_lock(&t->lock);
+	for (struct top *o = t->ops; o != NULL; o = o->next)
+		busy |= o->op == CLIO_OP_WRITE && o->through;
+	pthread_mutex_unlock(&t->lock);
+	/* a write of the tier's own since the last record: its flush
+	 * records the version (crash safety 4); else the change is the
+	 * caller's (times, say), not another writer's: nothing is dropped */
+	if (!busy && !atomic_load(&t->meta_writing) && meta_read(t, &m) == 0) {
+		validator_of(t, &v, &have);
+		if (have && (!t->has_v || !validator_same(&v, &t->v))) {
+			t->v = v;
+			t->has_v = true;
+			(void)meta_write(t, m.ident, M_CLEAN);
+		}
+	}
+	pthread_mutex_unlock(&t->meta_lock);
+	pthread_mutex_unlock(&t->wb_lock);
 }
 
 int

@@ -545,6 +545,38 @@ child_wb(unsigned s)
 	return 5;
 }
 
+/* child_wb, then the file's times set (as clio mount does after a
+ * program's writes) and recorded as its own with clio_validator_set,
+ * then kill -9 */
+static int
+child_wb_times(unsigned s)
+{
+	struct stack st;
+	char *b = malloc(WB_LEN);
+	struct timespec tv[2] = { { 1000000000, 0 }, { 1000000000, 0 } };
+	struct clio_validator v;
+	struct stat sb;
+
+	if (b == NULL || stack_open(&st, "writeback", "8M", 256 * TU_KiB) < 0)
+		return 2;
+	tu_fill(b, WB_LEN, WB_A, s);
+	if (clio_pwrite(st.f, b, WB_LEN, WB_A) != WB_LEN)
+		return 3;
+	if (clio_fsync(st.f) != 0)
+		return 4;
+	if (utimensat(AT_FDCWD, path, tv, 0) < 0 || stat(path, &sb) < 0)
+		return 5;
+	memset(&v, 0, sizeof(v));
+	v.size = (uint64_t)sb.st_size;
+	v.mtime_ns = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
+	v.ctime_ns = (int64_t)sb.st_ctim.tv_sec * 1000000000 + sb.st_ctim.tv_nsec;
+	v.id = (uint64_t)sb.st_ino;
+	if (clio_validator_set(st.f, &v) != 0)
+		return 6;
+	raise(SIGKILL);
+	return 7;
+}
+
 static void
 run_wb_child(unsigned s)
 {
@@ -588,6 +620,34 @@ test_writeback_recover(void **state)
 	assert_int_equal(tu_check(truth + WB_A, WB_LEN, WB_A, 70), -1);
 	assert_int_equal(tu_check(truth + WB_B, WB_LEN, WB_B, 70), -1);
 	assert_int_equal(tu_check(truth + WB_LEN, WB_B - WB_LEN, WB_LEN, 7), -1);
+	free(truth);
+}
+
+/* A change of the file's times that the writer records as its own
+ * (clio_validator_set) between its fsync and a crash: the restart
+ * writes the dirty blocks back, not to lost+found. */
+static void
+test_writeback_times(void **state)
+{
+	struct stack st;
+	char *truth;
+	int status;
+	pid_t p;
+
+	(void)state;
+	nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	mkdir(dcdir, 0755);
+	make_file(11);
+	p = spawn("child-wbtimes", 110, 0);
+	assert_true(p > 0);
+	assert_int_equal(waitpid(p, &status, 0), p);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	assert_int_equal(stack_open(&st, "writethrough", "8M", 256 * TU_KiB), 0);
+	assert_int_equal(param(st.d, "lost_found"), 0);
+	assert_int_equal(param(st.d, "dirty"), 0);
+	assert_int_equal(stack_close(&st), 0);
+	truth = file_read();
+	assert_int_equal(tu_check(truth + WB_A, WB_LEN, WB_A, 110), -1);
 	free(truth);
 }
 
@@ -639,6 +699,54 @@ test_writeback_conflict(void **state)
 	assert_int_equal(nfiles, WB_LEN / BS);
 	free(before);
 	free(after);
+
+	/* again, in the same second as far as lost+found can tell (the
+	 * names of the next seconds are taken, holding the first blocks):
+	 * the second batch goes beside the first, overwriting none */
+	char first[300] = "", p[1200], obj[20];
+	dp = opendir(lf);
+	while ((e = readdir(dp)) != NULL)
+		if (e->d_name[0] != '.')
+			snprintf(first, sizeof(first), "%s", e->d_name);
+	closedir(dp);
+	assert_int_equal(sscanf(first, "%16[0-9a-f]-", obj), 1);
+	long long now = (long long)time(NULL);
+	for (int k = 0; k < 4; k++) {
+		char to[1200];
+		snprintf(to, sizeof(to), "%s/%s-%lld", lf, obj, now + k);
+		if (mkdir(to, 0700) < 0)
+			continue; /* the first one's */
+		for (uint64_t off = WB_A; off < WB_A + WB_LEN; off += BS) {
+			snprintf(p, sizeof(p), "%s/%s/%llu", lf, first, (unsigned long long)off);
+			snprintf(to, sizeof(to), "%s/%s-%lld/%llu", lf, obj, now + k,
+				 (unsigned long long)off);
+			assert_int_equal(link(p, to), 0);
+		}
+	}
+	run_wb_child(81);
+	file_write(FSIZE - 4096, 4096, 10);
+	assert_int_equal(stack_open(&st, "writethrough", "8M", 256 * TU_KiB), 0);
+	assert_int_equal(param(st.d, "lost_found"), 2 * WB_LEN / BS);
+	assert_int_equal(stack_close(&st), 0);
+	int n80 = 0, n81 = 0;
+	dp = opendir(lf);
+	while ((e = readdir(dp)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		for (uint64_t off = WB_A; off < WB_A + WB_LEN; off += BS) {
+			char b[BS];
+			snprintf(p, sizeof(p), "%s/%s/%llu", lf, e->d_name, (unsigned long long)off);
+			int fd = open(p, O_RDONLY);
+			assert_true(fd >= 0);
+			assert_int_equal(read(fd, b, BS), BS);
+			close(fd);
+			n80 += tu_check(b, BS, off, 80) == -1;
+			n81 += tu_check(b, BS, off, 81) == -1;
+		}
+	}
+	closedir(dp);
+	assert_int_equal(n81, WB_LEN / BS);
+	assert_true(n80 >= 4 * (int)(WB_LEN / BS)); /* all the first batch's copies */
 }
 
 static void
@@ -1325,8 +1433,9 @@ test_writeback_smaller_restart(void **state)
 }
 
 /* Dirty blocks that must go to lost+found but cannot (DIR/lost+found is
- * not a directory) are not dropped: the object runs without the tier,
- * the file untouched, and a later restart keeps them aside. */
+ * not a directory, or a symbolic link to one: not followed) are not
+ * dropped: the object runs without the tier, the file untouched, and a
+ * later restart keeps them aside. */
 static void
 test_lost_found_fails(void **state)
 {
@@ -1351,6 +1460,18 @@ test_lost_found_fails(void **state)
 	char *after = file_read();
 	assert_memory_equal(before, after, FSIZE);
 	free(after);
+	assert_int_equal(unlink(lf), 0);
+	char away[400];
+	snprintf(away, sizeof(away), "%s/away", dir);
+	assert_int_equal(mkdir(away, 0755), 0);
+	assert_int_equal(symlink(away, lf), 0);
+	assert_int_equal(stack_open(&st, "writethrough", "8M", 256 * TU_KiB), 0);
+	read_all_check(&st, before);
+	assert_int_equal(stack_close(&st), 0);
+	after = file_read();
+	assert_memory_equal(before, after, FSIZE);
+	free(after);
+	assert_int_equal(rmdir(away), 0); /* nothing went there */
 	assert_int_equal(unlink(lf), 0);
 	assert_int_equal(stack_open(&st, "writethrough", "8M", 256 * TU_KiB), 0);
 	assert_int_equal(param(st.d, "lost_found"), 2 * WB_LEN / BS);
@@ -2206,6 +2327,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_kill9),
 		cmocka_unit_test(test_writeback_recover),
 		cmocka_unit_test(test_writeback_conflict),
+		cmocka_unit_test(test_writeback_times),
 		cmocka_unit_test(test_writeback_close),
 		cmocka_unit_test(test_truncate),
 		cmocka_unit_test(test_threads),
@@ -2259,6 +2381,8 @@ main(int argc, char **argv)
 			return child_wb_grow((unsigned)atoi(argv[3]));
 		if (strcmp(argv[1], "child-wb") == 0)
 			return child_wb((unsigned)atoi(argv[3]));
+		if (strcmp(argv[1], "child-wbtimes") == 0)
+			return child_wb_times((unsigned)atoi(argv[3]));
 		return 2;
 	}
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -2267,5 +2391,7 @@ main(int argc, char **argv)
 	self[n] = '\0';
 	seed = e ? (unsigned)atoi(e) : (unsigned)time(NULL);
 	printf("test-tier: seed %u (TIER_SEED=%u repeats it)\n", seed, seed);
+	if (getenv("CLIO_TEST") != NULL) /* run one: CLIO_TEST=test_flip */
+		cmocka_set_test_filter(getenv("CLIO_TEST"));
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
