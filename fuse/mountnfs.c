@@ -46,6 +46,9 @@
  * acdirmin (30 s) for a directory when they were last seen changed,
  * doubling at each refresh that finds them unchanged, up to acregmax
  * (60 s) / acdirmax (60 s); actimeo=N sets all four, noac makes them 0.
+A name made, removed or renamed through the mount expires its
+directory's attributes; a name removed or replaced, those of every file
+with more than one link (links_gen: it may have been one of its names).
  * A refresh that finds a file's version (fileid, size, mtime, ctime)
  * changed while no handle of this mount writes it drops its stale clean
  * buffers (clio_revalidate); the kernel drops its pages on the same
@@ -123,6 +126,7 @@ struct nnode {
 	struct stat st;		/* the attribute cache */
 	bool have_st;
 	double expires, timeo;
+	uint64_t links_seen;	/* links_gen when st was stored */
 	int nopen, nwriters;
 	char *silly;		/* the name it hides under, unlinked while open */
 	bool validated;		/* lease: revalidated once */
@@ -159,6 +163,7 @@ static char *dev_base;		/* "nfs://HOST/EXPORT" */
 static char *dev_query;		/* "?..." or "" */
 static int def_uid, def_gid;
 static bool creds_fixed;	/* uid= or gid= in the URL */
+static atomic_uint_fast64_t links_gen; /* names removed or replaced so far */
 
 static struct nnode *
 node_of(fuse_ino_t ino)
@@ -228,7 +233,32 @@ attr_store(struct nnode *n, const struct stat *st)
 	n->st = *st;
 	n->have_st = true;
 	n->expires = now_monotonic() + n->timeo;
+	n->links_seen = atomic_load(&links_gen);
 	return changed;
+}
+
+/* May n's cached attributes answer (n->lock held)?  Not after they
+ * expired, nor for a file with more than one name after any name was
+ * removed through the mount: it may have been one of them (its link
+ * count, its ctime). */
+static bool
+attr_valid(const struct nnode *n)
+{
+	return n->have_st && now_monotonic() < n->expires &&
+	       (n->st.st_nlink <= 1 || S_ISDIR(n->st.st_mode) ||
+		n->links_seen == atomic_load(&links_gen));
+}
+
+/* A name in directory ino was made, removed or replaced through the
+ * mount: its cached attributes (mtime, ctime, link count) are stale. */
+static void
+dir_changed(fuse_ino_t ino)
+{
+	struct nnode *n = node_of(ino);
+
+	pthread_mutex_lock(&n->lock);
+	n->expires = 0;
+	pthread_mutex_unlock(&n->lock);
 }
 
 /* attr_store, and a changed file nobody here writes loses its stale
@@ -633,7 +663,7 @@ reply_attr(fuse_req_t req, struct nnode *n, bool force, bool reval)
 	int err = 0;
 
 	pthread_mutex_lock(&n->lock);
-	if (force || !n->have_st || now_monotonic() >= n->expires) {
+	if (force || !attr_valid(n)) {
 		err = node_stat(n, &st);
 		/* the name it was known by is gone (unlinked through the mount
 		 * with another link left, removed or replaced on the server):
@@ -828,6 +858,8 @@ nfs_mkdir_op(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 		creds_leave();
 	}
 	r = meta_leave(r);
+	if (r == 0)
+		dir_changed(parent);
 	reply_entry_path(req, path, nerr(r));
 }
 
@@ -846,6 +878,8 @@ nfs_symlink_op(fuse_req_t req, const char *link, fuse_ino_t parent,
 		creds_leave();
 	}
 	r = meta_leave(r);
+	if (r == 0)
+		dir_changed(parent);
 	reply_entry_path(req, path, nerr(r));
 }
 
@@ -867,6 +901,8 @@ nfs_link_op(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const char *name)
 	}
 	META(r, nfs_link(meta, from, to));
 	free(from);
+	if (r == 0)
+		dir_changed(parent);
 	reply_entry_path(req, to, nerr(r));
 }
 
@@ -1013,12 +1049,16 @@ nfs_remove(fuse_req_t req, fuse_ino_t parent, const char *name, bool dir)
 		return;
 	if (!dir && hide_open(path, NULL, &r)) {
 		free(path);
+		dir_changed(parent);
 		fuse_reply_err(req, 0);
 		return;
 	}
 	META(r, dir ? nfs_rmdir(meta, path) : nfs_unlink(meta, path));
-	if (r == 0)
+	if (r == 0) {
+		atomic_fetch_add(&links_gen, 1);
+		dir_changed(parent);
 		name_gone(path);
+	}
 	free(path);
 	fuse_reply_err(req, nerr(r));
 }
@@ -1062,6 +1102,9 @@ nfs_rename_op(fuse_req_t req, fuse_ino_t parent, const char *name,
 		r = nerr(r);
 	}
 	if (r == 0) {
+		atomic_fetch_add(&links_gen, 1); /* to's file lost a name, if any */
+		dir_changed(parent);
+		dir_changed(newparent);
 		name_gone(to);
 		pthread_mutex_lock(&tbl_lock);
 		pthread_mutex_lock(&path_lock);
@@ -1383,7 +1426,7 @@ node_open_dev(struct nnode *n, int flags, struct nhandle **hp, bool *keep)
 	if (!(nopts.lease && n->validated)) {
 		struct clio_validator v;
 		struct stat st;
-		bool use_cached = n->have_st && (fresh || (!nopts.cto && now_monotonic() < n->expires));
+		bool use_cached = n->have_st && (fresh || (!nopts.cto && attr_valid(n)));
 
 		if (!use_cached && !fresh) {
 			/* the name may name another file now (one renamed over
@@ -1497,8 +1540,10 @@ nfs_create_op(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	}
 	r = meta_leave(r);
 	r = nerr(r);
-	if (r == 0)
+	if (r == 0) {
+		dir_changed(parent);
 		r = meta_stat(path, &st);
+	}
 	if (r != 0) {
 		free(path);
 		fuse_reply_err(req, r);

@@ -8,7 +8,9 @@
 # and of a directory with a file in it), link, symlink and readlink,
 # chmod, truncate, utimens, unlink and rmdir through the mount are seen in
 # the export's directory, and the listing through the mount equals the
-# export's; names with ? & % and = read and write as any other; clio
+# export's; after each change through the mount stat shows at once the
+# directory's new mtime and link count, and a file's after the removal
+# of its other name; names with ? & % and = read and write as any other; clio
 # stat lists an open file's device; after an fsync of an
 # open file stat shows the server's size and mtime; a bad option, a bad
 # value in the URL's query and a missing export are one-line errors (exit
@@ -99,6 +101,21 @@ rm "$m/e/b" && rmdir "$m/e" || fail "rmdir"
 [ ! -e "$export/e" ] || fail "rmdir: the export still has e"
 mkdir "$m/e" && rmdir "$m/e" || fail "a directory made again where one was removed"
 echo "ok: mkdir, rename, link, symlink, readlink, chmod, truncate, utimens, unlink, rmdir on the export"
+
+# each change through the mount is seen at once in the attributes it
+# changes (not after acdirmin): the directory's mtime and link count,
+# and the link count of a file that lost its other name
+mkdir "$m/pd" && touch -d 2001-01-01 "$m/pd" && stat "$m/pd" >/dev/null || fail "mkdir pd"
+for op in "mkdir $m/pd/sub" "touch $m/pd/f" "mv $m/pd/f $m/pd/g" "ln $m/pd/g $m/pd/h" \
+	"rm $m/pd/g" "ln -s g $m/pd/s" "rmdir $m/pd/sub"; do
+	$op || fail "$op"
+	[ "$(stat -c '%h %y' "$m/pd")" = "$(stat -c '%h %y' "$export/pd")" ] ||
+		fail "after '$op' the directory shows '$(stat -c '%h %y' "$m/pd")', the export '$(stat -c '%h %y' "$export/pd")'"
+	[ ! -e "$m/pd/h" ] || [ "$(stat -c %h "$m/pd/h")" = "$(stat -c %h "$export/pd/h")" ] ||
+		fail "after '$op' pd/h shows $(stat -c %h "$m/pd/h") links, the export $(stat -c %h "$export/pd/h")"
+done
+rm -r "$m/pd" || fail "rm -r pd"
+echo "ok: a directory's mtime and link count, and a file's link count, seen at once after each change"
 
 # clio stat: the open file's device is listed by its path
 exec 3<"$m/w4"
