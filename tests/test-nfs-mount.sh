@@ -10,8 +10,9 @@
 # the export's directory, and the listing through the mount equals the
 # export's; after each change through the mount stat shows at once the
 # directory's new mtime and link count, and a file's after the removal
-# of its other name; names with ? & % and = read and write as any other; clio
-# stat lists an open file's device; after an fsync of an
+# of its other name; names with ? & % and = read and write as any other, and
+# a file whose directory is more than 1024 bytes below / (MOUNT's
+# limit); clio stat lists an open file's device; after an fsync of an
 # open file stat shows the server's size and mtime; a bad option, a bad
 # value in the URL's query and a missing export are one-line errors (exit
 # 64, 66); after the unmount everything is on the server; under lease,
@@ -67,6 +68,19 @@ for name in 'R&D' 'why?' '100%25' 'a?b&c%d=e'; do
 	cmp "$export/$name.srv" "$m/$name.srv" || fail "'$name.srv' made on the export reads different"
 done
 echo "ok: names with ? & % = are written and read through the mount"
+
+# a file whose directory is more than MOUNT's 1024 bytes below / (six
+# names of 200 bytes): its device mounts a shorter directory and looks
+# the rest up
+n200=$(awk 'BEGIN { while (i++ < 200) printf "n" }')
+deep=$n200/$n200/$n200/$n200/$n200/$n200
+mkdir -p "$m/$deep" || fail "mkdir -p of a deep directory"
+head -c 70000 /dev/urandom >"$tmp/deep"
+cp "$tmp/deep" "$m/$deep/f" || fail "cannot write a file $(printf %s "$export/$deep/f" | wc -c) bytes below /"
+cmp "$tmp/deep" "$export/$deep/f" && cmp "$tmp/deep" "$m/$deep/f" ||
+	fail "the deep file differs"
+rm -r "$m/$n200" || fail "rm -r of the deep directory"
+echo "ok: a file more than 1024 bytes below / is written and read"
 
 # ---------------------------------------------------------- directories
 mkdir "$m/d" || fail "mkdir"
