@@ -8,11 +8,12 @@
  * name and attribute call: LOOKUP walks, GETATTR, READDIRPLUS, CREATE,
  * MKDIR, REMOVE, RMDIR, RENAME, LINK, SYMLINK, READLINK, SETATTR,
  * FSSTAT, by path from the export's root (libnfs's high-level calls;
- * its directory cache and read-ahead are off).  A FUSE node id is the
- * address of a struct nnode, found by the server's fileid in a hash
- * table; a node holds its last known path (under path_lock): a lookup or
- * a listing sets it, a rename through the mount rewrites it and those
- * below it.  Lookup counts as in mountfs.c.  A lost connection fails
+ * its directory cache and read-ahead are off).  A directory is listed
+ * whole at opendir, and again at a readdir from 0 (rewinddir).  A FUSE
+ * node id is the address of a struct nnode, found by the server's
+ * fileid in a hash table; a node holds its last known path (under
+ * path_lock): a lookup or a listing sets it, a rename through the mount
+ * rewrites it and those below it.  Lookup counts as in mountfs.c.  A lost connection fails
  * the names' calls on it at once (libnfs's reconnection is off: its
  * synchronous calls would wait for a dead server forever); a call
  * unanswered for the URL's timeo= (libnfs's EINTR) fails with ETIMEDOUT;
@@ -1153,36 +1154,42 @@ struct ndirent {
 struct ndir {
 	struct ndirent *e;
 	size_t n;
+	bool read;		/* a readdir was answered from it */
 };
 
+/* d's entries, freed. */
 static void
-ndir_free(struct ndir *d)
+ndir_clear(struct ndir *d)
 {
 	size_t i;
 
 	for (i = 0; i < d->n; i++)
 		free(d->e[i].name);
 	free(d->e);
+	d->e = NULL;
+	d->n = 0;
+}
+
+static void
+ndir_free(struct ndir *d)
+{
+	ndir_clear(d);
 	free(d);
 }
 
-/* The whole listing at opendir: READDIRPLUS, with the attributes. */
-static void
-nfs_opendir_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+/* The whole listing of directory ino into d (empty): READDIRPLUS, with
+ * the attributes.  0 or an errno. */
+static int
+ndir_load(fuse_ino_t ino, struct ndir *d)
 {
 	struct nfsdir *nd = NULL;
 	struct nfsdirent *de;
-	struct ndir *d = calloc(1, sizeof(*d));
 	char *path = path_of(node_of(ino), NULL);
 	size_t cap = 0;
 	int r;
 
-	if (d == NULL || path == NULL) {
-		free(d);
-		free(path);
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
+	if (path == NULL)
+		return ENOMEM;
 	if ((r = meta_enter()) == 0)
 		r = nfs_opendir(meta, path, &nd);
 	while (r == 0 && (de = nfs_readdir(meta, nd)) != NULL) {
@@ -1226,9 +1233,22 @@ nfs_opendir_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		nfs_closedir(meta, nd);
 	r = meta_leave(r);
 	free(path);
+	if (r != 0)
+		ndir_clear(d);
+	return nerr(r);
+}
+
+/* The listing is read at opendir, and again at a readdir from offset 0
+ * after the first (rewinddir(3): the directory as it is now). */
+static void
+nfs_opendir_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct ndir *d = calloc(1, sizeof(*d));
+	int r = d != NULL ? ndir_load(ino, d) : ENOMEM;
+
 	if (r != 0) {
-		ndir_free(d);
-		fuse_reply_err(req, nerr(r));
+		free(d);
+		fuse_reply_err(req, r);
 		return;
 	}
 	fi->fh = (uintptr_t)d;
@@ -1243,6 +1263,7 @@ nfs_readdir_any(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct nnode *dn = node_of(ino);
 	char *buf = malloc(size), *dpath = path_of(dn, NULL);
 	size_t used = 0, i;
+	int r;
 
 	if (buf == NULL || dpath == NULL) {
 		free(buf);
@@ -1250,6 +1271,16 @@ nfs_readdir_any(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
+	if (off == 0 && d->read) {
+		ndir_clear(d);
+		if ((r = ndir_load(ino, d)) != 0) {
+			free(buf);
+			free(dpath);
+			fuse_reply_err(req, r);
+			return;
+		}
+	}
+	d->read = true;
 	for (i = (size_t)off; i < d->n; i++) {
 		struct ndirent *x = &d->e[i];
 		bool dot = strcmp(x->name, ".") == 0 || strcmp(x->name, "..") == 0;

@@ -10,7 +10,7 @@
 # the export's directory, and the listing through the mount equals the
 # export's; after each change through the mount stat shows at once the
 # directory's new mtime and link count, and a file's after the removal
-# of its other name; names with ? & % and = read and write as any other, and
+# of its other name; rewinddir(3) lists a directory anew; names with ? & % and = read and write as any other, and
 # a file whose directory is more than 1024 bytes below / (MOUNT's
 # limit); clio stat lists an open file's device; after an fsync of an
 # open file stat shows the server's size and mtime; a bad option, a bad
@@ -130,6 +130,26 @@ for op in "mkdir $m/pd/sub" "touch $m/pd/f" "mv $m/pd/f $m/pd/g" "ln $m/pd/g $m/
 done
 rm -r "$m/pd" || fail "rm -r pd"
 echo "ok: a directory's mtime and link count, and a file's link count, seen at once after each change"
+
+# rewinddir(3) lists the directory as it is now (CPython's listdir(fd)
+# rewinds the descriptor it read): a name made and one removed through
+# the mount, one made on the export
+mkdir "$m/rd" && touch "$m/rd/a" "$m/rd/b" || fail "mkdir rd"
+python3 - "$m/rd" "$export/rd" >"$tmp/rd.out" 2>&1 <<'EOF'
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+l1 = sorted(os.listdir(fd))
+open(sys.argv[1] + "/c", "w").close()
+os.unlink(sys.argv[1] + "/a")
+l2 = sorted(os.listdir(fd))
+open(sys.argv[2] + "/d", "w").close()
+l3 = sorted(os.listdir(fd))
+print(" ".join(l1), "|", " ".join(l2), "|", " ".join(l3))
+EOF
+[ "$(cat "$tmp/rd.out")" = "a b | b c | b c d" ] ||
+	fail "listings after rewinddir: '$(cat "$tmp/rd.out")', not 'a b | b c | b c d'"
+rm -r "$m/rd" || fail "rm -r rd"
+echo "ok: a directory read again after rewinddir is listed as it is now"
 
 # clio stat: the open file's device is listed by its path
 exec 3<"$m/w4"
