@@ -763,10 +763,9 @@ nfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 	if (valid & FUSE_SET_ATTR_MODE)
 		META(r, nfs_chmod(meta, path, (int)(attr->st_mode & 07777)));
 	if (r == 0 && (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))) {
-		pthread_mutex_lock(&n->lock);
-		int uid = (valid & FUSE_SET_ATTR_UID) ? (int)attr->st_uid : (int)n->st.st_uid;
-		int gid = (valid & FUSE_SET_ATTR_GID) ? (int)attr->st_gid : (int)n->st.st_gid;
-		pthread_mutex_unlock(&n->lock);
+		/* -1 leaves it as the server has it (not the cached one) */
+		int uid = (valid & FUSE_SET_ATTR_UID) ? (int)attr->st_uid : -1;
+		int gid = (valid & FUSE_SET_ATTR_GID) ? (int)attr->st_gid : -1;
 		META(r, nfs_lchown(meta, path, uid, gid));
 	}
 	if (r == 0 && (valid & FUSE_SET_ATTR_SIZE)) {

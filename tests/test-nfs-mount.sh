@@ -6,7 +6,8 @@
 # one) equal their copies on the export's disk after close, files made on
 # the export read back equal through the mount; mkdir, rename (of a file
 # and of a directory with a file in it), link, symlink and readlink,
-# chmod, truncate, utimens, unlink and rmdir through the mount are seen in
+# chmod, chown and chgrp (the other id left as the server has it),
+# truncate, utimens, unlink and rmdir through the mount are seen in
 # the export's directory, and the listing through the mount equals the
 # export's; after each change through the mount stat shows at once the
 # directory's new mtime and link count, and a file's after the removal
@@ -100,6 +101,12 @@ ln -s ../w1 "$m/e/s" || fail "symlink"
 [ "$(readlink "$export/e/s")" = ../w1 ] || fail "symlink: the export's link says '$(readlink "$export/e/s")'"
 [ "$(readlink "$m/e/s")" = ../w1 ] || fail "readlink through the mount"
 chmod 640 "$m/e/b" || fail "chmod"
+# chown of the owner only keeps the group the server has, and chgrp the
+# owner (not those cached at the last stat)
+stat "$m/e/b" >/dev/null && chgrp 7 "$export/e/b" && chown 5 "$m/e/b" || fail "chown 5"
+[ "$(stat -c %u:%g "$export/e/b")" = 5:7 ] || fail "chown 5: the export shows $(stat -c %u:%g "$export/e/b"), not 5:7"
+stat "$m/e/b" >/dev/null && chown 6 "$export/e/b" && chgrp 8 "$m/e/b" || fail "chgrp 8"
+[ "$(stat -c %u:%g "$export/e/b")" = 6:8 ] || fail "chgrp 8: the export shows $(stat -c %u:%g "$export/e/b"), not 6:8"
 [ "$(stat -c %a "$export/e/b")" = 640 ] || fail "chmod: the export shows $(stat -c %a "$export/e/b")"
 truncate -s 3 "$m/e/b" || fail "truncate"
 [ "$(stat -c %s "$export/e/b")" -eq 3 ] && [ "$(cat "$m/e/b")" = hel ] || fail "truncate: not 3 bytes"
