@@ -6,7 +6,7 @@
  *
  * Names.  One libnfs context (meta, under meta_lock) carries every
  * name and attribute call: LOOKUP walks, GETATTR, READDIRPLUS, CREATE,
- * MKDIR, REMOVE, RMDIR, RENAME, LINK, SYMLINK, READLINK, SETATTR,
+ * MKDIR, MKNOD, REMOVE, RMDIR, RENAME, LINK, SYMLINK, READLINK, SETATTR,
  * FSSTAT, by path from the export's root (libnfs's high-level calls;
  * its directory cache and read-ahead are off).  A directory is listed
  * whole at opendir, and again at a readdir from 0 (rewinddir).  A FUSE
@@ -855,6 +855,35 @@ nfs_mkdir_op(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 	if ((r = meta_enter()) == 0) {
 		creds_enter(req);
 		r = nfs_mkdir2(meta, path, (int)(mode & 07777));
+		creds_leave();
+	}
+	r = meta_leave(r);
+	if (r == 0)
+		dir_changed(parent);
+	reply_entry_path(req, path, nerr(r));
+}
+
+/* mknod(2), mkfifo(3): MKNOD; a regular file, CREATE. */
+static void
+nfs_mknod_op(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+	     dev_t rdev)
+{
+	struct nfsfh *fh = NULL;
+	char *path;
+	int r;
+
+	if ((path = name_path(req, parent, name)) == NULL)
+		return;
+	if ((r = meta_enter()) == 0) {
+		creds_enter(req);
+		if (S_ISREG(mode)) {
+			r = nfs_create(meta, path, O_CREAT | O_EXCL | O_RDWR,
+				       (int)(mode & 07777), &fh);
+			if (r == 0)
+				nfs_close(meta, fh);
+		} else {
+			r = nfs_mknod(meta, path, (int)(mode & (S_IFMT | 07777)), (int)rdev);
+		}
 		creds_leave();
 	}
 	r = meta_leave(r);
@@ -1743,6 +1772,7 @@ const struct fuse_lowlevel_ops mountnfs_ops = {
 	.setattr = nfs_setattr,
 	.readlink = nfs_readlink_op,
 	.mkdir = nfs_mkdir_op,
+	.mknod = nfs_mknod_op,
 	.unlink = nfs_unlink_op,
 	.rmdir = nfs_rmdir_op,
 	.symlink = nfs_symlink_op,

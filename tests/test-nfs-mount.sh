@@ -6,6 +6,7 @@
 # one) equal their copies on the export's disk after close, files made on
 # the export read back equal through the mount; mkdir, rename (of a file
 # and of a directory with a file in it), link, symlink and readlink,
+# mkfifo and mknod,
 # chmod, chown and chgrp (the other id left as the server has it),
 # truncate, utimens, unlink and rmdir through the mount are seen in
 # the export's directory, and the listing through the mount equals the
@@ -98,6 +99,13 @@ ln "$m/e/b" "$m/e/c" || fail "link"
 [ "$(stat -c %i "$export/e/b")" = "$(stat -c %i "$export/e/c")" ] || fail "link: not one inode on the export"
 [ "$(stat -c %h "$m/e/b")" -eq 2 ] || fail "link: the mount shows $(stat -c %h "$m/e/b") links"
 ln -s ../w1 "$m/e/s" || fail "symlink"
+mkfifo "$m/e/p" && mknod "$m/e/cd" c 1 3 || fail "mkfifo, mknod"
+[ -p "$export/e/p" ] && [ "$(stat -c '%F %t,%T' "$export/e/cd")" = "character special file 1,3" ] &&
+	[ "$(stat -c '%F %t,%T' "$m/e/cd")" = "character special file 1,3" ] ||
+	fail "mknod: the export has '$(stat -c %F "$export/e/p")' and '$(stat -c '%F %t,%T' "$export/e/cd")'"
+(echo fifo >"$m/e/p" &)
+[ "$(timeout 10 cat "$m/e/p")" = fifo ] || fail "nothing came through the FIFO made through the mount"
+rm "$m/e/p" "$m/e/cd" || fail "rm of the FIFO and the device"
 [ "$(readlink "$export/e/s")" = ../w1 ] || fail "symlink: the export's link says '$(readlink "$export/e/s")'"
 [ "$(readlink "$m/e/s")" = ../w1 ] || fail "readlink through the mount"
 chmod 640 "$m/e/b" || fail "chmod"
