@@ -907,6 +907,10 @@ nfs_symlink_op(fuse_req_t req, const char *link, fuse_ino_t parent,
 		creds_leave();
 	}
 	r = meta_leave(r);
+	/* libnfs encodes a call in 4 KiB: a longer one fails there (its
+	 * ENOMEM), a target of more than about 3900 bytes */
+	if (r == -ENOMEM && strlen(link) > 2048)
+		r = -ENAMETOOLONG;
 	if (r == 0)
 		dir_changed(parent);
 	reply_entry_path(req, path, nerr(r));

@@ -5,7 +5,8 @@
 # mount (seeded sizes, 0 bytes to 1.5 MB, and a seeded overwrite inside
 # one) equal their copies on the export's disk after close, files made on
 # the export read back equal through the mount; mkdir, rename (of a file
-# and of a directory with a file in it), link, symlink and readlink,
+# and of a directory with a file in it), link, symlink (a target of 4000
+# bytes: ENAMETOOLONG) and readlink,
 # mkfifo and mknod,
 # chmod, chown and chgrp (the other id left as the server has it),
 # truncate, utimens, unlink and rmdir through the mount are seen in
@@ -108,6 +109,15 @@ mkfifo "$m/e/p" && mknod "$m/e/cd" c 1 3 || fail "mkfifo, mknod"
 rm "$m/e/p" "$m/e/cd" || fail "rm of the FIFO and the device"
 [ "$(readlink "$export/e/s")" = ../w1 ] || fail "symlink: the export's link says '$(readlink "$export/e/s")'"
 [ "$(readlink "$m/e/s")" = ../w1 ] || fail "readlink through the mount"
+# a target of 3000 bytes is made; one of 4000 is too long for libnfs's
+# 4 KiB request: ENAMETOOLONG (not ENOMEM), and nothing is made
+t3k=$(awk 'BEGIN { while (i++ < 3000) printf "t" }')
+ln -s "$t3k" "$m/e/s3k" && [ "$(readlink "$export/e/s3k")" = "$t3k" ] || fail "a symlink to 3000 bytes"
+rm "$m/e/s3k"
+ln -s "$t3k$(awk 'BEGIN { while (i++ < 1000) printf "t" }')" "$m/e/s4k" 2>"$tmp/err" &&
+	fail "a symlink to 4000 bytes was made"
+grep -q "File name too long" "$tmp/err" && [ ! -L "$export/e/s4k" ] ||
+	fail "a symlink to 4000 bytes: '$(cat "$tmp/err")'"
 chmod 640 "$m/e/b" || fail "chmod"
 # chown of the owner only keeps the group the server has, and chgrp the
 # owner (not those cached at the last stat)
