@@ -920,6 +920,7 @@ static void
 nfs_link_op(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const char *name)
 {
 	char *from, *to;
+	struct stat st;
 	int r;
 
 	if (mount_stats_guard(req, parent, name))
@@ -932,7 +933,17 @@ nfs_link_op(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	META(r, nfs_link(meta, from, to));
+	/* libnfs's LINK follows a symbolic link at from: a link to the
+	 * link itself is refused, and one to what from names now (not
+	 * ino) too */
+	if ((r = -meta_stat(from, &st)) == 0) {
+		if ((uint64_t)st.st_ino != node_of(ino)->fileid)
+			r = -ESTALE;
+		else if (S_ISLNK(st.st_mode))
+			r = -EPERM;
+	}
+	if (r == 0)
+		META(r, nfs_link(meta, from, to));
 	free(from);
 	if (r == 0)
 		dir_changed(parent);

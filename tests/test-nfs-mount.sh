@@ -6,7 +6,7 @@
 # one) equal their copies on the export's disk after close, files made on
 # the export read back equal through the mount; mkdir, rename (of a file
 # and of a directory with a file in it), link, symlink (a target of 4000
-# bytes: ENAMETOOLONG) and readlink,
+# bytes: ENAMETOOLONG) and readlink, a hard link to a symlink (EPERM),
 # mkfifo and mknod,
 # chmod, chown and chgrp (the other id left as the server has it),
 # truncate, utimens, unlink and rmdir through the mount are seen in
@@ -109,6 +109,12 @@ mkfifo "$m/e/p" && mknod "$m/e/cd" c 1 3 || fail "mkfifo, mknod"
 rm "$m/e/p" "$m/e/cd" || fail "rm of the FIFO and the device"
 [ "$(readlink "$export/e/s")" = ../w1 ] || fail "symlink: the export's link says '$(readlink "$export/e/s")'"
 [ "$(readlink "$m/e/s")" = ../w1 ] || fail "readlink through the mount"
+# a hard link to a symbolic link: refused (libnfs's LINK would link the
+# file it names), and nothing changes on the export
+ln "$m/e/s" "$m/e/hs" 2>"$tmp/err" && fail "a hard link to a symlink was made"
+grep -q "Operation not permitted" "$tmp/err" && [ ! -e "$export/e/hs" ] && [ ! -L "$export/e/hs" ] &&
+	[ "$(stat -c %h "$export/w1")" -eq 1 ] ||
+	fail "ln of a symlink: '$(cat "$tmp/err")', $(stat -c %h "$export/w1") links to w1"
 # a target of 3000 bytes is made; one of 4000 is too long for libnfs's
 # 4 KiB request: ENAMETOOLONG (not ENOMEM), and nothing is made
 t3k=$(awk 'BEGIN { while (i++ < 3000) printf "t" }')
