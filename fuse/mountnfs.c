@@ -68,8 +68,9 @@ with more than one link (links_gen: it may have been one of its names).
  * uses the cached attributes while they are valid.  Each flush (close)
  * of a handle that wrote: clio_fsync (write back and COMMIT), then
  * GETATTR, recorded with clio_validator_set so the next open keeps
- * what this mount wrote; an fsync of such a handle records it too (the
- * size and mtime that stat(2) shows then are the server's).
+ * what this mount wrote (a utimens writes back first: WRITEs after it
+ * would set the mtime again); an fsync of such a handle records it too
+ * (the size and mtime that stat(2) shows then are the server's).
  *
  * lease: this mount asserts it is the export's only writer (what an
  * NFSv4 write delegation would promise).  A file is revalidated at its
@@ -747,7 +748,7 @@ nfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 	    struct fuse_file_info *fi)
 {
 	struct nnode *n = node_of(ino);
-	bool via_dev = false;	/* the size set through the file's device */
+	bool via_dev = false;	/* the size set, or data written, through the device */
 	char *path;
 	int r = 0;
 
@@ -782,10 +783,21 @@ nfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 		struct timespec now;
 		struct stat cur;
 
-		clock_gettime(CLOCK_REALTIME, &now);
 		pthread_mutex_lock(&n->lock);
+		if (n->cf != NULL && !n->cdev_ro) {
+			/* dirty data first: its WRITEs after the SETATTR would
+			 * set the mtime again (cp -p, tar, rsync -t) */
+			r = clio_fsync(n->cf);
+			via_dev = r == 0;
+		}
 		cur = n->st;
 		pthread_mutex_unlock(&n->lock);
+		if (r != 0) {
+			free(path);
+			fuse_reply_err(req, nerr(r));
+			return;
+		}
+		clock_gettime(CLOCK_REALTIME, &now);
 		tv[0].tv_sec = cur.st_atim.tv_sec;
 		tv[0].tv_usec = cur.st_atim.tv_nsec / 1000;
 		tv[1].tv_sec = cur.st_mtim.tv_sec;

@@ -16,7 +16,8 @@
 # of its other name; rewinddir(3) lists a directory anew; names with ? & % and = read and write as any other, and
 # a file whose directory is more than 1024 bytes below / (MOUNT's
 # limit); clio stat lists an open file's device; after an fsync of an
-# open file stat shows the server's size and mtime; a bad option, a bad
+# open file stat shows the server's size and mtime; cp -p keeps its mtime
+# (close-to-open and lease); a bad option, a bad
 # value in the URL's query and a missing export are one-line errors (exit
 # 64, 66); after the unmount everything is on the server; under lease,
 # an idle device evicted (idle_devices=1) writes its file back, the
@@ -207,6 +208,15 @@ read -r s1 m1 c1 s2 m2 c2 <"$tmp/mt.out" || fail "the fsync of an open file: $(c
 	fail "after fsync the mount shows size mtime ctime '$s1 $m1 $c1', the server '$s2 $m2 $c2'"
 echo "ok: after fsync of an open file, stat shows the server's size, mtime and ctime"
 
+# cp -p sets the times on the open descriptor after writing: the data
+# written back at the close must not set the mtime again
+head -c 300000 /dev/urandom >"$tmp/old"
+touch -d "2001-02-03 04:05:06" "$tmp/old"
+cp -p "$tmp/old" "$m/old" || fail "cp -p"
+[ "$(stat -c %Y "$export/old")" = "$(stat -c %Y "$tmp/old")" ] && cmp "$tmp/old" "$export/old" ||
+	fail "cp -p: the export's mtime is $(stat -c %y "$export/old")"
+echo "ok: cp -p keeps the mtime it set"
+
 # bad options and exports: one line naming the value, before or at the mount
 "$CLIO" mount -f -o actimeo=x "$url" "$tmp/m2" 2>"$tmp/err"; rc=$?
 [ "$rc" -eq 64 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "actimeo 'x'" "$tmp/err" ||
@@ -243,6 +253,7 @@ echo "ok: unmounted cleanly"
 # device, whose dirty data is then written back; the last stays dirty
 # until the unmount
 nfs_mount "$m" "$url" -o lease,idle_devices=1
+cp -p "$tmp/old" "$m/lold" || fail "lease: cp -p"
 for f in la lb lc; do
 	head -c 150000 /dev/urandom >"$tmp/$f"
 	cp "$tmp/$f" "$m/$f" || fail "lease: cp $f"
@@ -255,5 +266,7 @@ nfs_umount "$m"
 for f in la lb lc; do
 	cmp "$tmp/$f" "$export/$f" || fail "lease: $f differs after the unmount"
 done
+[ "$(stat -c %Y "$export/lold")" = "$(stat -c %Y "$tmp/old")" ] ||
+	fail "lease, cp -p: the export's mtime is $(stat -c %y "$export/lold") after the unmount"
 echo "ok: lease, idle_devices=1: written back at eviction and at the unmount"
 exit 0
