@@ -47,9 +47,11 @@
  * acdirmin (30 s) for a directory when they were last seen changed,
  * doubling at each refresh that finds them unchanged, up to acregmax
  * (60 s) / acdirmax (60 s); actimeo=N sets all four, noac makes them 0.
-A name made, removed or renamed through the mount expires its
-directory's attributes; a name removed or replaced, those of every file
-with more than one link (links_gen: it may have been one of its names).
+ * A name made, removed or renamed through the mount expires its
+ * directory's attributes; a name removed or replaced, those of every
+ * file with more than one link (links_gen: it may have been one of its
+ * names).  A write through the mount shows its time as the file's mtime
+ * and ctime until the server's version is recorded (wtime).
  * A refresh that finds a file's version (fileid, size, mtime, ctime)
  * changed while no handle of this mount writes it drops its stale clean
  * buffers (clio_revalidate); the kernel drops its pages on the same
@@ -129,6 +131,7 @@ struct nnode {
 	bool have_st;
 	double expires, timeo;
 	uint64_t links_seen;	/* links_gen when st was stored */
+	_Atomic int64_t wtime;	/* ns: a write here not yet in st's mtime */
 	int nopen, nwriters;
 	char *silly;		/* the name it hides under, unlinked while open */
 	bool validated;		/* lease: revalidated once */
@@ -294,14 +297,30 @@ attr_timeout(const struct nnode *n)
 	return S_ISREG(n->st.st_mode) ? 0 : entry_timeout(n);
 }
 
-/* The attributes as the mount shows them (n->lock held). */
-static void
-attr_shown(const struct nnode *n, struct stat *st)
+static int64_t
+realtime_ns(void)
 {
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	return ts_ns(&t);
+}
+
+/* The attributes as the mount shows them (n->lock held): the size and,
+ * until its version is recorded, the time of this mount's writes. */
+static void
+attr_shown(struct nnode *n, struct stat *st)
+{
+	int64_t w = atomic_load(&n->wtime);
+
 	*st = n->st;
-	st->st_ino = ino_of((struct nnode *)n);
+	st->st_ino = ino_of(n);
 	if (n->cf != NULL && S_ISREG(st->st_mode))
 		st->st_size = (off_t)clio_fsize(n->cf);
+	if (S_ISREG(st->st_mode) && w > ts_ns(&st->st_mtim)) {
+		st->st_mtim.tv_sec = st->st_ctim.tv_sec = (time_t)(w / 1000000000);
+		st->st_mtim.tv_nsec = st->st_ctim.tv_nsec = (long)(w % 1000000000);
+	}
 }
 
 /* ------------------------------------------------------------ nodes */
@@ -401,6 +420,7 @@ node_close_dev(struct nnode *n)
 		fprintf(stderr, "clio mount: %s: write-back: %s\n", n->spec, strerror(-r));
 	n->cdev = NULL;
 	n->cf = NULL;
+	atomic_store(&n->wtime, 0);
 	free(n->spec);
 	n->spec = NULL;
 	n->validated = false;
@@ -772,8 +792,8 @@ nfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 	if (r == 0 && (valid & FUSE_SET_ATTR_SIZE)) {
 		pthread_mutex_lock(&n->lock);
 		via_dev = n->cf != NULL && !n->cdev_ro; /* a read-only one cannot */
-		if (via_dev)
-			r = clio_ftruncate(n->cf, (uint64_t)attr->st_size);
+		if (via_dev && (r = clio_ftruncate(n->cf, (uint64_t)attr->st_size)) == 0)
+			atomic_store(&n->wtime, realtime_ns());
 		else
 			META(r, nfs_truncate(meta, path, (uint64_t)attr->st_size));
 		pthread_mutex_unlock(&n->lock);
@@ -813,6 +833,8 @@ nfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 			tv[1].tv_usec = t.tv_nsec / 1000;
 		}
 		META(r, nfs_lutimes(meta, path, tv));
+		if (r == 0)
+			atomic_store(&n->wtime, 0); /* the times set stand */
 	}
 	free(path);
 	if (r != 0) {
@@ -1690,6 +1712,7 @@ nfs_write_op(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		return;
 	}
 	atomic_store(&h->wrote, true);
+	atomic_store(&h->n->wtime, realtime_ns());
 	fuse_reply_write(req, (size_t)r);
 	mount_io_end(true, (size_t)r, t0);
 }
@@ -1704,6 +1727,7 @@ record_version(struct nnode *n)
 	if (n->cf != NULL && dev_version(n) == 0) {
 		validator_of_stat(&n->st, &v);
 		clio_validator_set(n->cf, &v);
+		atomic_store(&n->wtime, 0); /* the server's mtime has them */
 	}
 	pthread_mutex_unlock(&n->lock);
 }

@@ -16,7 +16,8 @@
 # of its other name; rewinddir(3) lists a directory anew; names with ? & % and = read and write as any other, and
 # a file whose directory is more than 1024 bytes below / (MOUNT's
 # limit); clio stat lists an open file's device; after an fsync of an
-# open file stat shows the server's size and mtime; cp -p keeps its mtime
+# open file stat shows the server's size and mtime, after a write not
+# yet written back a later mtime; cp -p keeps its mtime
 # (close-to-open and lease); a bad option, a bad
 # value in the URL's query and a missing export are one-line errors (exit
 # 64, 66); after the unmount everything is on the server; under lease,
@@ -207,6 +208,24 @@ read -r s1 m1 c1 s2 m2 c2 <"$tmp/mt.out" || fail "the fsync of an open file: $(c
 [ "$s1 $m1 $c1" = "$s2 $m2 $c2" ] && [ "$s1" -eq 7000 ] ||
 	fail "after fsync the mount shows size mtime ctime '$s1 $m1 $c1', the server '$s2 $m2 $c2'"
 echo "ok: after fsync of an open file, stat shows the server's size, mtime and ctime"
+
+# a write not yet written back moves the mtime stat shows at once, as
+# on a local file system; after the close it is the server's
+python3 - "$m/mw" "$export/mw" >"$tmp/mw.out" 2>&1 <<'EOF'
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY, 0o644)
+os.write(fd, b"a" * 1000)
+os.fsync(fd)
+t0 = os.stat(sys.argv[1]).st_mtime_ns
+time.sleep(0.05)
+os.write(fd, b"b" * 1000)
+a, b = os.stat(sys.argv[1]).st_mtime_ns, os.fstat(fd).st_mtime_ns
+os.close(fd)
+print(a > t0 and b > t0, os.stat(sys.argv[1]).st_mtime_ns == os.stat(sys.argv[2]).st_mtime_ns)
+EOF
+[ "$(cat "$tmp/mw.out")" = "True True" ] ||
+	fail "stat during and after a write (moved, the server's): '$(cat "$tmp/mw.out")'"
+echo "ok: a write moves the mtime stat shows before it is written back"
 
 # cp -p sets the times on the open descriptor after writing: the data
 # written back at the close must not set the mtime again
