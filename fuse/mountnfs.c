@@ -95,8 +95,8 @@
  * Credentials: the calls that create objects carry the caller's uid and
  * gid (AUTH_SYS) unless the URL names uid= or gid=; others the mount's.
  * Permissions are checked by the kernel (default_permissions) and the
- * server.  Paths with '?' or '&' cannot be named in a device string and
- * are refused (EINVAL) at open.
+ * server.  libnfs's LINK follows a symbolic link: a hard link to one is
+ * refused (EPERM).
  */
 #include <sys/time.h>
 #include <nfsc/libnfs.h>
