@@ -277,7 +277,13 @@ for f in la lb lc; do
 	head -c 150000 /dev/urandom >"$tmp/$f"
 	cp "$tmp/$f" "$m/$f" || fail "lease: cp $f"
 done
+# the kernel sends a close's RELEASE, which evicts, after close(2)
+# returned: wait for it (5 s at most)
 for f in la lb; do
+	i=0
+	while ! cmp -s "$tmp/$f" "$export/$f" && [ $i -lt 100 ]; do
+		sleep 0.05; i=$((i + 1))
+	done
 	cmp "$tmp/$f" "$export/$f" || fail "lease, idle_devices=1: $f not written back at its eviction"
 done
 [ ! -s "$export/lc" ] || fail "lease: lc on the server before its write-back"
