@@ -675,10 +675,15 @@ reply_entry_path(fuse_req_t req, char *path, int err)
 		node_forget(n, 1);
 }
 
+static int dev_version(struct nnode *n);
+
 /* Reply with n's attributes, refreshed when they expired (or force);
- * reval: a change found drops stale buffers. */
+ * reval: a change found drops stale buffers.  A file open here (fh: asked
+ * through an open file, the kernel before a read) whose name no longer
+ * names it (renamed or removed on the server) is asked by its device's
+ * handle: fstat and read go on, as with a local file. */
 static void
-reply_attr(fuse_req_t req, struct nnode *n, bool force, bool reval)
+reply_attr(fuse_req_t req, struct nnode *n, bool force, bool reval, bool fh)
 {
 	struct stat st;
 	double to;
@@ -693,7 +698,19 @@ reply_attr(fuse_req_t req, struct nnode *n, bool force, bool reval)
 		if (n != &root && (err == ENOENT ||
 				   (err == 0 && (uint64_t)st.st_ino != n->fileid)))
 			err = ESTALE;
-		if (err == 0 && reval)
+		if (err == ESTALE && (fh || n->nopen > 0) && n->cdev != NULL &&
+		    dev_version(n) == 0) {
+			/* size and times by the handle, the rest as cached */
+			if (reval && n->nwriters == 0 && !nopts.lease) {
+				struct clio_validator v;
+				validator_of_stat(&n->st, &v);
+				(void)clio_revalidate(n->cf, &v);
+			}
+			err = -1; /* stored */
+		}
+		if (err == -1)
+			err = 0;
+		else if (err == 0 && reval)
 			attr_refresh(n, &st);
 		else if (err == 0)
 			attr_store(n, &st);
@@ -756,11 +773,10 @@ nfs_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *f)
 static void
 nfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	(void)fi;
 	if (ino == mount_stats_ino())
 		mount_stats_getattr(req);
 	else
-		reply_attr(req, node_of(ino), false, true);
+		reply_attr(req, node_of(ino), false, true, fi != NULL);
 }
 
 static void
@@ -845,7 +861,7 @@ nfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 	if (n->cf != NULL && via_dev) {
 		/* the version after our own change: the next open keeps it */
 		pthread_mutex_unlock(&n->lock);
-		reply_attr(req, n, true, false);
+		reply_attr(req, n, true, false, fi != NULL);
 		pthread_mutex_lock(&n->lock);
 		if (n->cf != NULL && n->have_st) {
 			struct clio_validator v;
@@ -856,7 +872,7 @@ nfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 		return;
 	}
 	pthread_mutex_unlock(&n->lock);
-	reply_attr(req, n, true, true);
+	reply_attr(req, n, true, true, fi != NULL);
 }
 
 static void
