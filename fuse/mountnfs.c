@@ -13,10 +13,11 @@
  * node id is the address of a struct nnode, found by the server's
  * fileid in a hash table; a node holds its last known path (under
  * path_lock): a lookup or a listing sets it, a rename through the mount
- * rewrites it and those below it.  Lookup counts as in mountfs.c.  A lost connection fails
- * the names' calls on it at once (libnfs's reconnection is off: its
- * synchronous calls would wait for a dead server forever); a call
- * unanswered for the URL's timeo= (libnfs's EINTR) fails with ETIMEDOUT;
+ * rewrites it and those below it.  Lookup counts as in mountfs.c.  A
+ * lost connection fails the names' calls on it at once (libnfs's
+ * reconnection is off: its synchronous calls would wait for a dead
+ * server forever); a call unanswered for the URL's timeo= (libnfs's
+ * EINTR) fails with ETIMEDOUT;
  * a result that says so (EIO, ETIMEDOUT, ...) marks the context dead, and
  * the next call builds it anew (meta_enter: MOUNT again), failing while
  * the server is unreachable.  The URL's query is checked at the start as
@@ -701,19 +702,17 @@ reply_attr(fuse_req_t req, struct nnode *n, bool force, bool reval, bool fh)
 		if (err == ESTALE && (fh || n->nopen > 0) && n->cdev != NULL &&
 		    dev_version(n) == 0) {
 			/* size and times by the handle, the rest as cached */
+			err = 0;
 			if (reval && n->nwriters == 0 && !nopts.lease) {
 				struct clio_validator v;
 				validator_of_stat(&n->st, &v);
 				(void)clio_revalidate(n->cf, &v);
 			}
-			err = -1; /* stored */
-		}
-		if (err == -1)
-			err = 0;
-		else if (err == 0 && reval)
+		} else if (err == 0 && reval) {
 			attr_refresh(n, &st);
-		else if (err == 0)
+		} else if (err == 0) {
 			attr_store(n, &st);
+		}
 	}
 	if (err != 0) {
 		pthread_mutex_unlock(&n->lock);
