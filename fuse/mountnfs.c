@@ -41,7 +41,8 @@
  * renamed over there, is first renamed to .clio-silly-FILEID in its
  * directory (an NFS client's "silly rename"): its descriptors go on
  * reading and writing it, and its last release closes the device and
- * removes that name.
+ * removes that name (moved, as the paths are, by a rename of its
+ * directory through the mount).
  *
  * The attribute cache (mount.h's struct mount_nfs_opts).  A node's
  * attributes are trusted for its timeout: acregmin (3 s) for a file,
@@ -134,7 +135,8 @@ struct nnode {
 	uint64_t links_seen;	/* links_gen when st was stored */
 	_Atomic int64_t wtime;	/* ns: a write here not yet in st's mtime */
 	int nopen, nwriters;
-	char *silly;		/* the name it hides under, unlinked while open */
+	bool hidden;		/* unlinked while open: under silly */
+	char *silly;		/* under path_lock: the name it hides under */
 	bool validated;		/* lease: revalidated once */
 	clio_dev *cdev;
 	bool cdev_ro;		/* opened read-only: the server refused writing */
@@ -1013,6 +1015,24 @@ node_at(const char *path)
 	return NULL;
 }
 
+/* *pp, if at or under from (fl bytes), now under to (tl bytes). */
+static void
+path_moved(char **pp, const char *from, size_t fl, const char *to, size_t tl)
+{
+	char *p;
+
+	if (*pp == NULL || strncmp(*pp, from, fl) != 0 ||
+	    ((*pp)[fl] != '\0' && (*pp)[fl] != '/'))
+		return;
+	p = malloc(tl + strlen(*pp + fl) + 1);
+	if (p == NULL)
+		return;
+	memcpy(p, to, tl);
+	strcpy(p + tl, *pp + fl);
+	free(*pp);
+	*pp = p;
+}
+
 /* Rewrite the paths at and under from to to (tbl_lock, path_lock held). */
 static void
 paths_moved(const char *from, const char *to)
@@ -1023,17 +1043,8 @@ paths_moved(const char *from, const char *to)
 
 	for (b = 0; b < NBUCKETS; b++)
 		for (n = tbl[b]; n != NULL; n = n->hnext) {
-			char *p;
-			if (n->path == NULL || strncmp(n->path, from, fl) != 0 ||
-			    (n->path[fl] != '\0' && n->path[fl] != '/'))
-				continue;
-			p = malloc(tl + strlen(n->path + fl) + 1);
-			if (p == NULL)
-				continue;
-			memcpy(p, to, tl);
-			strcpy(p + tl, n->path + fl);
-			free(n->path);
-			n->path = p;
+			path_moved(&n->path, from, fl, to, tl);
+			path_moved(&n->silly, from, fl, to, tl); /* its directory */
 		}
 }
 
@@ -1085,7 +1096,7 @@ hide_open(const char *path, const char *from, int *rp)
 	pthread_mutex_unlock(&path_lock);
 	if (n != NULL && n != o) {
 		pthread_mutex_lock(&n->lock);
-		if (n->nopen > 0 && n->silly == NULL && (silly = malloc(dl + 40)) != NULL) {
+		if (n->nopen > 0 && !n->hidden && (silly = malloc(dl + 40)) != NULL) {
 			snprintf(silly, dl + 40, "%.*s/.clio-silly-%016llx", dl, path,
 				 (unsigned long long)n->fileid);
 			META(r, nfs_rename(meta, path, silly));
@@ -1102,9 +1113,10 @@ hide_open(const char *path, const char *from, int *rp)
 				}
 			}
 			if (r == 0 && silly != NULL) {
-				n->silly = silly;
+				n->hidden = true;
 				pthread_mutex_lock(&path_lock);
 				paths_moved(path, silly);
+				n->silly = silly;
 				pthread_mutex_unlock(&path_lock);
 			} else if (r != 0) {
 				free(silly);
@@ -1117,19 +1129,26 @@ hide_open(const char *path, const char *from, int *rp)
 }
 
 /* The last release of a hidden file (n->lock held): its device closed,
- * its hidden name removed. */
+ * its hidden name (where a rename of its directory took it) removed. */
 static void
 unhide(struct nnode *n)
 {
+	char *silly;
 	int r;
 
 	node_close_dev(n);
-	META(r, nfs_unlink(meta, n->silly));
-	if (r != 0)
-		fprintf(stderr, "clio mount: cannot remove %s: %s\n", n->silly,
-			strerror(nerr(r)));
-	free(n->silly);
+	pthread_mutex_lock(&path_lock);
+	silly = n->silly;
 	n->silly = NULL;
+	pthread_mutex_unlock(&path_lock);
+	n->hidden = false;
+	if (silly == NULL)
+		return;
+	META(r, nfs_unlink(meta, silly));
+	if (r != 0)
+		fprintf(stderr, "clio mount: cannot remove %s: %s\n", silly,
+			strerror(nerr(r)));
+	free(silly);
 }
 
 static void
@@ -1810,7 +1829,7 @@ nfs_release_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (h->writer)
 		n->nwriters--;
 	if (--n->nopen == 0) {
-		if (n->silly != NULL)
+		if (n->hidden)
 			unhide(n);
 		if (n->unhashed) {
 			node_close_dev(n);
@@ -2057,7 +2076,7 @@ mountnfs_fini(void)
 				free(h);
 			}
 			n->nopen = 0;
-			if (n->silly != NULL) {
+			if (n->hidden) {
 				/* unlinked while open, still open at the end: its
 				 * hidden name goes with the last descriptor here */
 				unhide(n);

@@ -26,7 +26,9 @@
 #  9. files open through the mount, one renamed away and one removed on
 #     the server: past the attribute timeout their descriptors still
 #     fstat and read (by the device's handle), and a write lands in the
-#     renamed file.
+#     renamed file;
+# 10. a file unlinked through the mount while open, then its directory
+#     renamed there: its hidden name is removed at the close.
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/ganesha-common.sh"
 . "$(dirname "$0")/nfs-mount-common.sh"
@@ -176,3 +178,18 @@ EOF
 	fail "the write after the rename: log.1 holds '$(cat "$export/log.1")'"
 echo "ok: descriptors of files renamed or removed on the server go on with fstat, read and write"
 nfs_umount "$mnt"
+
+# 10. unlinked while open, then its directory renamed through the mount:
+# the hidden name moved with it is removed at the close
+nfs_mount "$mnt" "nfs://127.0.0.1$export?port=$nfs_port&mountport=$mnt_port"
+mkdir "$mnt/sd" && echo "in a directory" >"$mnt/sd/f" || fail "mkdir sd"
+exec 3<"$mnt/sd/f"
+rm "$mnt/sd/f" && mv "$mnt/sd" "$mnt/sd2" || fail "rm, then mv of its directory"
+[ "$(cat <&3)" = "in a directory" ] || fail "the descriptor after the directory's rename"
+exec 3<&-
+i=0
+while [ -n "$(ls -A "$export/sd2")" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+[ -z "$(ls -A "$export/sd2")" ] || fail "after the close sd2 holds: $(ls -A "$export/sd2" | tr '\n' ' ')"
+nfs_umount "$mnt"
+! grep -q "cannot remove" "$mnt.err" || fail "the daemon said: $(cat "$mnt.err")"
+echo "ok: a hidden file whose directory was renamed is removed at its close"
