@@ -50,7 +50,8 @@
  * doubling at each refresh that finds them unchanged, up to acregmax
  * (60 s) / acdirmax (60 s); actimeo=N sets all four, noac makes them 0.
  * A name made, removed or renamed through the mount expires its
- * directory's attributes; a name removed or replaced, those of every
+ * directory's attributes (a rename, the object's too: its ctime); a
+ * name removed or replaced, those of every
  * file with more than one link (links_gen: it may have been one of its
  * names).  A write through the mount shows its time as the file's mtime
  * and ctime until the server's version is recorded (wtime).
@@ -1191,6 +1192,7 @@ static void
 nfs_rename_op(fuse_req_t req, fuse_ino_t parent, const char *name,
 	      fuse_ino_t newparent, const char *newname, unsigned int flags)
 {
+	struct nnode *moved;
 	char *from, *to;
 	struct stat st;
 	int r;
@@ -1221,7 +1223,14 @@ nfs_rename_op(fuse_req_t req, fuse_ino_t parent, const char *name,
 		pthread_mutex_lock(&tbl_lock);
 		pthread_mutex_lock(&path_lock);
 		paths_moved(from, to);
+		moved = node_at(to);
 		pthread_mutex_unlock(&path_lock);
+		if (moved != NULL) {
+			/* its ctime moved with it (and a directory's "..") */
+			pthread_mutex_lock(&moved->lock);
+			moved->expires = 0;
+			pthread_mutex_unlock(&moved->lock);
+		}
 		pthread_mutex_unlock(&tbl_lock);
 	}
 	free(from);

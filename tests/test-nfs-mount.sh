@@ -151,18 +151,21 @@ echo "ok: mkdir, rename, link, symlink, readlink, chmod, truncate, utimens, unli
 
 # each change through the mount is seen at once in the attributes it
 # changes (not after acdirmin): the directory's mtime and link count,
-# and the link count of a file that lost its other name
+# a renamed file's ctime, and the link count of a file that lost its
+# other name
 mkdir "$m/pd" && touch -d 2001-01-01 "$m/pd" && stat "$m/pd" >/dev/null || fail "mkdir pd"
-for op in "mkdir $m/pd/sub" "touch $m/pd/f" "mv $m/pd/f $m/pd/g" "ln $m/pd/g $m/pd/h" \
+for op in "mkdir $m/pd/sub" "touch $m/pd/f" "stat $m/pd/f" "mv $m/pd/f $m/pd/g" "ln $m/pd/g $m/pd/h" \
 	"rm $m/pd/g" "ln -s g $m/pd/s" "rmdir $m/pd/sub"; do
 	$op || fail "$op"
 	[ "$(stat -c '%h %y' "$m/pd")" = "$(stat -c '%h %y' "$export/pd")" ] ||
 		fail "after '$op' the directory shows '$(stat -c '%h %y' "$m/pd")', the export '$(stat -c '%h %y' "$export/pd")'"
 	[ ! -e "$m/pd/h" ] || [ "$(stat -c %h "$m/pd/h")" = "$(stat -c %h "$export/pd/h")" ] ||
 		fail "after '$op' pd/h shows $(stat -c %h "$m/pd/h") links, the export $(stat -c %h "$export/pd/h")"
+	[ ! -e "$m/pd/g" ] || [ "$(stat -c %z "$m/pd/g")" = "$(stat -c %z "$export/pd/g")" ] ||
+		fail "after '$op' pd/g shows ctime $(stat -c %z "$m/pd/g"), the export $(stat -c %z "$export/pd/g")"
 done
 rm -r "$m/pd" || fail "rm -r pd"
-echo "ok: a directory's mtime and link count, and a file's link count, seen at once after each change"
+echo "ok: a directory's mtime and link count, a renamed file's ctime and a file's link count, seen at once after each change"
 
 # rewinddir(3) lists the directory as it is now (CPython's listdir(fd)
 # rewinds the descriptor it read): a name made and one removed through
