@@ -6,16 +6,18 @@
  *
  * Names.  One libnfs context (meta, under meta_lock) carries every
  * name and attribute call: LOOKUP walks, GETATTR, READDIRPLUS, CREATE,
- * MKDIR, REMOVE, RMDIR, RENAME, LINK, SYMLINK, READLINK, SETATTR,
+ * MKDIR, MKNOD, REMOVE, RMDIR, RENAME, LINK, SYMLINK, READLINK, SETATTR,
  * FSSTAT, by path from the export's root (libnfs's high-level calls;
- * its directory cache and read-ahead are off).  A FUSE node id is the
- * address of a struct nnode, found by the server's fileid in a hash
- * table; a node holds its last known path (under path_lock): a lookup or
- * a listing sets it, a rename through the mount rewrites it and those
- * below it.  Lookup counts as in mountfs.c.  A lost connection fails
- * the names' calls on it at once (libnfs's reconnection is off: its
- * synchronous calls would wait for a dead server forever); a call
- * unanswered for the URL's timeo= (libnfs's EINTR) fails with ETIMEDOUT;
+ * its directory cache and read-ahead are off).  A directory is listed
+ * whole at opendir, and again at a readdir from 0 (rewinddir).  A FUSE
+ * node id is the address of a struct nnode, found by the server's
+ * fileid in a hash table; a node holds its last known path (under
+ * path_lock): a lookup or a listing sets it, a rename through the mount
+ * rewrites it and those below it.  Lookup counts as in mountfs.c.  A
+ * lost connection fails the names' calls on it at once (libnfs's
+ * reconnection is off: its synchronous calls would wait for a dead
+ * server forever); a call unanswered for the URL's timeo= (libnfs's
+ * EINTR) fails with ETIMEDOUT;
  * a result that says so (EIO, ETIMEDOUT, ...) marks the context dead, and
  * the next call builds it anew (meta_enter: MOUNT again), failing while
  * the server is unreachable.  The URL's query is checked at the start as
@@ -39,13 +41,20 @@
  * renamed over there, is first renamed to .clio-silly-FILEID in its
  * directory (an NFS client's "silly rename"): its descriptors go on
  * reading and writing it, and its last release closes the device and
- * removes that name.
+ * removes that name (moved, as the paths are, by a rename of its
+ * directory through the mount).
  *
  * The attribute cache (mount.h's struct mount_nfs_opts).  A node's
  * attributes are trusted for its timeout: acregmin (3 s) for a file,
  * acdirmin (30 s) for a directory when they were last seen changed,
  * doubling at each refresh that finds them unchanged, up to acregmax
  * (60 s) / acdirmax (60 s); actimeo=N sets all four, noac makes them 0.
+ * A name made, removed or renamed through the mount expires its
+ * directory's attributes (a rename, the object's too: its ctime); a
+ * name removed or replaced, those of every
+ * file with more than one link (links_gen: it may have been one of its
+ * names).  A write through the mount shows its time as the file's mtime
+ * and ctime until the server's version is recorded (wtime).
  * A refresh that finds a file's version (fileid, size, mtime, ctime)
  * changed while no handle of this mount writes it drops its stale clean
  * buffers (clio_revalidate); the kernel drops its pages on the same
@@ -64,8 +73,9 @@
  * uses the cached attributes while they are valid.  Each flush (close)
  * of a handle that wrote: clio_fsync (write back and COMMIT), then
  * GETATTR, recorded with clio_validator_set so the next open keeps
- * what this mount wrote; an fsync of such a handle records it too (the
- * size and mtime that stat(2) shows then are the server's).
+ * what this mount wrote (a utimens writes back first: WRITEs after it
+ * would set the mtime again); an fsync of such a handle records it too
+ * (the size and mtime that stat(2) shows then are the server's).
  *
  * lease: this mount asserts it is the export's only writer (what an
  * NFSv4 write delegation would promise).  A file is revalidated at its
@@ -88,8 +98,8 @@
  * Credentials: the calls that create objects carry the caller's uid and
  * gid (AUTH_SYS) unless the URL names uid= or gid=; others the mount's.
  * Permissions are checked by the kernel (default_permissions) and the
- * server.  Paths with '?' or '&' cannot be named in a device string and
- * are refused (EINVAL) at open.
+ * server.  libnfs's LINK follows a symbolic link: a hard link to one is
+ * refused (EPERM).
  */
 #include <sys/time.h>
 #include <nfsc/libnfs.h>
@@ -123,8 +133,11 @@ struct nnode {
 	struct stat st;		/* the attribute cache */
 	bool have_st;
 	double expires, timeo;
+	uint64_t links_seen;	/* links_gen when st was stored */
+	_Atomic int64_t wtime;	/* ns: a write here not yet in st's mtime */
 	int nopen, nwriters;
-	char *silly;		/* the name it hides under, unlinked while open */
+	bool hidden;		/* unlinked while open: under silly */
+	char *silly;		/* under path_lock: the name it hides under */
 	bool validated;		/* lease: revalidated once */
 	clio_dev *cdev;
 	bool cdev_ro;		/* opened read-only: the server refused writing */
@@ -159,6 +172,7 @@ static char *dev_base;		/* "nfs://HOST/EXPORT" */
 static char *dev_query;		/* "?..." or "" */
 static int def_uid, def_gid;
 static bool creds_fixed;	/* uid= or gid= in the URL */
+static atomic_uint_fast64_t links_gen; /* names removed or replaced so far */
 
 static struct nnode *
 node_of(fuse_ino_t ino)
@@ -228,7 +242,32 @@ attr_store(struct nnode *n, const struct stat *st)
 	n->st = *st;
 	n->have_st = true;
 	n->expires = now_monotonic() + n->timeo;
+	n->links_seen = atomic_load(&links_gen);
 	return changed;
+}
+
+/* May n's cached attributes answer (n->lock held)?  Not after they
+ * expired, nor for a file with more than one name after any name was
+ * removed through the mount: it may have been one of them (its link
+ * count, its ctime). */
+static bool
+attr_valid(const struct nnode *n)
+{
+	return n->have_st && now_monotonic() < n->expires &&
+	       (n->st.st_nlink <= 1 || S_ISDIR(n->st.st_mode) ||
+		n->links_seen == atomic_load(&links_gen));
+}
+
+/* A name in directory ino was made, removed or replaced through the
+ * mount: its cached attributes (mtime, ctime, link count) are stale. */
+static void
+dir_changed(fuse_ino_t ino)
+{
+	struct nnode *n = node_of(ino);
+
+	pthread_mutex_lock(&n->lock);
+	n->expires = 0;
+	pthread_mutex_unlock(&n->lock);
 }
 
 /* attr_store, and a changed file nobody here writes loses its stale
@@ -262,14 +301,30 @@ attr_timeout(const struct nnode *n)
 	return S_ISREG(n->st.st_mode) ? 0 : entry_timeout(n);
 }
 
-/* The attributes as the mount shows them (n->lock held). */
-static void
-attr_shown(const struct nnode *n, struct stat *st)
+static int64_t
+realtime_ns(void)
 {
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	return ts_ns(&t);
+}
+
+/* The attributes as the mount shows them (n->lock held): the size and,
+ * until its version is recorded, the time of this mount's writes. */
+static void
+attr_shown(struct nnode *n, struct stat *st)
+{
+	int64_t w = atomic_load(&n->wtime);
+
 	*st = n->st;
-	st->st_ino = ino_of((struct nnode *)n);
+	st->st_ino = ino_of(n);
 	if (n->cf != NULL && S_ISREG(st->st_mode))
 		st->st_size = (off_t)clio_fsize(n->cf);
+	if (S_ISREG(st->st_mode) && w > ts_ns(&st->st_mtim)) {
+		st->st_mtim.tv_sec = st->st_ctim.tv_sec = (time_t)(w / 1000000000);
+		st->st_mtim.tv_nsec = st->st_ctim.tv_nsec = (long)(w % 1000000000);
+	}
 }
 
 /* ------------------------------------------------------------ nodes */
@@ -369,6 +424,7 @@ node_close_dev(struct nnode *n)
 		fprintf(stderr, "clio mount: %s: write-back: %s\n", n->spec, strerror(-r));
 	n->cdev = NULL;
 	n->cf = NULL;
+	atomic_store(&n->wtime, 0);
 	free(n->spec);
 	n->spec = NULL;
 	n->validated = false;
@@ -623,17 +679,22 @@ reply_entry_path(fuse_req_t req, char *path, int err)
 		node_forget(n, 1);
 }
 
+static int dev_version(struct nnode *n);
+
 /* Reply with n's attributes, refreshed when they expired (or force);
- * reval: a change found drops stale buffers. */
+ * reval: a change found drops stale buffers.  A file open here (fh: asked
+ * through an open file, the kernel before a read) whose name no longer
+ * names it (renamed or removed on the server) is asked by its device's
+ * handle: fstat and read go on, as with a local file. */
 static void
-reply_attr(fuse_req_t req, struct nnode *n, bool force, bool reval)
+reply_attr(fuse_req_t req, struct nnode *n, bool force, bool reval, bool fh)
 {
 	struct stat st;
 	double to;
 	int err = 0;
 
 	pthread_mutex_lock(&n->lock);
-	if (force || !n->have_st || now_monotonic() >= n->expires) {
+	if (force || !attr_valid(n)) {
 		err = node_stat(n, &st);
 		/* the name it was known by is gone (unlinked through the mount
 		 * with another link left, removed or replaced on the server):
@@ -641,10 +702,20 @@ reply_attr(fuse_req_t req, struct nnode *n, bool force, bool reval)
 		if (n != &root && (err == ENOENT ||
 				   (err == 0 && (uint64_t)st.st_ino != n->fileid)))
 			err = ESTALE;
-		if (err == 0 && reval)
+		if (err == ESTALE && (fh || n->nopen > 0) && n->cdev != NULL &&
+		    dev_version(n) == 0) {
+			/* size and times by the handle, the rest as cached */
+			err = 0;
+			if (reval && n->nwriters == 0 && !nopts.lease) {
+				struct clio_validator v;
+				validator_of_stat(&n->st, &v);
+				(void)clio_revalidate(n->cf, &v);
+			}
+		} else if (err == 0 && reval) {
 			attr_refresh(n, &st);
-		else if (err == 0)
+		} else if (err == 0) {
 			attr_store(n, &st);
+		}
 	}
 	if (err != 0) {
 		pthread_mutex_unlock(&n->lock);
@@ -704,11 +775,10 @@ nfs_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *f)
 static void
 nfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	(void)fi;
 	if (ino == mount_stats_ino())
 		mount_stats_getattr(req);
 	else
-		reply_attr(req, node_of(ino), false, true);
+		reply_attr(req, node_of(ino), false, true, fi != NULL);
 }
 
 static void
@@ -716,7 +786,7 @@ nfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 	    struct fuse_file_info *fi)
 {
 	struct nnode *n = node_of(ino);
-	bool via_dev = false;	/* the size set through the file's device */
+	bool via_dev = false;	/* the size set, or data written, through the device */
 	char *path;
 	int r = 0;
 
@@ -732,17 +802,16 @@ nfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 	if (valid & FUSE_SET_ATTR_MODE)
 		META(r, nfs_chmod(meta, path, (int)(attr->st_mode & 07777)));
 	if (r == 0 && (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))) {
-		pthread_mutex_lock(&n->lock);
-		int uid = (valid & FUSE_SET_ATTR_UID) ? (int)attr->st_uid : (int)n->st.st_uid;
-		int gid = (valid & FUSE_SET_ATTR_GID) ? (int)attr->st_gid : (int)n->st.st_gid;
-		pthread_mutex_unlock(&n->lock);
+		/* -1 leaves it as the server has it (not the cached one) */
+		int uid = (valid & FUSE_SET_ATTR_UID) ? (int)attr->st_uid : -1;
+		int gid = (valid & FUSE_SET_ATTR_GID) ? (int)attr->st_gid : -1;
 		META(r, nfs_lchown(meta, path, uid, gid));
 	}
 	if (r == 0 && (valid & FUSE_SET_ATTR_SIZE)) {
 		pthread_mutex_lock(&n->lock);
 		via_dev = n->cf != NULL && !n->cdev_ro; /* a read-only one cannot */
-		if (via_dev)
-			r = clio_ftruncate(n->cf, (uint64_t)attr->st_size);
+		if (via_dev && (r = clio_ftruncate(n->cf, (uint64_t)attr->st_size)) == 0)
+			atomic_store(&n->wtime, realtime_ns());
 		else
 			META(r, nfs_truncate(meta, path, (uint64_t)attr->st_size));
 		pthread_mutex_unlock(&n->lock);
@@ -752,10 +821,21 @@ nfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 		struct timespec now;
 		struct stat cur;
 
-		clock_gettime(CLOCK_REALTIME, &now);
 		pthread_mutex_lock(&n->lock);
+		if (n->cf != NULL && !n->cdev_ro) {
+			/* dirty data first: its WRITEs after the SETATTR would
+			 * set the mtime again (cp -p, tar, rsync -t) */
+			r = clio_fsync(n->cf);
+			via_dev = r == 0;
+		}
 		cur = n->st;
 		pthread_mutex_unlock(&n->lock);
+		if (r != 0) {
+			free(path);
+			fuse_reply_err(req, nerr(r));
+			return;
+		}
+		clock_gettime(CLOCK_REALTIME, &now);
 		tv[0].tv_sec = cur.st_atim.tv_sec;
 		tv[0].tv_usec = cur.st_atim.tv_nsec / 1000;
 		tv[1].tv_sec = cur.st_mtim.tv_sec;
@@ -771,6 +851,8 @@ nfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 			tv[1].tv_usec = t.tv_nsec / 1000;
 		}
 		META(r, nfs_lutimes(meta, path, tv));
+		if (r == 0)
+			atomic_store(&n->wtime, 0); /* the times set stand */
 	}
 	free(path);
 	if (r != 0) {
@@ -781,7 +863,7 @@ nfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 	if (n->cf != NULL && via_dev) {
 		/* the version after our own change: the next open keeps it */
 		pthread_mutex_unlock(&n->lock);
-		reply_attr(req, n, true, false);
+		reply_attr(req, n, true, false, fi != NULL);
 		pthread_mutex_lock(&n->lock);
 		if (n->cf != NULL && n->have_st) {
 			struct clio_validator v;
@@ -792,7 +874,7 @@ nfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 		return;
 	}
 	pthread_mutex_unlock(&n->lock);
-	reply_attr(req, n, true, true);
+	reply_attr(req, n, true, true, fi != NULL);
 }
 
 static void
@@ -828,6 +910,37 @@ nfs_mkdir_op(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 		creds_leave();
 	}
 	r = meta_leave(r);
+	if (r == 0)
+		dir_changed(parent);
+	reply_entry_path(req, path, nerr(r));
+}
+
+/* mknod(2), mkfifo(3): MKNOD; a regular file, CREATE. */
+static void
+nfs_mknod_op(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+	     dev_t rdev)
+{
+	struct nfsfh *fh = NULL;
+	char *path;
+	int r;
+
+	if ((path = name_path(req, parent, name)) == NULL)
+		return;
+	if ((r = meta_enter()) == 0) {
+		creds_enter(req);
+		if (S_ISREG(mode)) {
+			r = nfs_create(meta, path, O_CREAT | O_EXCL | O_RDWR,
+				       (int)(mode & 07777), &fh);
+			if (r == 0)
+				nfs_close(meta, fh);
+		} else {
+			r = nfs_mknod(meta, path, (int)(mode & (S_IFMT | 07777)), (int)rdev);
+		}
+		creds_leave();
+	}
+	r = meta_leave(r);
+	if (r == 0)
+		dir_changed(parent);
 	reply_entry_path(req, path, nerr(r));
 }
 
@@ -846,6 +959,12 @@ nfs_symlink_op(fuse_req_t req, const char *link, fuse_ino_t parent,
 		creds_leave();
 	}
 	r = meta_leave(r);
+	/* libnfs encodes a call in 4 KiB: a longer one fails there (its
+	 * ENOMEM), a target of more than about 3900 bytes */
+	if (r == -ENOMEM && strlen(link) > 2048)
+		r = -ENAMETOOLONG;
+	if (r == 0)
+		dir_changed(parent);
 	reply_entry_path(req, path, nerr(r));
 }
 
@@ -853,6 +972,7 @@ static void
 nfs_link_op(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const char *name)
 {
 	char *from, *to;
+	struct stat st;
 	int r;
 
 	if (mount_stats_guard(req, parent, name))
@@ -865,8 +985,20 @@ nfs_link_op(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	META(r, nfs_link(meta, from, to));
+	/* libnfs's LINK follows a symbolic link at from: a link to the
+	 * link itself is refused, and one to what from names now (not
+	 * ino) too */
+	if ((r = -meta_stat(from, &st)) == 0) {
+		if ((uint64_t)st.st_ino != node_of(ino)->fileid)
+			r = -ESTALE;
+		else if (S_ISLNK(st.st_mode))
+			r = -EPERM;
+	}
+	if (r == 0)
+		META(r, nfs_link(meta, from, to));
 	free(from);
+	if (r == 0)
+		dir_changed(parent);
 	reply_entry_path(req, to, nerr(r));
 }
 
@@ -884,6 +1016,24 @@ node_at(const char *path)
 	return NULL;
 }
 
+/* *pp, if at or under from (fl bytes), now under to (tl bytes). */
+static void
+path_moved(char **pp, const char *from, size_t fl, const char *to, size_t tl)
+{
+	char *p;
+
+	if (*pp == NULL || strncmp(*pp, from, fl) != 0 ||
+	    ((*pp)[fl] != '\0' && (*pp)[fl] != '/'))
+		return;
+	p = malloc(tl + strlen(*pp + fl) + 1);
+	if (p == NULL)
+		return;
+	memcpy(p, to, tl);
+	strcpy(p + tl, *pp + fl);
+	free(*pp);
+	*pp = p;
+}
+
 /* Rewrite the paths at and under from to to (tbl_lock, path_lock held). */
 static void
 paths_moved(const char *from, const char *to)
@@ -894,17 +1044,8 @@ paths_moved(const char *from, const char *to)
 
 	for (b = 0; b < NBUCKETS; b++)
 		for (n = tbl[b]; n != NULL; n = n->hnext) {
-			char *p;
-			if (n->path == NULL || strncmp(n->path, from, fl) != 0 ||
-			    (n->path[fl] != '\0' && n->path[fl] != '/'))
-				continue;
-			p = malloc(tl + strlen(n->path + fl) + 1);
-			if (p == NULL)
-				continue;
-			memcpy(p, to, tl);
-			strcpy(p + tl, n->path + fl);
-			free(n->path);
-			n->path = p;
+			path_moved(&n->path, from, fl, to, tl);
+			path_moved(&n->silly, from, fl, to, tl); /* its directory */
 		}
 }
 
@@ -956,7 +1097,7 @@ hide_open(const char *path, const char *from, int *rp)
 	pthread_mutex_unlock(&path_lock);
 	if (n != NULL && n != o) {
 		pthread_mutex_lock(&n->lock);
-		if (n->nopen > 0 && n->silly == NULL && (silly = malloc(dl + 40)) != NULL) {
+		if (n->nopen > 0 && !n->hidden && (silly = malloc(dl + 40)) != NULL) {
 			snprintf(silly, dl + 40, "%.*s/.clio-silly-%016llx", dl, path,
 				 (unsigned long long)n->fileid);
 			META(r, nfs_rename(meta, path, silly));
@@ -973,9 +1114,10 @@ hide_open(const char *path, const char *from, int *rp)
 				}
 			}
 			if (r == 0 && silly != NULL) {
-				n->silly = silly;
+				n->hidden = true;
 				pthread_mutex_lock(&path_lock);
 				paths_moved(path, silly);
+				n->silly = silly;
 				pthread_mutex_unlock(&path_lock);
 			} else if (r != 0) {
 				free(silly);
@@ -988,19 +1130,26 @@ hide_open(const char *path, const char *from, int *rp)
 }
 
 /* The last release of a hidden file (n->lock held): its device closed,
- * its hidden name removed. */
+ * its hidden name (where a rename of its directory took it) removed. */
 static void
 unhide(struct nnode *n)
 {
+	char *silly;
 	int r;
 
 	node_close_dev(n);
-	META(r, nfs_unlink(meta, n->silly));
-	if (r != 0)
-		fprintf(stderr, "clio mount: cannot remove %s: %s\n", n->silly,
-			strerror(nerr(r)));
-	free(n->silly);
+	pthread_mutex_lock(&path_lock);
+	silly = n->silly;
 	n->silly = NULL;
+	pthread_mutex_unlock(&path_lock);
+	n->hidden = false;
+	if (silly == NULL)
+		return;
+	META(r, nfs_unlink(meta, silly));
+	if (r != 0)
+		fprintf(stderr, "clio mount: cannot remove %s: %s\n", silly,
+			strerror(nerr(r)));
+	free(silly);
 }
 
 static void
@@ -1013,12 +1162,16 @@ nfs_remove(fuse_req_t req, fuse_ino_t parent, const char *name, bool dir)
 		return;
 	if (!dir && hide_open(path, NULL, &r)) {
 		free(path);
+		dir_changed(parent);
 		fuse_reply_err(req, 0);
 		return;
 	}
 	META(r, dir ? nfs_rmdir(meta, path) : nfs_unlink(meta, path));
-	if (r == 0)
+	if (r == 0) {
+		atomic_fetch_add(&links_gen, 1);
+		dir_changed(parent);
 		name_gone(path);
+	}
 	free(path);
 	fuse_reply_err(req, nerr(r));
 }
@@ -1039,6 +1192,7 @@ static void
 nfs_rename_op(fuse_req_t req, fuse_ino_t parent, const char *name,
 	      fuse_ino_t newparent, const char *newname, unsigned int flags)
 {
+	struct nnode *moved;
 	char *from, *to;
 	struct stat st;
 	int r;
@@ -1062,11 +1216,21 @@ nfs_rename_op(fuse_req_t req, fuse_ino_t parent, const char *name,
 		r = nerr(r);
 	}
 	if (r == 0) {
+		atomic_fetch_add(&links_gen, 1); /* to's file lost a name, if any */
+		dir_changed(parent);
+		dir_changed(newparent);
 		name_gone(to);
 		pthread_mutex_lock(&tbl_lock);
 		pthread_mutex_lock(&path_lock);
 		paths_moved(from, to);
+		moved = node_at(to);
 		pthread_mutex_unlock(&path_lock);
+		if (moved != NULL) {
+			/* its ctime moved with it (and a directory's "..") */
+			pthread_mutex_lock(&moved->lock);
+			moved->expires = 0;
+			pthread_mutex_unlock(&moved->lock);
+		}
 		pthread_mutex_unlock(&tbl_lock);
 	}
 	free(from);
@@ -1110,36 +1274,42 @@ struct ndirent {
 struct ndir {
 	struct ndirent *e;
 	size_t n;
+	bool read;		/* a readdir was answered from it */
 };
 
+/* d's entries, freed. */
 static void
-ndir_free(struct ndir *d)
+ndir_clear(struct ndir *d)
 {
 	size_t i;
 
 	for (i = 0; i < d->n; i++)
 		free(d->e[i].name);
 	free(d->e);
+	d->e = NULL;
+	d->n = 0;
+}
+
+static void
+ndir_free(struct ndir *d)
+{
+	ndir_clear(d);
 	free(d);
 }
 
-/* The whole listing at opendir: READDIRPLUS, with the attributes. */
-static void
-nfs_opendir_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+/* The whole listing of directory ino into d (empty): READDIRPLUS, with
+ * the attributes.  0 or an errno. */
+static int
+ndir_load(fuse_ino_t ino, struct ndir *d)
 {
 	struct nfsdir *nd = NULL;
 	struct nfsdirent *de;
-	struct ndir *d = calloc(1, sizeof(*d));
 	char *path = path_of(node_of(ino), NULL);
 	size_t cap = 0;
 	int r;
 
-	if (d == NULL || path == NULL) {
-		free(d);
-		free(path);
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
+	if (path == NULL)
+		return ENOMEM;
 	if ((r = meta_enter()) == 0)
 		r = nfs_opendir(meta, path, &nd);
 	while (r == 0 && (de = nfs_readdir(meta, nd)) != NULL) {
@@ -1183,9 +1353,22 @@ nfs_opendir_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		nfs_closedir(meta, nd);
 	r = meta_leave(r);
 	free(path);
+	if (r != 0)
+		ndir_clear(d);
+	return nerr(r);
+}
+
+/* The listing is read at opendir, and again at a readdir from offset 0
+ * after the first (rewinddir(3): the directory as it is now). */
+static void
+nfs_opendir_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct ndir *d = calloc(1, sizeof(*d));
+	int r = d != NULL ? ndir_load(ino, d) : ENOMEM;
+
 	if (r != 0) {
-		ndir_free(d);
-		fuse_reply_err(req, nerr(r));
+		free(d);
+		fuse_reply_err(req, r);
 		return;
 	}
 	fi->fh = (uintptr_t)d;
@@ -1200,6 +1383,7 @@ nfs_readdir_any(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct nnode *dn = node_of(ino);
 	char *buf = malloc(size), *dpath = path_of(dn, NULL);
 	size_t used = 0, i;
+	int r;
 
 	if (buf == NULL || dpath == NULL) {
 		free(buf);
@@ -1207,6 +1391,16 @@ nfs_readdir_any(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
+	if (off == 0 && d->read) {
+		ndir_clear(d);
+		if ((r = ndir_load(ino, d)) != 0) {
+			free(buf);
+			free(dpath);
+			fuse_reply_err(req, r);
+			return;
+		}
+	}
+	d->read = true;
 	for (i = (size_t)off; i < d->n; i++) {
 		struct ndirent *x = &d->e[i];
 		bool dot = strcmp(x->name, ".") == 0 || strcmp(x->name, "..") == 0;
@@ -1383,7 +1577,7 @@ node_open_dev(struct nnode *n, int flags, struct nhandle **hp, bool *keep)
 	if (!(nopts.lease && n->validated)) {
 		struct clio_validator v;
 		struct stat st;
-		bool use_cached = n->have_st && (fresh || (!nopts.cto && now_monotonic() < n->expires));
+		bool use_cached = n->have_st && (fresh || (!nopts.cto && attr_valid(n)));
 
 		if (!use_cached && !fresh) {
 			/* the name may name another file now (one renamed over
@@ -1497,8 +1691,10 @@ nfs_create_op(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	}
 	r = meta_leave(r);
 	r = nerr(r);
-	if (r == 0)
+	if (r == 0) {
+		dir_changed(parent);
 		r = meta_stat(path, &st);
+	}
 	if (r != 0) {
 		free(path);
 		fuse_reply_err(req, r);
@@ -1559,6 +1755,7 @@ nfs_write_op(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		return;
 	}
 	atomic_store(&h->wrote, true);
+	atomic_store(&h->n->wtime, realtime_ns());
 	fuse_reply_write(req, (size_t)r);
 	mount_io_end(true, (size_t)r, t0);
 }
@@ -1573,6 +1770,7 @@ record_version(struct nnode *n)
 	if (n->cf != NULL && dev_version(n) == 0) {
 		validator_of_stat(&n->st, &v);
 		clio_validator_set(n->cf, &v);
+		atomic_store(&n->wtime, 0); /* the server's mtime has them */
 	}
 	pthread_mutex_unlock(&n->lock);
 }
@@ -1640,7 +1838,7 @@ nfs_release_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (h->writer)
 		n->nwriters--;
 	if (--n->nopen == 0) {
-		if (n->silly != NULL)
+		if (n->hidden)
 			unhide(n);
 		if (n->unhashed) {
 			node_close_dev(n);
@@ -1668,6 +1866,7 @@ const struct fuse_lowlevel_ops mountnfs_ops = {
 	.setattr = nfs_setattr,
 	.readlink = nfs_readlink_op,
 	.mkdir = nfs_mkdir_op,
+	.mknod = nfs_mknod_op,
 	.unlink = nfs_unlink_op,
 	.rmdir = nfs_rmdir_op,
 	.symlink = nfs_symlink_op,
@@ -1886,7 +2085,7 @@ mountnfs_fini(void)
 				free(h);
 			}
 			n->nopen = 0;
-			if (n->silly != NULL) {
+			if (n->hidden) {
 				/* unlinked while open, still open at the end: its
 				 * hidden name goes with the last descriptor here */
 				unhide(n);

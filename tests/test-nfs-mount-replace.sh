@@ -22,7 +22,13 @@
 #  7. a file with two names, one removed through the mount (the last
 #     looked up): the other still opens, reads and stats it;
 #  8. a file unlinked through the mount while open, the daemon ended by
-#     SIGTERM before its close: its hidden name is removed at the end.
+#     SIGTERM before its close: its hidden name is removed at the end;
+#  9. files open through the mount, one renamed away and one removed on
+#     the server: past the attribute timeout their descriptors still
+#     fstat and read (by the device's handle), and a write lands in the
+#     renamed file;
+# 10. a file unlinked through the mount while open, then its directory
+#     renamed there: its hidden name is removed at the close.
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/ganesha-common.sh"
 . "$(dirname "$0")/nfs-mount-common.sh"
@@ -143,3 +149,47 @@ exec 3<&-
 ! ls -A "$export" | grep -q -e '^w$' -e '^\.clio-silly' ||
 	fail "after the daemon's end the export holds: $(ls -A "$export" | tr '\n' ' ')"
 echo "ok: a file unlinked while open leaves no hidden name when the daemon ends by SIGTERM"
+
+# 9. open here, renamed away and removed on the server: past the
+# attribute timeout (actimeo=1), fstat and read of the descriptors go on
+# (the kernel asks for the attributes before a read), the name is gone,
+# and a write lands in the renamed file
+nfs_mount "$mnt" "nfs://127.0.0.1$export?port=$nfs_port&mountport=$mnt_port" -o actimeo=1
+echo "rotated log" >"$mnt/log"
+echo "removed" >"$mnt/gone"
+python3 - "$mnt" "$export" >"$tmp/fd.out" 2>&1 <<'EOF'
+import os, sys, time
+m, e = sys.argv[1], sys.argv[2]
+a = os.open(m + "/log", os.O_RDWR | os.O_APPEND)
+b = os.open(m + "/gone", os.O_RDONLY)
+os.rename(e + "/log", e + "/log.1")
+os.unlink(e + "/gone")
+time.sleep(1.3)
+out = [os.fstat(a).st_size, os.pread(a, 100, 0), os.fstat(b).st_size, os.pread(b, 100, 0),
+       os.path.exists(m + "/log")]
+os.write(a, b"more\n")
+os.close(a)
+os.close(b)
+print(out)
+EOF
+[ "$(cat "$tmp/fd.out")" = "[12, b'rotated log\\n', 8, b'removed\\n', False]" ] ||
+	fail "descriptors of files renamed and removed on the server: $(cat "$tmp/fd.out")"
+[ "$(cat "$export/log.1")" = "$(printf 'rotated log\nmore')" ] ||
+	fail "the write after the rename: log.1 holds '$(cat "$export/log.1")'"
+echo "ok: descriptors of files renamed or removed on the server go on with fstat, read and write"
+nfs_umount "$mnt"
+
+# 10. unlinked while open, then its directory renamed through the mount:
+# the hidden name moved with it is removed at the close
+nfs_mount "$mnt" "nfs://127.0.0.1$export?port=$nfs_port&mountport=$mnt_port"
+mkdir "$mnt/sd" && echo "in a directory" >"$mnt/sd/f" || fail "mkdir sd"
+exec 3<"$mnt/sd/f"
+rm "$mnt/sd/f" && mv "$mnt/sd" "$mnt/sd2" || fail "rm, then mv of its directory"
+[ "$(cat <&3)" = "in a directory" ] || fail "the descriptor after the directory's rename"
+exec 3<&-
+i=0
+while [ -n "$(ls -A "$export/sd2")" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+[ -z "$(ls -A "$export/sd2")" ] || fail "after the close sd2 holds: $(ls -A "$export/sd2" | tr '\n' ' ')"
+nfs_umount "$mnt"
+! grep -q "cannot remove" "$mnt.err" || fail "the daemon said: $(cat "$mnt.err")"
+echo "ok: a hidden file whose directory was renamed is removed at its close"

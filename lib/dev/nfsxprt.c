@@ -46,6 +46,7 @@
 #include <sys/time.h>
 #include <nfsc/libnfs.h>
 #include <nfsc/libnfs-raw.h>
+#include <nfsc/libnfs-raw-mount.h>
 #include <nfsc/libnfs-raw-nfs.h>
 
 #include <errno.h>
@@ -424,6 +425,30 @@ pct_dup(const char *s)
 	return out;
 }
 
+/* MOUNT takes a directory of at most MNTPATHLEN bytes: a longer one
+ * (the directory of a file deep below the export) loses its last
+ * components to the front of *path (if path), which LOOKUPs walk from
+ * the directory mounted.  0 or -ENOMEM. */
+static int
+mnt_fit(char *export, char **path)
+{
+	char *slash, *p;
+
+	while (strlen(export) > MNTPATHLEN && (slash = strrchr(export, '/')) != NULL &&
+	       slash != export) {
+		if (path != NULL) {
+			if ((p = malloc(strlen(slash) + strlen(*path) + 1)) == NULL)
+				return -ENOMEM;
+			strcpy(p, slash);
+			strcat(p, *path);
+			free(*path);
+			*path = p;
+		}
+		*slash = '\0';
+	}
+	return 0;
+}
+
 /* A new libnfs context with the URL's options and timeo, the export
  * mounted; info (at open only) gets the server, export and path (the
  * path's %XX decoded). */
@@ -459,6 +484,13 @@ lx_connect(struct lx *lx, struct nfs_file_info *info, char *err, size_t errlen)
 	    (info != NULL && (info->server == NULL || info->export == NULL ||
 			      info->path == NULL)))
 		r = -ENOMEM;
+	if (r == 0)
+		r = mnt_fit(export, info != NULL ? &info->path : NULL);
+	if (r == 0 && info != NULL && strcmp(info->export, export) != 0) {
+		free(info->export);
+		if ((info->export = strdup(export)) == NULL)
+			r = -ENOMEM;
+	}
 	if (r == 0) {
 		nfs_set_timeout(lx->nfs, lx->timeo * 1000);
 		r = nfs_mount(lx->nfs, server, export);
