@@ -311,14 +311,17 @@ realtime_ns(void)
 }
 
 /* The attributes as the mount shows them (n->lock held): the size and,
- * until its version is recorded, the time of this mount's writes. */
+ * until its version is recorded, the time of this mount's writes.  The
+ * inode number is the server's fileid (as in a listing), not the node's
+ * id: it stays the same across mounts, as programs that keep inode
+ * numbers (git's index, backup tools) expect. */
 static void
 attr_shown(struct nnode *n, struct stat *st)
 {
 	int64_t w = atomic_load(&n->wtime);
 
 	*st = n->st;
-	st->st_ino = ino_of(n);
+	st->st_ino = (ino_t)n->fileid;
 	if (n->cf != NULL && S_ISREG(st->st_mode))
 		st->st_size = (off_t)clio_fsize(n->cf);
 	if (S_ISREG(st->st_mode) && w > ts_ns(&st->st_mtim)) {

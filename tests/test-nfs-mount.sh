@@ -297,4 +297,26 @@ done
 [ "$(stat -c %Y "$export/lold")" = "$(stat -c %Y "$tmp/old")" ] ||
 	fail "lease, cp -p: the export's mtime is $(stat -c %y "$export/lold") after the unmount"
 echo "ok: lease, idle_devices=1: written back at eviction and at the unmount"
+
+# inode numbers: the same through two mounts one after the other (they
+# were the node's address in the daemon), and the same in a listing as
+# in stat(2), for a file, a directory and the root
+mkdir -p "$export/idir"
+: >"$export/idir/ifile"
+inos() {
+	stat -c %i "$m" "$m/idir" "$m/idir/ifile" | tr '\n' ' '
+}
+nfs_mount "$m" "$url"
+first=$(inos)
+listed=$(ls -id "$m/idir" | cut -d' ' -f1)
+[ "$listed" = "$(stat -c %i "$m/idir")" ] || fail "idir: ls -i says $listed, stat $(stat -c %i "$m/idir")"
+listed=$(ls -i "$m/idir" | sed -n 's/^ *\([0-9]*\) ifile$/\1/p')
+[ "$listed" = "$(stat -c %i "$m/idir/ifile")" ] ||
+	fail "ifile: its directory's listing says $listed, stat $(stat -c %i "$m/idir/ifile")"
+nfs_umount "$m"
+nfs_mount "$m" "$url"
+second=$(inos)
+nfs_umount "$m"
+[ "$first" = "$second" ] || fail "inode numbers changed across mounts: $first, then $second"
+echo "ok: inode numbers the same across mounts and in listings: $first"
 exit 0
