@@ -141,7 +141,7 @@
 #define R_VALID 0x1
 #define R_DIRTY 0x2
 #define SAMPLE_BLOCKS 32
-#define FLOOR_EVERY 16	/* insertions between free-space checks */
+#define FLOOR_EVERY 16	/* insertions between free-space checks, at most */
 
 /* What tells the entries' version: a regular file's fstat, an NFS file's
  * GETATTR (clio_dev_version), nothing (the user's promise), or nothing
@@ -241,7 +241,9 @@ struct tier {
 	uint64_t seq;
 	uint32_t brun, bcull, bstop;
 	bool culling, stopped;
-	uint32_t since_floor;
+	uint32_t since_floor;	/* slots taken since the last check */
+	uint64_t floor_room;	/* bytes to the next threshold then */
+	uint32_t batch_taken;	/* slots of this insert_fill, not yet written */
 	struct top *ops;	/* requests in flight */
 	int nops;
 	uint64_t wgen;		/* writes started */
@@ -626,24 +628,36 @@ punch(struct tier *t, uint32_t i)
 }
 
 /* The free-space floor of DIR's file system (cachefilesd's brun, bcull,
- * bstop). */
+ * bstop), looked at every FLOOR_EVERY slots taken, and sooner when those
+ * taken since could use half the room left to the next threshold (on a
+ * small file system 16 slots passed bstop and filled it).  The slots of
+ * the batch being taken are not written yet: they count as used. */
 static void
 check_floor(struct tier *t, bool force)
 {
 	struct statvfs sv;
-	double pct;
+	double pct, avail, next, room;
 
-	if (!force && ++t->since_floor < FLOOR_EVERY)
+	++t->since_floor;
+	if (!force && t->since_floor < FLOOR_EVERY &&
+	    2 * (uint64_t)t->since_floor * t->bs < t->floor_room)
 		return;
 	t->since_floor = 0;
-	if (fstatvfs(t->dfd, &sv) < 0 || sv.f_blocks == 0)
+	if (fstatvfs(t->dfd, &sv) < 0 || sv.f_blocks == 0) {
+		t->floor_room = UINT64_MAX;
 		return;
-	pct = 100.0 * (double)sv.f_bavail / (double)sv.f_blocks;
+	}
+	avail = (double)sv.f_bavail -
+		(double)t->batch_taken * t->bs / (double)(sv.f_frsize ? sv.f_frsize : 1);
+	pct = 100.0 * avail / (double)sv.f_blocks;
 	t->stopped = pct < t->bstop;
 	if (pct < t->bcull)
 		t->culling = true;
 	else if (pct >= t->brun)
 		t->culling = false;
+	next = pct >= t->bcull ? t->bcull : t->bstop;
+	room = (avail - next / 100.0 * (double)sv.f_blocks) * (double)sv.f_frsize;
+	t->floor_room = room > 0 ? (uint64_t)room : 0;
 }
 
 /* The oldest unpinned clean slot, evicted and returned in FILL; NIL if
@@ -1026,8 +1040,12 @@ insert_fill(struct tier *t, struct fill *f, uint32_t b0, uint32_t n)
 	uint32_t b, c;
 
 	pthread_mutex_lock(&t->lock);
-	for (b = 0; b < n; b++)
+	t->batch_taken = 0;
+	for (b = 0; b < n; b++) {
 		e[b].i = f->tainted || slot_lookup(t, first + b) != NIL ? NIL : slot_get(t);
+		t->batch_taken += e[b].i != NIL;
+	}
+	t->batch_taken = 0;
 	pthread_mutex_unlock(&t->lock);
 	for (b = 0; b < n; b = c) { /* the data, a run of slots at a time */
 		for (c = b + 1; e[b].i != NIL && c < n && e[c].i == e[c - 1].i + 1; c++)
