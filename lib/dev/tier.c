@@ -1560,8 +1560,13 @@ tier_submit(struct tier *t, clio_dev *d, struct clio_req *req)
 	if (req->op == CLIO_OP_WRITE && d->max_size != 0 &&
 	    (off > d->max_size || len > d->max_size - off))
 		return -EFBIG;
+	/* a block run the tier can hold: whole blocks, or ending in the
+	 * object's last block, read to its end or (writethrough) written
+	 * to or past it; a later size makes such a short entry a miss */
 	aligned = off % t->bs == 0 &&
-		  (len % t->bs == 0 || (req->op == CLIO_OP_READ && off + len == size));
+		  (len % t->bs == 0 ||
+		   (req->op == CLIO_OP_READ && off + len == size) ||
+		   (req->op == CLIO_OP_WRITE && !t->writeback && off + len >= size));
 
 	if (req->op == CLIO_OP_WRITE)
 		return tier_write(t, req, len, aligned);

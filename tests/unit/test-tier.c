@@ -3,7 +3,7 @@
  * test-tier.c - the disk tier (lib/tier.c) under real file devices:
  * crc32c against its known value and its two paths against each other;
  * a restarted cache reads nothing from the device; a changed file is
- * seen; a flipped byte in DIR is detected and refetched; culling keeps
+ * seen; a file's short last block, written, is kept; a flipped byte in DIR is detected and refetched; culling keeps
  * the data file within disk_cache_size; kill -9 at random moments of
  * heavy insertion (a child process, this program run again), after which
  * the cache serves only the file's bytes; writeback: data made durable by
@@ -284,6 +284,58 @@ test_reuse_stale(void **state)
 	assert_int_equal(stack_close(&s), 0);
 	free(w);
 	free(truth);
+}
+
+/* writethrough: a file written to its end with a short last block (a
+ * copy's tail) is read back from DIR whole after a restart; a later
+ * write past it (the block now longer, its rest zeros) is not served
+ * from the short entry. */
+static void
+test_tail_write(void **state)
+{
+	const size_t len = 3 * BS + 1000;
+	struct stack s;
+	char *w = malloc(len), *b = malloc(12 * BS), *truth;
+	int fd;
+
+	(void)state;
+	assert_true(w != NULL && b != NULL);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_true(fd >= 0);
+	close(fd);
+	tu_fill(w, len, 0, 7);
+	assert_int_equal(stack_open(&s, "writethrough", "64M", 8 * TU_MiB), 0);
+	assert_int_equal(clio_pwrite(s.f, w, len, 0), (ssize_t)len);
+	assert_int_equal(clio_fsync(s.f), 0);
+	tier_fill_wait(s.d);
+	assert_int_equal(param(s.d, "insertions"), 4);
+	assert_int_equal(stack_close(&s), 0);
+
+	assert_int_equal(stack_open(&s, "writethrough", "64M", 8 * TU_MiB), 0);
+	assert_int_equal(clio_pread(s.f, b, len + 10, 0), (ssize_t)len);
+	assert_memory_equal(b, w, len);
+	assert_int_equal(dev_reads(s.d), 0);
+	assert_int_equal(param(s.d, "hits"), 4);
+	/* past the end: the short block grows, zeros after its 1000 bytes */
+	memset(b, 0x5a, BS);
+	assert_int_equal(clio_pwrite(s.f, b, BS, 10 * BS), BS);
+	assert_int_equal(clio_fsync(s.f), 0);
+	assert_int_equal(stack_close(&s), 0);
+
+	fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	truth = malloc(11 * BS);
+	assert_non_null(truth);
+	assert_int_equal(pread(fd, truth, 11 * BS, 0), 11 * BS);
+	close(fd);
+	assert_memory_equal(truth, w, len);
+	assert_int_equal(stack_open(&s, "writethrough", "64M", 8 * TU_MiB), 0);
+	assert_int_equal(clio_pread(s.f, b, 12 * BS, 0), 11 * BS);
+	assert_memory_equal(b, truth, 11 * BS);
+	assert_int_equal(stack_close(&s), 0);
+	free(truth);
+	free(w);
+	free(b);
 }
 
 /* The data file of the only object in DIR. */
@@ -2321,6 +2373,7 @@ main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_crc32c),
 		cmocka_unit_test(test_reuse_stale),
+		cmocka_unit_test(test_tail_write),
 		cmocka_unit_test(test_flip),
 		cmocka_unit_test(test_cull),
 		cmocka_unit_test(test_queue_full),
