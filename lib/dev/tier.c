@@ -21,7 +21,9 @@
  *   index  slot i's record at i * 64: lbn, length, crc32c of the data,
  *          a sequence number, flags, and a crc32c of the record itself;
  *   lock   flock()ed while a process uses the object: another process
- *          runs without the tier for it.
+ *          runs without the tier for it (one that culls it holds the
+ *          flock for an instant, marked by an OFD lock of byte 0: an
+ *          open waits that out).
  *   DIR/lost+found/  dirty blocks that could not be written back.
  * DIR may be writable by others (1777): DIR/<object> and lost+found are
  * used only if they are directories of this user's (own_dir: no link
@@ -2353,6 +2355,39 @@ objuse_cmp(const void *a, const void *b)
 	return x->used < y->used ? -1 : x->used > y->used;
 }
 
+/* A culler holds byte 0 of the object's lock file (an open file
+ * description lock, apart from the flock users hold) around its flock,
+ * so that an open that finds the flock taken tells a cull, which ends
+ * soon, from a process that uses the object. */
+static int
+cull_mark(int lk, int cmd)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1 };
+
+	if (fcntl(lk, cmd, &fl) < 0)
+		return -errno;
+	return cmd == F_OFD_GETLK ? fl.l_type != F_UNLCK : 0;
+}
+
+/* The object's flock, waiting out a cull of it by another process (up
+ * to 2 s) but not a process that uses it: 0, 1 in use elsewhere, or
+ * -errno. */
+static int
+lock_object(int lk)
+{
+	for (int tries = 0; flock(lk, LOCK_EX | LOCK_NB) < 0; tries++) {
+		if (errno != EWOULDBLOCK)
+			return -errno;
+		/* a cull's mark may go an instant before its flock */
+		if (cull_mark(lk, F_OFD_GETLK) <= 0 && tries >= 3)
+			return 1;
+		if (tries >= 2000)
+			return 1;
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+	}
+	return 0;
+}
+
 /* Empty another object's entries (data, index, meta; its directory and
  * lock stay, so that a process opening it meanwhile starts empty) unless
  * a process uses it, it has dirty blocks or it is not ours (own_dir). */
@@ -2365,7 +2400,7 @@ cull_obj(int dirfd, const char *name)
 	if (od < 0)
 		return false;
 	lk = openat(od, "lock", O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-	if (lk < 0 || flock(lk, LOCK_EX | LOCK_NB) < 0)
+	if (lk < 0 || cull_mark(lk, F_OFD_SETLK) < 0 || flock(lk, LOCK_EX | LOCK_NB) < 0)
 		goto out;
 	fd = openat(od, "index", O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 	if (fd >= 0) {
@@ -2623,10 +2658,8 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 		goto fail_free;
 	}
 	t->lockfd = r;
-	if (flock(t->lockfd, LOCK_EX | LOCK_NB) < 0) {
-		r = errno == EWOULDBLOCK ? 1 : -errno; /* 1: in use elsewhere */
+	if ((r = lock_object(t->lockfd)) != 0) /* 1: in use elsewhere */
 		goto fail;
-	}
 	if ((r = open_in(t, "data", O_RDWR | O_CREAT)) < 0)
 		goto fail;
 	t->dfd = r;

@@ -4,7 +4,8 @@
  * crc32c against its known value and its two paths against each other;
  * a restarted cache reads nothing from the device; a changed file is
  * seen; a file's short last block, written, is kept; a flipped byte in DIR is detected and refetched; culling keeps
- * the data file within disk_cache_size; kill -9 at random moments of
+ * the data file within disk_cache_size, and an open waits out another
+ * process's cull of its object; kill -9 at random moments of
  * heavy insertion (a child process, this program run again), after which
  * the cache serves only the file's bytes; writeback: data made durable by
  * fsync reaches the device after kill -9 and a restart, and goes to
@@ -46,6 +47,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -418,6 +420,64 @@ test_cull(void **state)
 		assert_true(st.st_size <= (off_t)(256 * TU_KiB));
 		assert_true(st.st_blocks * 512 <= (blkcnt_t)(256 * TU_KiB) + 4096);
 	}
+	free(truth);
+}
+
+static void *
+cull_end(void *arg)
+{
+	usleep(150000);
+	close(*(int *)arg);
+	return NULL;
+}
+
+/* An open that meets another process's cull of its object (the object's
+ * lock taken for a moment, marked as a cull) waits it out and runs with
+ * the tier; one that meets a user of the object does not wait. */
+static void
+test_cull_open_race(void **state)
+{
+	struct stack s;
+	char lockp[400], *truth;
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1 };
+	pthread_t th;
+	int lk;
+
+	(void)state;
+	make_file(6);
+	truth = file_read();
+	assert_int_equal(stack_open(&s, "writethrough", "64M", 8 * TU_MiB), 0);
+	read_all_check(&s, truth);
+	tier_fill_wait(s.d);
+	assert_int_equal(stack_close(&s), 0);
+	obj_file(lockp, sizeof(lockp), "lock");
+	lk = open(lockp, O_RDWR);
+	assert_true(lk >= 0);
+	assert_int_equal(fcntl(lk, F_OFD_SETLK, &fl), 0);
+	assert_int_equal(flock(lk, LOCK_EX | LOCK_NB), 0);
+	assert_int_equal(pthread_create(&th, NULL, cull_end, &lk), 0);
+	assert_int_equal(stack_open(&s, "writethrough", "64M", 8 * TU_MiB), 0);
+	pthread_join(th, NULL);
+	read_all_check(&s, truth);
+	assert_int_equal(dev_reads(s.d), 0);
+	assert_int_equal(param(s.d, "hits"), FSIZE / BS);
+	assert_int_equal(stack_close(&s), 0);
+
+	/* a user's lock (no mark): the open runs without the tier at once */
+	char buf[4096];
+	struct timespec a, b;
+	lk = open(lockp, O_RDWR);
+	assert_true(lk >= 0);
+	assert_int_equal(flock(lk, LOCK_EX | LOCK_NB), 0);
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	assert_int_equal(stack_open(&s, "writethrough", "64M", 8 * TU_MiB), 0);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	assert_true(b.tv_sec - a.tv_sec < 2);
+	assert_true(clio_dev_params(s.d, buf, sizeof(buf)) > 0);
+	assert_null(strstr(buf, "disk_cache.hits="));
+	read_all_check(&s, truth);
+	assert_int_equal(stack_close(&s), 0);
+	close(lk);
 	free(truth);
 }
 
@@ -2376,6 +2436,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_tail_write),
 		cmocka_unit_test(test_flip),
 		cmocka_unit_test(test_cull),
+		cmocka_unit_test(test_cull_open_race),
 		cmocka_unit_test(test_queue_full),
 		cmocka_unit_test(test_kill9),
 		cmocka_unit_test(test_writeback_recover),
