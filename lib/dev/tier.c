@@ -1332,7 +1332,7 @@ serve_read(struct tier *t, struct top *op)
 		/* the blocks DIR holds, pinned under one lock; then read in
 		 * runs of consecutive slots, each block's crc checked; then
 		 * counted and unpinned under one lock */
-		struct { uint32_t i, crc, want; bool good; } *ent = malloc(sizeof(*ent) * nblk);
+		struct { uint32_t i, crc, want, have; bool good; } *ent = malloc(sizeof(*ent) * nblk);
 		if (ent == NULL) {
 			memset(hit, 0, nblk);
 			goto runs;
@@ -1343,9 +1343,13 @@ serve_read(struct tier *t, struct top *op)
 			uint32_t want = (uint32_t)MIN((uint64_t)t->bs, off + len - lbn * t->bs);
 			uint32_t i = slot_lookup(t, lbn);
 			ent[b].i = NIL;
-			if (i == NIL || t->slots[i].len != want ||
-			    (t->slots[i].state != S_DIRTY &&
-			     want != blen_of(t, lbn, size))) {
+			/* a clean entry is the block as it is; a dirty one
+			 * may be a short last block the object has grown
+			 * past since: zeros follow it (writeback) */
+			if (i == NIL ||
+			    (t->slots[i].state == S_DIRTY
+				     ? t->slots[i].len > want
+				     : t->slots[i].len != want || want != blen_of(t, lbn, size))) {
 				t->st.misses++;
 				continue;
 			}
@@ -1353,6 +1357,7 @@ serve_read(struct tier *t, struct top *op)
 			ent[b].i = i;
 			ent[b].crc = t->slots[i].crc;
 			ent[b].want = want;
+			ent[b].have = t->slots[i].len;
 			if (t->slots[i].state == S_CLEAN) { /* most recently used */
 				list_remove(t, &t->lru_head, &t->lru_tail, i);
 				list_append(t, &t->lru_head, &t->lru_tail, i);
@@ -1368,9 +1373,9 @@ serve_read(struct tier *t, struct top *op)
 				continue;
 			}
 			while (r + 1 < nblk && ent[r + 1].i != NIL && ent[r + 1].i == ent[r].i + 1 &&
-			       ent[r].want == t->bs && r + 1 - b < 64)
+			       ent[r].have == t->bs && r + 1 - b < 64)
 				r++;
-			rl = (size_t)(r - b) * t->bs + ent[r].want;
+			rl = (size_t)(r - b) * t->bs + ent[r].have;
 			n = iov_slice(req->iov, req->iovcnt, (size_t)b * t->bs, rl, sl,
 				      req->iovcnt);
 			k = iov_io(t->dfd, false, sl, n, (off_t)ent[b].i * t->bs);
@@ -1379,8 +1384,15 @@ serve_read(struct tier *t, struct top *op)
 				if (k < 0)
 					continue;
 				n = iov_slice(req->iov, req->iovcnt, (size_t)c * t->bs,
-					      ent[c].want, sl, req->iovcnt);
+					      ent[c].have, sl, req->iovcnt);
 				ent[c].good = iov_crc(sl, n) == ent[c].crc;
+				if (ent[c].good && ent[c].have < ent[c].want) {
+					n = iov_slice(req->iov, req->iovcnt,
+						      (size_t)c * t->bs + ent[c].have,
+						      ent[c].want - ent[c].have, sl, req->iovcnt);
+					for (int z = 0; z < n; z++)
+						memset(sl[z].iov_base, 0, sl[z].iov_len);
+				}
 			}
 			b = r + 1;
 		}
@@ -1563,12 +1575,13 @@ tier_submit(struct tier *t, clio_dev *d, struct clio_req *req)
 	    (off > d->max_size || len > d->max_size - off))
 		return -EFBIG;
 	/* a block run the tier can hold: whole blocks, or ending in the
-	 * object's last block, read to its end or (writethrough) written
-	 * to or past it; a later size makes such a short entry a miss */
+	 * object's last block, read to its end or written to or past it;
+	 * once the object has grown, such a short entry is a miss if clean
+	 * and, if dirty, the block's first bytes (serve_read) */
 	aligned = off % t->bs == 0 &&
 		  (len % t->bs == 0 ||
 		   (req->op == CLIO_OP_READ && off + len == size) ||
-		   (req->op == CLIO_OP_WRITE && !t->writeback && off + len >= size));
+		   (req->op == CLIO_OP_WRITE && off + len >= size));
 
 	if (req->op == CLIO_OP_WRITE)
 		return tier_write(t, req, len, aligned);

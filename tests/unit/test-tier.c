@@ -25,8 +25,10 @@
  * same blocks rewritten and fsynced while killed at random moments; a
  * read-only open after a writeback crash reads the dirty blocks; an
  * fsync after a write that went through keeps its dirty blocks from
- * lost+found after kill -9; writeback: a read not aligned to the tier's
- * blocks (a direct handle's) sees the dirty blocks, not the device's;
+ * lost+found after kill -9; writeback: a short last block stays in DIR
+ * at fsync, and reads as itself and zeros once the file grew;
+ * writeback: a read not aligned to the tier's blocks (a direct
+ * handle's) sees the dirty blocks, not the device's;
  * clio_revalidate racing a reader: the new version is read after it,
  * not the old one from DIR; writeback: a write that went through to
  * the device while another thread's fsync flushed it is flushed by the
@@ -118,6 +120,18 @@ file_write(uint64_t off, size_t len, uint64_t s)
 	assert_int_equal(pwrite(fd, b, len, (off_t)off), (ssize_t)len);
 	close(fd);
 	free(b);
+}
+
+static char *
+file_read_n(size_t n)
+{
+	char *b = malloc(n);
+	int fd = open(path, O_RDONLY);
+
+	assert_true(fd >= 0 && b != NULL);
+	assert_int_equal(pread(fd, b, n, 0), (ssize_t)n);
+	close(fd);
+	return b;
 }
 
 static char *
@@ -1871,6 +1885,66 @@ test_writeback_grow(void **state)
 	free(r);
 }
 
+/* writeback: a file's short last block is kept dirty in DIR like the
+ * others (it went through to the device at each fsync); once the file
+ * has grown past it, it reads as its bytes and zeros; all of it reaches
+ * the device at close. */
+static void
+test_writeback_tail(void **state)
+{
+	const size_t len = 3 * BS + 1000;
+	struct stack st;
+	char *b = malloc(len), *r = malloc(7 * BS), *blk = malloc(BS);
+	struct stat sb;
+	int fd;
+
+	(void)state;
+	assert_true(b != NULL && r != NULL && blk != NULL);
+	nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	mkdir(dcdir, 0755);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_true(fd >= 0);
+	close(fd);
+	tu_fill(b, len, 0, 230);
+	tu_fill(blk, BS, 6 * BS, 231);
+	assert_int_equal(stack_open(&st, "writeback", "8M", 256 * TU_KiB), 0);
+	assert_int_equal(clio_pwrite(st.f, b, len, 0), (ssize_t)len);
+	assert_int_equal(clio_fsync(st.f), 0);
+	assert_int_equal(param(st.d, "dirty"), 4);
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(sb.st_size, 0); /* all of it in DIR, none through */
+	assert_int_equal(clio_pwrite(st.f, blk, BS, 6 * BS), BS);
+	assert_int_equal(clio_fsync(st.f), 0);
+	/* a new memory cache: the reads come from the tier */
+	assert_int_equal(clio_close(st.f), 0);
+	assert_int_equal(clio_cache_free(st.c), 0);
+	struct clio_conf conf;
+	clio_conf_init(&conf);
+	assert_int_equal(clio_cache_new(&conf, &st.c), 0);
+	assert_int_equal(clio_open(st.c, st.d, CLIO_RDWR, &st.f), 0);
+	assert_int_equal(clio_fsize(st.f), 7 * BS);
+	assert_int_equal(clio_pread(st.f, r, 7 * BS, 0), 7 * BS);
+	assert_memory_equal(r, b, len);
+	for (size_t i = len; i < 6 * BS; i++)
+		if (r[i] != 0) {
+			fprintf(stderr, "byte %zu: %d, not 0\n", i, r[i]);
+			fail();
+		}
+	assert_memory_equal(r + 6 * BS, blk, BS);
+	assert_int_equal(stack_close(&st), 0);
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(sb.st_size, 7 * BS);
+	free(r);
+	r = file_read_n(7 * BS);
+	assert_memory_equal(r, b, len);
+	for (size_t i = len; i < 6 * BS; i++)
+		assert_int_equal(r[i], 0);
+	assert_memory_equal(r + 6 * BS, blk, BS);
+	free(r);
+	free(b);
+	free(blk);
+}
+
 /* writeback: whole blocks past the end, fsync, kill -9. */
 static int
 child_wb_grow(unsigned s)
@@ -2459,6 +2533,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_writeback_readonly_restart),
 		cmocka_unit_test(test_writeback_through_recover),
 		cmocka_unit_test(test_writeback_grow),
+		cmocka_unit_test(test_writeback_tail),
 		cmocka_unit_test(test_writeback_grow_recover),
 		cmocka_unit_test(test_writeback_max_size),
 		cmocka_unit_test(test_writeback_trunc_recover),
