@@ -18,7 +18,8 @@
  * a second process writing the file while the first holds the object;
  * threads writing and reading through a tiny memory cache, truncations
  * between rounds, against a model; writeback killed at random moments
- * of writes and fsyncs: every acknowledged fsync reaches the device;
+ * of writes and fsyncs, and of appends of odd lengths: every
+ * acknowledged fsync reaches the device;
  * a restart with a smaller disk_cache_size than the crashed session's
  * still writes back every dirty block; dirty blocks that lost+found
  * cannot take stay in DIR; DIR removed while an object is open; the
@@ -944,6 +945,109 @@ test_truncate(void **state)
 		free(b);
 		free(z);
 	}
+}
+
+/* writeback: appends of odd lengths to an empty file, each fsynced
+ * (every one ends in a short dirty block, rewritten longer by the next)
+ * and acknowledged, killed with -9 at a random moment: after a restart
+ * the device holds every acknowledged append, and past them only the
+ * later appends' bytes or zeros. */
+#define KA_ROUNDS 24
+static size_t
+ka_end(int r)
+{
+	size_t end = 0;
+
+	for (int k = 0; k <= r; k++)
+		end += 5000 + (size_t)k * 777;
+	return end;
+}
+
+static int
+child_wb_appends(void)
+{
+	size_t all = ka_end(KA_ROUNDS - 1);
+	struct stack st;
+	char *b = malloc(all), ack[300];
+	int fd;
+
+	snprintf(ack, sizeof(ack), "%s/acked", dir);
+	fd = open(ack, O_WRONLY | O_APPEND | O_CREAT, 0644);
+	if (b == NULL || fd < 0 || stack_open(&st, "writeback", "64M", 256 * TU_KiB) < 0)
+		return 2;
+	tu_fill(b, all, 0, 240);
+	for (int r = 0; r < KA_ROUNDS; r++) {
+		size_t from = r ? ka_end(r - 1) : 0, len = ka_end(r) - from;
+		if (clio_pwrite(st.f, b + from, len, from) != (ssize_t)len ||
+		    clio_fsync(st.f) != 0)
+			return 3;
+		char line[16];
+		int n = snprintf(line, sizeof(line), "%d\n", r);
+		if (write(fd, line, (size_t)n) != n)
+			return 4;
+	}
+	for (;;)
+		pause();
+}
+
+static void
+test_writeback_kill_appends(void **state)
+{
+	size_t all = ka_end(KA_ROUNDS - 1);
+	unsigned s = seed + 1;
+	char ack[300], *want = malloc(all);
+
+	(void)state;
+	assert_non_null(want);
+	tu_fill(want, all, 0, 240);
+	snprintf(ack, sizeof(ack), "%s/acked", dir);
+	const char *fl = getenv("CLIO_FLAVOUR");
+	unsigned slow = fl && strcmp(fl, "tsan") == 0 ? 3 : 1;
+	printf("writeback appends, kill -9 (seed %u): rounds acknowledged:", seed);
+	for (int it = 0; it < 6; it++) {
+		struct stack st;
+		struct stat sb;
+		int status, last = -1, v;
+
+		nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+		mkdir(dcdir, 0755);
+		unlink(ack);
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		assert_true(fd >= 0);
+		close(fd);
+		pid_t p = spawn("child-wba", 0, 0);
+		assert_true(p > 0);
+		usleep((useconds_t)(8000 + rand_r(&s) % 30000) * slow);
+		kill(p, SIGKILL);
+		assert_int_equal(waitpid(p, &status, 0), p);
+		assert_true(WIFSIGNALED(status));
+		FILE *af = fopen(ack, "r");
+		while (af != NULL && fscanf(af, "%d", &v) == 1)
+			last = v;
+		if (af != NULL)
+			fclose(af);
+		printf(" %d", last + 1);
+		assert_int_equal(stack_open(&st, "writeback", "64M", 256 * TU_KiB), 0);
+		assert_int_equal(stack_close(&st), 0);
+		assert_int_equal(stat(path, &sb), 0);
+		size_t acked = last >= 0 ? ka_end(last) : 0;
+		if ((size_t)sb.st_size < acked || (size_t)sb.st_size > all) {
+			fprintf(stderr, "size %lld, %zu acknowledged (seed %u, iteration %d)\n",
+				(long long)sb.st_size, acked, seed, it);
+			fail();
+		}
+		char *f = file_read_n((size_t)sb.st_size);
+		for (size_t k = 0; k < (size_t)sb.st_size; k++)
+			if (f[k] != want[k] && (k < acked || f[k] != 0)) {
+				fprintf(stderr, "byte %zu of %lld wrong, %zu acknowledged "
+					"(seed %u, iteration %d)\n", k, (long long)sb.st_size,
+					acked, seed, it);
+				fail();
+			}
+		free(f);
+	}
+	printf(" of %d\n", KA_ROUNDS);
+	free(want);
 }
 
 /* ------------------------------------------------------------ probes */
@@ -2526,6 +2630,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_two_procs),
 		cmocka_unit_test(test_threads_truncate),
 		cmocka_unit_test(test_writeback_kill_rounds),
+		cmocka_unit_test(test_writeback_kill_appends),
 		cmocka_unit_test(test_writeback_smaller_restart),
 		cmocka_unit_test(test_lost_found_fails),
 		cmocka_unit_test(test_dir_removed),
@@ -2554,6 +2659,8 @@ main(int argc, char **argv)
 			return child_insert((unsigned)atoi(argv[3]), atoi(argv[4]));
 		if (strcmp(argv[1], "child-wbr") == 0)
 			return child_wb_rounds();
+		if (strcmp(argv[1], "child-wba") == 0)
+			return child_wb_appends();
 		if (strcmp(argv[1], "child-other") == 0)
 			return child_other();
 		if (strcmp(argv[1], "child-wbthrough") == 0)
