@@ -452,6 +452,29 @@ choose_engine(clio_dev *d, struct file_dev *f, const struct file_args *a,
 	return 0;
 }
 
+/* The largest file the file system takes for this file (its s_maxbytes,
+ * which on ext4 depends on the file's block mapping): lseek(2) refuses
+ * offsets past it, so bisect between 2 GiB, which all take, and
+ * INT64_MAX.  Writes and resizes past it fail with EFBIG when made, not
+ * when written back. */
+static uint64_t
+fs_max_size(int fd)
+{
+	uint64_t ok = 1ull << 31, bad = (uint64_t)INT64_MAX + 1;
+	off_t pos = lseek(fd, 0, SEEK_CUR);
+
+	while (bad - ok > 1) {
+		uint64_t mid = ok + (bad - ok) / 2;
+		if (lseek(fd, (off_t)mid, SEEK_SET) >= 0)
+			ok = mid;
+		else
+			bad = mid;
+	}
+	if (pos >= 0)
+		(void)lseek(fd, pos, SEEK_SET);
+	return ok;
+}
+
 int
 dev_file_open(const char *path, const char *query, int flags, clio_dev **dp,
 	      char *err, size_t errlen)
@@ -531,6 +554,7 @@ dev_file_open(const char *path, const char *query, int flags, clio_dev **dp,
 		d->ops = f->regular ? &file_threads_ops : &blockdev_threads_ops;
 	if (f->regular) {
 		d->size = (uint64_t)st.st_size;
+		d->max_size = fs_max_size(fd);
 	} else {
 		uint64_t bytes = 0;
 		int ssz = 512;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * test-dev.c - the device layer: the shared parsers, device strings and
- * their errors, the mem, file and fault backends, splitting at maxio,
+ * their errors, the mem, file and fault backends (a file's size limit
+ * that of its file system), splitting at maxio,
  * asynchronous submission with several requests in flight, statistics,
  * a device of callbacks (clio_dev_open_callbacks) under a cache,
  * the io_uring and threads engines of files (many requests from one
@@ -735,6 +736,63 @@ out:
 	unlink(path);
 	free(buf);
 	free(rd);
+}
+
+/* A file past the largest its file system takes (ext4: 16 TiB less a
+ * block): a write or a truncation there through the cache fails with
+ * EFBIG when made, as write(2) would, changing nothing; it did not fail
+ * before the write-back (or the next fsync, the bytes lost).  Where the
+ * file system takes any size below 2^63 (tmpfs, xfs), only the cache's
+ * own limit shows. */
+static void
+test_file_max_size(void **state)
+{
+	char path[4096], spec[4200];
+	struct clio_conf conf = CLIO_CONF_DEFAULTS;
+	uint64_t lim = 1ull << 31;
+	clio_cache *c;
+	clio_dev *d;
+	clio_file *f;
+	struct stat st;
+	int fd;
+
+	(void)state;
+	fd = tu_tmpfile(path, sizeof(path));
+	/* the limit as write(2) finds it, by bisection */
+	for (uint64_t bad = (uint64_t)INT64_MAX; bad - lim > 1;) {
+		uint64_t mid = lim + (bad - lim) / 2;
+		if (pwrite(fd, "x", 1, (off_t)mid - 1) == 1)
+			lim = mid;
+		else
+			bad = mid;
+		assert_int_equal(ftruncate(fd, 0), 0);
+	}
+	close(fd);
+	print_message("file size limit of the test's file system: %llu\n",
+		      (unsigned long long)lim);
+	snprintf(spec, sizeof(spec), "file:%s", path);
+	d = tu_dev_open(spec, 0);
+	assert_int_equal(clio_cache_new(&conf, &c), 0);
+	f = tu_open(c, d, CLIO_RDWR);
+	assert_int_equal(clio_pwrite(f, "abc", 3, 0), 3);
+	if (lim < (uint64_t)INT64_MAX - 1) {
+		assert_int_equal(clio_pwrite(f, "x", 1, lim), -EFBIG);
+		assert_int_equal(clio_pwrite(f, "xy", 2, lim - 1), -EFBIG);
+		assert_int_equal(clio_ftruncate(f, lim + 1), -EFBIG);
+		assert_int_equal(clio_pwrite(f, "z", 1, lim - 1), 1);
+		assert_int_equal(clio_fsync(f), 0);
+		assert_int_equal(stat(path, &st), 0);
+		assert_int_equal((uint64_t)st.st_size, lim);
+		assert_int_equal(clio_ftruncate(f, 3), 0);
+	}
+	assert_int_equal(clio_pwrite(f, "x", 1, (uint64_t)INT64_MAX), -EFBIG);
+	assert_int_equal(clio_fsync(f), 0);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_size, 3);
+	assert_int_equal(clio_close(f), 0);
+	assert_int_equal(clio_cache_free(c), 0);
+	clio_dev_close(d);
+	unlink(path);
 }
 
 /* ------------------------------------------------------------ fault */
@@ -2006,6 +2064,7 @@ main(void)
 		cmocka_unit_test(test_mem_backend),
 		cmocka_unit_test(test_discard_zeroes),
 		cmocka_unit_test(test_file_backend),
+		cmocka_unit_test(test_file_max_size),
 		cmocka_unit_test(test_fault_ranges),
 		cmocka_unit_test(test_fault_prob),
 		cmocka_unit_test(test_fault_short),
