@@ -86,9 +86,13 @@
  * or never, and a crash of this daemon loses what was not yet written
  * back (fsync still means durable).
  *
- * Locks: tbl_lock, then a node's lock, then meta_lock or the idle list's
- * (whose walker only tries node locks); the cache's own locks come last.
- * path_lock (the paths) is taken last, holding no other lock after it.
+ * Locks: names_lock first (shared by every call that goes by a node's
+ * path, from the path to the reply; a rename's alone, so that no rename
+ * through the mount moves a directory under such a call; taken only in
+ * the calls the kernel makes, never again inside one); then tbl_lock,
+ * then a node's lock, then meta_lock or the idle list's (whose walker
+ * only tries node locks); the cache's own locks come last.  path_lock
+ * (the paths) is taken last, holding no other lock after it.
  *
  * The GETATTR after a close goes through the file's device
  * (clio_dev_version: one RPC by its handle, not a LOOKUP walk and a
@@ -162,6 +166,10 @@ static bool meta_dead;		/* a call found the connection gone */
 static pthread_mutex_t meta_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t tbl_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t path_lock = PTHREAD_MUTEX_INITIALIZER;
+/* shared by the calls that name an object by its parent's path, from
+ * building the path to the reply; a rename's alone, from building its
+ * paths to moving the nodes' (writers first: renames are not starved) */
+static pthread_rwlock_t names_lock = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
 static struct nnode *tbl[NBUCKETS];
 static struct nnode root;
 static clio_cache *fs_cache;
@@ -1861,32 +1869,89 @@ nfs_release_op(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_err(req, 0);
 }
 
+/* The calls that go by a node's path hold names_lock: a rename through
+ * the mount never moves a directory between such a call's path and its
+ * reply (a mkdir in it made the directory, then looked it up under the
+ * other name: EIO; a GETATTR of it found no file: ESTALE). */
+#define NAMED_OP(name_, call_, params_, args_)                                 \
+	static void name_ params_                                              \
+	{                                                                      \
+		pthread_rwlock_rdlock(&names_lock);                            \
+		call_ args_;                                                   \
+		pthread_rwlock_unlock(&names_lock);                            \
+	}
+NAMED_OP(named_lookup, nfs_lookup, (fuse_req_t req, fuse_ino_t p, const char *n),
+	 (req, p, n))
+NAMED_OP(named_mkdir, nfs_mkdir_op,
+	 (fuse_req_t req, fuse_ino_t p, const char *n, mode_t m), (req, p, n, m))
+NAMED_OP(named_mknod, nfs_mknod_op,
+	 (fuse_req_t req, fuse_ino_t p, const char *n, mode_t m, dev_t rdev),
+	 (req, p, n, m, rdev))
+NAMED_OP(named_unlink, nfs_unlink_op, (fuse_req_t req, fuse_ino_t p, const char *n),
+	 (req, p, n))
+NAMED_OP(named_rmdir, nfs_rmdir_op, (fuse_req_t req, fuse_ino_t p, const char *n),
+	 (req, p, n))
+NAMED_OP(named_symlink, nfs_symlink_op,
+	 (fuse_req_t req, const char *l, fuse_ino_t p, const char *n), (req, l, p, n))
+NAMED_OP(named_link, nfs_link_op,
+	 (fuse_req_t req, fuse_ino_t i, fuse_ino_t p, const char *n), (req, i, p, n))
+NAMED_OP(named_getattr, nfs_getattr,
+	 (fuse_req_t req, fuse_ino_t i, struct fuse_file_info *fi), (req, i, fi))
+NAMED_OP(named_setattr, nfs_setattr,
+	 (fuse_req_t req, fuse_ino_t i, struct stat *a, int v, struct fuse_file_info *fi),
+	 (req, i, a, v, fi))
+NAMED_OP(named_readlink, nfs_readlink_op, (fuse_req_t req, fuse_ino_t i), (req, i))
+NAMED_OP(named_open, nfs_open_op,
+	 (fuse_req_t req, fuse_ino_t i, struct fuse_file_info *fi), (req, i, fi))
+NAMED_OP(named_release, nfs_release_op,
+	 (fuse_req_t req, fuse_ino_t i, struct fuse_file_info *fi), (req, i, fi))
+NAMED_OP(named_opendir, nfs_opendir_op,
+	 (fuse_req_t req, fuse_ino_t i, struct fuse_file_info *fi), (req, i, fi))
+NAMED_OP(named_readdir, nfs_readdir_op,
+	 (fuse_req_t req, fuse_ino_t i, size_t sz, off_t off, struct fuse_file_info *fi),
+	 (req, i, sz, off, fi))
+NAMED_OP(named_readdirplus, nfs_readdirplus_op,
+	 (fuse_req_t req, fuse_ino_t i, size_t sz, off_t off, struct fuse_file_info *fi),
+	 (req, i, sz, off, fi))
+NAMED_OP(named_create, nfs_create_op,
+	 (fuse_req_t req, fuse_ino_t p, const char *n, mode_t m, struct fuse_file_info *fi),
+	 (req, p, n, m, fi))
+
+static void
+named_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+	     const char *newname, unsigned int flags)
+{
+	pthread_rwlock_wrlock(&names_lock);
+	nfs_rename_op(req, parent, name, newparent, newname, flags);
+	pthread_rwlock_unlock(&names_lock);
+}
+
 const struct fuse_lowlevel_ops mountnfs_ops = {
-	.lookup = nfs_lookup,
+	.lookup = named_lookup,
 	.forget = nfs_forget,
 	.forget_multi = nfs_forget_multi,
-	.getattr = nfs_getattr,
-	.setattr = nfs_setattr,
-	.readlink = nfs_readlink_op,
-	.mkdir = nfs_mkdir_op,
-	.mknod = nfs_mknod_op,
-	.unlink = nfs_unlink_op,
-	.rmdir = nfs_rmdir_op,
-	.symlink = nfs_symlink_op,
-	.rename = nfs_rename_op,
-	.link = nfs_link_op,
-	.open = nfs_open_op,
+	.getattr = named_getattr,
+	.setattr = named_setattr,
+	.readlink = named_readlink,
+	.mkdir = named_mkdir,
+	.mknod = named_mknod,
+	.unlink = named_unlink,
+	.rmdir = named_rmdir,
+	.symlink = named_symlink,
+	.rename = named_rename,
+	.link = named_link,
+	.open = named_open,
 	.read = nfs_read_op,
 	.write = nfs_write_op,
 	.flush = nfs_flush_op,
-	.release = nfs_release_op,
+	.release = named_release,
 	.fsync = nfs_fsync_op,
-	.opendir = nfs_opendir_op,
-	.readdir = nfs_readdir_op,
-	.readdirplus = nfs_readdirplus_op,
+	.opendir = named_opendir,
+	.readdir = named_readdir,
+	.readdirplus = named_readdirplus,
 	.releasedir = nfs_releasedir_op,
 	.statfs = nfs_statfs_op,
-	.create = nfs_create_op,
+	.create = named_create,
 };
 
 /* -------------------------------------------------------- start and end */

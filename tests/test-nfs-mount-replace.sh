@@ -28,7 +28,10 @@
 #     fstat and read (by the device's handle), and a write lands in the
 #     renamed file;
 # 10. a file unlinked through the mount while open, then its directory
-#     renamed there: its hidden name is removed at the close.
+#     renamed there: its hidden name is removed at the close;
+# 11. directories, symbolic links and files made in a directory that
+#     another process renames back and forth through the mount: each
+#     call succeeds and each name is there.
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/ganesha-common.sh"
 . "$(dirname "$0")/nfs-mount-common.sh"
@@ -193,3 +196,30 @@ while [ -n "$(ls -A "$export/sd2")" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1
 nfs_umount "$mnt"
 ! grep -q "cannot remove" "$mnt.err" || fail "the daemon said: $(cat "$mnt.err")"
 echo "ok: a hidden file whose directory was renamed is removed at its close"
+
+# 11. names made in a directory while another process renames it back
+# and forth through the mount: each mkdir, symlink and create succeeds
+# (the object was made under the directory's name of the moment; its
+# reply looked it up under the other and said EIO) and each is there
+nfs_mount "$mnt" "nfs://127.0.0.1$export?port=$nfs_port&mountport=$mnt_port"
+mkdir -p "$mnt/rg/p" || fail "mkdir rg/p"
+(
+	i=0
+	while [ $i -lt 150 ]; do
+		mv "$mnt/rg/p" "$mnt/rg/q" && mv "$mnt/rg/q" "$mnt/rg/p" || exit 1
+		i=$((i + 1))
+	done
+) &
+mover=$!
+bad=$( cd "$mnt/rg/p" && i=0 && while [ $i -lt 150 ]; do
+	mkdir "d$i" 2>&1 || echo "mkdir d$i failed"
+	ln -s target "s$i" 2>&1 || echo "ln -s s$i failed"
+	true >"f$i" 2>&1 || echo "create f$i failed"
+	i=$((i + 1))
+done )
+wait $mover || fail "the renames through the mount failed"
+[ -z "$bad" ] || fail "made in a directory being renamed: $(echo "$bad" | head -5)"
+[ "$(ls "$export/rg/p" | wc -l)" -eq 450 ] ||
+	fail "rg/p holds $(ls "$export/rg/p" | wc -l) names, not 450"
+nfs_umount "$mnt"
+echo "ok: names made in a directory renamed meanwhile through the mount"
