@@ -82,6 +82,8 @@
 #define MOUNT_FLUSH_BEHIND (64u << 20)
 #define DISK_NAME "disk"
 
+struct fuse_session *mount_session;
+
 static struct mount_opts opts;
 static bool dir_source;		/* SOURCE is a directory (mountfs.c) */
 static char mnt_abs[4096];	/* the mount point, absolute */
@@ -812,6 +814,27 @@ stop_end(void)
 	stop_started = false;
 }
 
+/* Before the first request: what a crashed mount left dirty in the disk
+ * cache goes to the files (a device's own open does it for that device),
+ * so that the kernel never learns a size from before. */
+static void
+recover_disk_cache(bool is_nfs)
+{
+	const char *base = is_nfs ? mountnfs_dev_base() : src_shown;
+	size_t len = strlen(base);
+	char *prefix = malloc(len + 2);
+	int n;
+
+	if (prefix == NULL)
+		return;
+	sprintf(prefix, "%s%s", base, len > 0 && base[len - 1] == '/' ? "" : "/");
+	n = clio_disk_cache_recover(&opts.conf, prefix, is_nfs ? mountnfs_dev_query() : NULL);
+	if (n < 0)
+		fprintf(stderr, "clio mount: disk cache %s: %s\n", opts.conf.disk_cache,
+			strerror(-n));
+	free(prefix);
+}
+
 int
 cmd_mount(int argc, char **argv)
 {
@@ -978,6 +1001,7 @@ cmd_mount(int argc, char **argv)
 	}
 	se = fuse_session_new(&args, &ops, sizeof(ops), NULL);
 	fuse_opt_free_args(&args);
+	mount_session = se;
 	if (se == NULL) {
 		free(rootpath);
 		if (rootfd >= 0)
@@ -1036,6 +1060,9 @@ cmd_mount(int argc, char **argv)
 			r = clio_open(cache, disk_dev, opts.ro ? CLIO_RDONLY : CLIO_RDWR,
 				      &disk_cf);
 	}
+	if (r == 0 && (is_dir || is_nfs) && !opts.ro && !opts.cache_off &&
+	    opts.conf.disk_cache[0] != '\0')
+		recover_disk_cache(is_nfs);
 	if (r == 0)
 		mount_stats_init(cache, is_nfs ? mountnfs_foreach_dev :
 				 is_dir ? mountfs_foreach_dev : disk_foreach,

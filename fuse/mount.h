@@ -70,6 +70,9 @@ struct mount_idle *mount_idle_take_oldest(unsigned max,
 					  bool (*claim)(struct mount_idle *));
 unsigned mount_idle_count(void);
 
+/* The session, for notifications to the kernel (set before the loop). */
+extern struct fuse_session *mount_session;
+
 /* The pass-through file system over a directory (mountfs.c). */
 extern const struct fuse_lowlevel_ops mountfs_ops;
 /* Take over rootfd (an O_PATH descriptor of the source directory). */
@@ -90,6 +93,10 @@ int mountnfs_init(clio_cache *cache, const char *source,
 		  char *err, size_t errlen);
 /* After clio_sync: close every device; the first write-back error. */
 int mountnfs_fini(void);
+/* The export's device strings: "nfs://HOST/EXPORT", then a file's
+ * path, then the query ("?..." or ""). */
+const char *mountnfs_dev_base(void);
+const char *mountnfs_dev_query(void);
 
 /* The caller's identity for the calls that create objects (mountcreds.c):
  * init before the loop; enter (0 or -errno: then leave is not needed and

@@ -663,12 +663,23 @@ handle_open(struct mnode *n, struct fuse_file_info *fi, bool internal,
 	mount_idle_del(&n->idle);
 	r = 0;
 	if (!fs_cache_off && !direct) {
+		bool fresh = n->cdev == NULL;
 		if (known != NULL)
 			v = *known;
 		else
 			r = source_version(n, &v);
 		if (r == 0)
 			r = node_open_data(n, want_write, v.size);
+		if (r == 0 && fresh && (uint64_t)clio_fsize(n->cf) != v.size) {
+			/* the disk tier wrote back what a crashed mount left
+			 * in it: the source's new version, and the size the
+			 * kernel has from the lookup is dropped before it
+			 * reads (by the reply, it may have read to it) */
+			r = source_version(n, &v);
+			if (r == 0 && mount_session != NULL)
+				(void)fuse_lowlevel_notify_inval_inode(mount_session,
+								      ino_of(n), -1, 0);
+		}
 		if (r == -EACCES && (fi->flags & O_ACCMODE) == O_WRONLY) {
 			direct = true;	/* writable here, not readable */
 			r = 0;

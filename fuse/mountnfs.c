@@ -1998,6 +1998,18 @@ libnfs_url(const char *src, const char *q)
 	return out;
 }
 
+const char *
+mountnfs_dev_base(void)
+{
+	return dev_base;
+}
+
+const char *
+mountnfs_dev_query(void)
+{
+	return dev_query;
+}
+
 int
 mountnfs_init(clio_cache *cache, const char *source, const struct mount_nfs_opts *o,
 	      int ro, unsigned idle_devices, char *err, size_t errlen)

@@ -257,6 +257,16 @@ int clio_sync(clio_cache *c);
  * cache is larger than the memory available (MemAvailable, or the room
  * under the cgroup's memory limit); -ENOTSUP (Linux before 5.14). */
 int clio_cache_prefault(clio_cache *c);
+/* Write back what a crashed process left dirty in conf's disk cache
+ * (disk_cache=DIR, writeback mode) for the objects whose device string
+ * begins with prefix (a directory's path and "/": the regular files
+ * under it; an nfs:// URL: the files under it), each opened as that
+ * string followed by query (NULL: none), as their next open would; a
+ * front end does it before it serves them, so that no size or byte is
+ * shown from before.  The number of objects opened, or -errno; 0
+ * without disk_cache. */
+int clio_disk_cache_recover(const struct clio_conf *conf, const char *prefix,
+			    const char *query);
 
 struct clio_cache_stats {
 	uint64_t hits, misses;		/* block lookups by readers and writers */

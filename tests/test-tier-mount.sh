@@ -7,7 +7,8 @@
 # --raw) says; the bytes are the file's; a change of the file between
 # the mounts is seen; clio dd of the file reads the mount's entries;
 # writeback: what a program wrote and fsynced through a mount killed -9
-# reaches the file at its next open for writing.
+# reaches the file at its next open for writing, and a restarted mount
+# reads a new file it crashed with (its size too) at its first open.
 set -e
 . "$(dirname "$0")/mount-common.sh"
 mnt=$tmp/mnt dir=$tmp/dir dc=$tmp/dc
@@ -71,3 +72,27 @@ cmp -s -n 1048576 -i 0:1048576 "$tmp/new" "$dir/f" && echo "(the dirty blocks we
 grep -q "were not written back" "$tmp/err" && { cat "$tmp/err"; fail "the mount's fsynced blocks went to lost+found"; }
 cmp -n 1048576 -i 0:1048576 "$tmp/new" "$dir/f" || fail "the fsynced write did not reach the file"
 echo "ok: writeback: what a program fsynced through a mount killed -9 reaches the file"
+
+# writeback: a new file of an odd size written and fsynced through a
+# mount killed -9 (the file is empty in the directory, its blocks dirty
+# in DIR); the next mount's first open writes them back, and that open
+# reads them: the size the kernel had from the lookup (0) is dropped
+head -c 100123 /dev/urandom >"$tmp/odd"
+mount_start "$dir" "$mnt" -o disk_cache="$dc",disk_cache_mode=writeback,dirty_age=600
+python3 -c '
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
+os.write(fd, open(sys.argv[2], "rb").read())
+os.fsync(fd)' "$mnt/odd" "$tmp/odd"
+kill -9 "$mount_pid"
+wait "$mount_pid" 2>/dev/null || true
+mount_pid=
+fusermount3 -uz "$mnt"
+[ "$(stat -c %s "$dir/odd")" = 0 ] || echo "(the dirty blocks were written back before the kill)"
+mount_start "$dir" "$mnt" -o disk_cache="$dc",disk_cache_mode=writeback
+stat -c %s "$mnt/odd" >/dev/null
+cmp "$mnt/odd" "$tmp/odd" || fail "after the crash, the mount's first read of the file differs"
+[ "$(stat -c %s "$mnt/odd")" = 100123 ] || fail "after the crash, stat says $(stat -c %s "$mnt/odd") bytes"
+mount_stop "$mnt"
+cmp "$dir/odd" "$tmp/odd" || fail "after the crash, the file differs"
+echo "ok: writeback: a restarted mount reads a file it crashed with at its first open"

@@ -791,11 +791,11 @@ meta_write(struct tier *t, const char *ident, int state)
 }
 
 static int
-meta_read(struct tier *t, struct meta *m)
+meta_read_at(int ofd, struct meta *m)
 {
 	int fd, r;
 
-	fd = openat(t->ofd, "meta", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	fd = openat(ofd, "meta", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	r = read_all(fd, m, sizeof(*m), 0);
@@ -810,6 +810,12 @@ meta_read(struct tier *t, struct meta *m)
 		return -EBADMSG;
 	m->ident[sizeof(m->ident) - 1] = '\0';
 	return 0;
+}
+
+static int
+meta_read(struct tier *t, struct meta *m)
+{
+	return meta_read_at(t->ofd, m);
 }
 
 /* ------------------------------------------------------------ requests */
@@ -2401,6 +2407,27 @@ lock_object(int lk)
 	return 0;
 }
 
+/* Whether the index open on fd holds a valid dirty record. */
+static bool
+index_dirty(int fd)
+{
+	struct rec r[64];
+	ssize_t n;
+	off_t off = 0;
+
+	while ((n = pread(fd, r, sizeof(r), off)) > 0) {
+		for (ssize_t k = 0; k < n / REC_SIZE; k++) {
+			uint32_t rc = r[k].rcrc;
+			r[k].rcrc = 0;
+			if (r[k].magic == REC_MAGIC && (r[k].flags & R_DIRTY) &&
+			    rc == crc32c(0, &r[k], sizeof(r[k])))
+				return true;
+		}
+		off += n;
+	}
+	return false;
+}
+
 /* Empty another object's entries (data, index, meta; its directory and
  * lock stay, so that a process opening it meanwhile starts empty) unless
  * a process uses it, it has dirty blocks or it is not ours (own_dir). */
@@ -2416,21 +2443,8 @@ cull_obj(int dirfd, const char *name)
 	if (lk < 0 || cull_mark(lk, F_OFD_SETLK) < 0 || flock(lk, LOCK_EX | LOCK_NB) < 0)
 		goto out;
 	fd = openat(od, "index", O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-	if (fd >= 0) {
-		struct rec r[64];
-		ssize_t n;
-		off_t off = 0;
-		while ((n = pread(fd, r, sizeof(r), off)) > 0) {
-			for (ssize_t k = 0; k < n / REC_SIZE; k++) {
-				uint32_t rc = r[k].rcrc;
-				r[k].rcrc = 0;
-				if (r[k].magic == REC_MAGIC && (r[k].flags & R_DIRTY) &&
-				    rc == crc32c(0, &r[k], sizeof(r[k])))
-					goto out; /* dirty: not ours to drop */
-			}
-			off += n;
-		}
-	}
+	if (fd >= 0 && index_dirty(fd))
+		goto out; /* dirty: not ours to drop */
 	(void)unlinkat(od, "meta", 0);
 	if (fd >= 0)
 		(void)ftruncate(fd, 0);
@@ -2961,6 +2975,89 @@ tier_resize(clio_dev *d, uint64_t size, bool before)
 		t->devflush = true;
 	pthread_mutex_unlock(&t->lock);
 	return 0;
+}
+
+/* The device string of a recorded object with dirty blocks whose own
+ * string begins with prefix (regular files and NFS files: those have the
+ * string in their identity), followed by query; NULL if none. */
+static char *
+recover_spec(int dirfd, const char *name, const char *prefix, const char *query)
+{
+	int od = own_dir(dirfd, name, false), fd;
+	struct meta m;
+	const char *p = NULL;
+	size_t plen = 0;
+	bool dirty = false;
+
+	if (od < 0)
+		return NULL;
+	if (meta_read_at(od, &m) == 0 && (m.kind == K_FILE || m.kind == K_NFS) &&
+	    (fd = openat(od, "index", O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) >= 0) {
+		dirty = index_dirty(fd);
+		close(fd);
+	}
+	close(od);
+	/* an identity cut at its 1023 bytes names the file only by hash */
+	if (!dirty || strlen(m.ident) >= sizeof(m.ident) - 1)
+		return NULL;
+	if (m.kind == K_FILE && (p = strstr(m.ident, " path=")) != NULL) {
+		p += 6;
+		plen = strlen(p);
+		if (strchr(p, '?') != NULL) /* not a file: string */
+			return NULL;
+	} else if (m.kind == K_NFS && strncmp(m.ident, "nfs ", 4) == 0) {
+		const char *e = strstr(m.ident, " fileid=");
+		p = m.ident + 4;
+		plen = e != NULL ? (size_t)(e - p) : 0;
+	}
+	if (p == NULL || plen == 0 || strncmp(p, prefix, strlen(prefix)) != 0)
+		return NULL;
+	return xasprintf("%s%.*s%s", m.kind == K_FILE ? "file:" : "", (int)plen, p,
+			 query != NULL ? query : "");
+}
+
+int
+clio_disk_cache_recover(const struct clio_conf *conf, const char *prefix,
+			const char *query)
+{
+	struct clio_conf small;
+	struct dirent *e;
+	DIR *dp;
+	int n = 0;
+
+	if (conf == NULL || prefix == NULL)
+		return -EINVAL;
+	if (conf->disk_cache[0] == '\0')
+		return 0;
+	if ((dp = opendir(conf->disk_cache)) == NULL)
+		return errno == ENOENT ? 0 : -errno;
+	small = *conf;
+	small.cache_size = 64 * (uint64_t)conf->bsize; /* the tier does the work */
+	while ((e = readdir(dp)) != NULL) {
+		if (strlen(e->d_name) != 16 || strspn(e->d_name, "0123456789abcdef") != 16)
+			continue;
+		char *spec = recover_spec(dirfd(dp), e->d_name, prefix, query);
+		clio_cache *c = NULL;
+		clio_dev *d = NULL;
+		clio_file *f = NULL;
+		if (spec == NULL)
+			continue;
+		/* opening the object writes its dirty blocks back (or to
+		 * lost+found); one that cannot be opened now is the next
+		 * open's */
+		if (clio_dev_open(spec, 0, &d) == 0 && clio_cache_new(&small, &c) == 0 &&
+		    clio_open(c, d, CLIO_RDWR, &f) == 0) {
+			if (clio_close(f) == 0)
+				n++;
+		}
+		if (c != NULL)
+			clio_cache_free(c);
+		if (d != NULL)
+			clio_dev_close(d);
+		free(spec);
+	}
+	closedir(dp);
+	return n;
 }
 
 void

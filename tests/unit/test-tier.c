@@ -9,7 +9,8 @@
  * heavy insertion (a child process, this program run again), after which
  * the cache serves only the file's bytes; writeback: data made durable by
  * fsync reaches the device after kill -9 and a restart, and goes to
- * lost+found, the file untouched, when the file changed meanwhile;
+ * lost+found, the file untouched, when the file changed meanwhile, and
+ * with clio_disk_cache_recover before anything opens the file;
  * a full insertion queue drops and counts, never waits or corrupts;
  * threads reading and writing through one tier; damage from outside:
  * another object's index and data copied over, a forged meta block
@@ -748,6 +749,38 @@ test_writeback_recover(void **state)
 	assert_int_equal(tu_check(truth + WB_B, WB_LEN, WB_B, 70), -1);
 	assert_int_equal(tu_check(truth + WB_LEN, WB_B - WB_LEN, WB_LEN, 7), -1);
 	free(truth);
+}
+
+/* clio_disk_cache_recover: the dirty blocks a killed writer left are
+ * written back to the file, which nobody opens, for a prefix of its
+ * path; none for another prefix; nothing is left for a second call. */
+static void
+test_recover_dir(void **state)
+{
+	struct clio_conf conf;
+	char err[256], prefix[320];
+	char *truth;
+
+	(void)state;
+	nftw(dcdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	mkdir(dcdir, 0755);
+	make_file(8);
+	run_wb_child(80);
+	clio_conf_init(&conf);
+	assert_int_equal(clio_conf_set(&conf, "disk_cache", dcdir, err, sizeof(err)), 0);
+	assert_int_equal(clio_disk_cache_recover(&conf, "/nonexistent/", NULL), 0);
+	assert_int_equal(clio_disk_cache_recover(NULL, "/", NULL), -EINVAL);
+	char *rp = realpath(dir, NULL); /* identities hold resolved paths */
+	assert_non_null(rp);
+	snprintf(prefix, sizeof(prefix), "%s/", rp);
+	free(rp);
+	assert_int_equal(clio_disk_cache_recover(&conf, prefix, NULL), 1);
+	truth = file_read();
+	assert_int_equal(tu_check(truth + WB_A, WB_LEN, WB_A, 80), -1);
+	assert_int_equal(tu_check(truth + WB_B, WB_LEN, WB_B, 80), -1);
+	assert_int_equal(tu_check(truth + WB_LEN, WB_B - WB_LEN, WB_LEN, 8), -1);
+	free(truth);
+	assert_int_equal(clio_disk_cache_recover(&conf, prefix, NULL), 0);
 }
 
 /* A change of the file's times that the writer records as its own
@@ -2618,6 +2651,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_queue_full),
 		cmocka_unit_test(test_kill9),
 		cmocka_unit_test(test_writeback_recover),
+		cmocka_unit_test(test_recover_dir),
 		cmocka_unit_test(test_writeback_conflict),
 		cmocka_unit_test(test_writeback_times),
 		cmocka_unit_test(test_writeback_close),
