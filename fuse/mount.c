@@ -1061,7 +1061,7 @@ cmd_mount(int argc, char **argv)
 				      &disk_cf);
 	}
 	if (r == 0 && (is_dir || is_nfs) && !opts.ro && !opts.cache_off &&
-	    opts.conf.disk_cache[0] != '\0')
+	    opts.conf.disk_cache != NULL && opts.conf.disk_cache[0] != '\0')
 		recover_disk_cache(is_nfs);
 	if (r == 0)
 		mount_stats_init(cache, is_nfs ? mountnfs_foreach_dev :

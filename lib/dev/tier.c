@@ -3027,7 +3027,7 @@ clio_disk_cache_recover(const struct clio_conf *conf, const char *prefix,
 
 	if (conf == NULL || prefix == NULL)
 		return -EINVAL;
-	if (conf->disk_cache[0] == '\0')
+	if (conf->disk_cache == NULL || conf->disk_cache[0] == '\0')
 		return 0;
 	if ((dp = opendir(conf->disk_cache)) == NULL)
 		return errno == ENOENT ? 0 : -errno;

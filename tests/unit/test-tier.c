@@ -767,6 +767,7 @@ test_recover_dir(void **state)
 	make_file(8);
 	run_wb_child(80);
 	clio_conf_init(&conf);
+	assert_int_equal(clio_disk_cache_recover(&conf, "/", NULL), 0); /* none */
 	assert_int_equal(clio_conf_set(&conf, "disk_cache", dcdir, err, sizeof(err)), 0);
 	assert_int_equal(clio_disk_cache_recover(&conf, "/nonexistent/", NULL), 0);
 	assert_int_equal(clio_disk_cache_recover(NULL, "/", NULL), -EINVAL);
