@@ -26,9 +26,14 @@ in_range() {
 
 # running PID: PID is a live process.  A daemon that ended is no child of
 # the test: it stays a zombie, which kill -0 still finds, until init
-# reaps it, which may take a second or more.
+# reaps it, which may take a second or more.  While it is reaped it
+# shows X (dead) for a moment: not running either (a check that took Z
+# for an end and X for a live process failed a test whose daemon ended).
 running() {
 	kill -0 "$1" 2>/dev/null || return 1
-	state=$(sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' "/proc/$1/status" 2>/dev/null)
-	[ -n "$state" ] && [ "$state" != Z ]
+	state=$(sed -n 's/^State:[[:space:]]*\([A-Za-z]\).*/\1/p' "/proc/$1/status" 2>/dev/null)
+	case $state in
+	""|Z|X|x) return 1;;
+	esac
+	return 0
 }
