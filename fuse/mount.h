@@ -115,6 +115,8 @@ void mount_creds_conn(bool kernel_acl, bool dont_mask);
 int mount_creds_access(fuse_req_t req, int fd, const char *path, int mode);
 /* Whether mount_creds_access would ask the source for req's caller. */
 bool mount_creds_asks(fuse_req_t req);
+/* Whether req's caller holds CAP_SYS_ADMIN (may see trusted.* names). */
+bool mount_creds_sys_admin(fuse_req_t req);
 
 /* Without -f (mountdaemon.c): fork; the caller goes on in the child, and
  * the command exits 0 at mount_daemon_ready, or with the child's status. */

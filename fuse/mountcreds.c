@@ -37,12 +37,16 @@
  *     directory's search right too), unless the kernel enforces ACLs itself
  *     (FUSE_CAP_POSIX_ACL, mount_creds_conn), the caller is root or the
  *     daemon is not: then it is 0 at once, with no system call.
+ *  7. mount_creds_sys_admin says whether the caller holds CAP_SYS_ADMIN
+ *     (its status file's CapEff), what a local file system asks before it
+ *     lists trusted.* names; without the file, whether its uid is 0.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <grp.h>
+#include <linux/capability.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -128,6 +132,32 @@ status_groups(pid_t pid, gid_t *list, int max)
 		list[n++] = (gid_t)g;
 	}
 	return n;
+}
+
+bool
+mount_creds_sys_admin(fuse_req_t req)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	char path[64], buf[STATUS_MAX], *p;
+	unsigned long long caps;
+	ssize_t len;
+	int fd;
+
+	if (ctx->uid != 0)
+		return false; /* a user namespace's root is not one here */
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)ctx->pid,
+		 (int)ctx->pid);
+	if (ctx->pid <= 0 || (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return true;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len <= 0)
+		return true;
+	buf[len] = '\0';
+	if ((p = strstr(buf, "\nCapEff:")) == NULL)
+		return true;
+	caps = strtoull(p + 8, NULL, 16);
+	return (caps >> CAP_SYS_ADMIN) & 1;
 }
 
 /* The caller's supplementary groups on this thread; 0 or -errno. */

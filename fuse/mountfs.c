@@ -1907,21 +1907,68 @@ fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 	free(buf);
 }
 
+/* Take the trusted.* names out of the list in buf[0..len): their new
+ * length. */
+static ssize_t
+drop_trusted(char *buf, ssize_t len)
+{
+	ssize_t in = 0, out = 0;
+
+	while (in < len) {
+		size_t n = strnlen(buf + in, (size_t)(len - in)) + 1;
+		if (strncmp(buf + in, "trusted.", 8) != 0) {
+			memmove(buf + out, buf + in, n);
+			out += (ssize_t)n;
+		}
+		in += (ssize_t)n;
+	}
+	return out;
+}
+
+/* The names a caller without CAP_SYS_ADMIN lists have no trusted.* (a
+ * local file system leaves them out for it; the daemon, which has the
+ * capability, gets them all), also in the size asked with size 0. */
 static void
 fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	char path[64], *buf = NULL;
-	ssize_t r = 0;
+	ssize_t r = 0, room;
 
 	if (ino == mount_stats_ino()) {
 		reply_xattr(req, 0, size, NULL);
 		return;
 	}
 	proc_path(path, sizeof(path), node_of(ino)->fd);
-	if (size > 0 && (buf = malloc(size)) == NULL)
-		r = -ENOMEM;
-	else if ((r = listxattr(path, buf, size)) < 0)
-		r = -errno;
+	if (mount_creds_sys_admin(req)) {
+		if (size > 0 && (buf = malloc(size)) == NULL)
+			r = -ENOMEM;
+		else if ((r = listxattr(path, buf, size)) < 0)
+			r = -errno;
+		reply_xattr(req, r, size, buf);
+		free(buf);
+		return;
+	}
+	for (;;) { /* the whole list, then filtered */
+		if ((room = listxattr(path, NULL, 0)) < 0) {
+			r = -errno;
+			break;
+		}
+		free(buf);
+		if ((buf = malloc((size_t)room + 1)) == NULL) {
+			r = -ENOMEM;
+			break;
+		}
+		if ((r = listxattr(path, buf, (size_t)room + 1)) >= 0) {
+			r = drop_trusted(buf, r);
+			break;
+		}
+		if (errno != ERANGE) { /* else it grew meanwhile */
+			r = -errno;
+			break;
+		}
+	}
+	if (r >= 0 && size > 0 && (size_t)r > size)
+		r = -ERANGE;
 	reply_xattr(req, r, size, buf);
 	free(buf);
 }

@@ -164,3 +164,27 @@ for o in allow_other allow_other,kernel_cache=off allow_other,xattr; do
 	mount_stop "$mnt"
 done
 echo "ok: POSIX ACLs of the source hold through the mount"
+
+# the names of a file's extended attributes: trusted.* only to a caller
+# with CAP_SYS_ADMIN, as in the local directory (the daemon, which has
+# it, listed them to every caller), also in the size asked first
+echo x >"$src/xa"
+chmod 644 "$src/xa"
+if setfattr -n trusted.clio -v 1 "$src/xa" 2>/dev/null &&
+   setfattr -n user.clio -v 2 "$src/xa" 2>/dev/null; then
+	mount_start "$src" "$mnt" -o allow_other,xattr
+	for who in user root nocap; do
+		case $who in
+		user)  pre="as_user" ;;
+		root)  pre="" ;;
+		nocap) pre="setpriv --inh-caps=-sys_admin --bounding-set=-sys_admin --" ;;
+		esac
+		want=$($pre getfattr --absolute-names -m - "$src/xa" 2>&1 | sed -n 's/^\([a-z]*\.[^=]*\).*/\1/p' | sort | tr '\n' ' ')
+		got=$($pre getfattr --absolute-names -m - "$mnt/xa" 2>&1 | sed -n 's/^\([a-z]*\.[^=]*\).*/\1/p' | sort | tr '\n' ' ')
+		[ "$got" = "$want" ] || fail "listxattr as $who: '$got' through the mount, '$want' in the directory"
+		echo "ok: listxattr as $who: $got"
+	done
+	mount_stop "$mnt"
+else
+	echo "skip part: $src takes no trusted.* or user.* attributes"
+fi
