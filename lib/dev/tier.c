@@ -756,6 +756,25 @@ validator_of(struct tier *t, struct clio_validator *v, bool *have)
 	*have = true;
 }
 
+/* Open name in the directory at: a regular file only, no link followed,
+ * never waiting (a FIFO or a device planted in its place is refused, not
+ * opened for good). */
+static int
+open_file(int at, const char *name, int flags)
+{
+	int fd = openat(at, name, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+	struct stat st;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0) {
+		close(fd);
+		return -EINVAL;
+	}
+	return fd;
+}
+
 static int
 meta_write(struct tier *t, const char *ident, int state)
 {
@@ -773,10 +792,9 @@ meta_write(struct tier *t, const char *ident, int state)
 	m.size = clio_dev_size(t->d);
 	snprintf(m.ident, sizeof(m.ident), "%s", ident);
 	m.crc = crc32c(0, &m, offsetof(struct meta, crc));
-	fd = openat(t->ofd, "meta.tmp",
-		    O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	fd = open_file(t->ofd, "meta.tmp", O_WRONLY | O_CREAT | O_TRUNC);
 	if (fd < 0)
-		r = -errno;
+		r = fd;
 	else {
 		r = write_all(fd, &m, sizeof(m), 0);
 		if (r == 0 && fdatasync(fd) < 0)
@@ -795,9 +813,9 @@ meta_read_at(int ofd, struct meta *m)
 {
 	int fd, r;
 
-	fd = openat(ofd, "meta", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	fd = open_file(ofd, "meta", O_RDONLY);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	r = read_all(fd, m, sizeof(*m), 0);
 	close(fd);
 	if (r < 0)
@@ -2073,9 +2091,7 @@ identity_of(struct tier *t)
 static int
 open_in(struct tier *t, const char *name, int flags)
 {
-	int fd = openat(t->ofd, name, flags | O_NOFOLLOW | O_CLOEXEC, 0600);
-
-	return fd < 0 ? -errno : fd;
+	return open_file(t->ofd, name, flags);
 }
 
 /* The directory name in at, if it is one of ours: not a symbolic link,
@@ -2439,16 +2455,16 @@ cull_obj(int dirfd, const char *name)
 
 	if (od < 0)
 		return false;
-	lk = openat(od, "lock", O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	lk = open_file(od, "lock", O_RDWR);
 	if (lk < 0 || cull_mark(lk, F_OFD_SETLK) < 0 || flock(lk, LOCK_EX | LOCK_NB) < 0)
 		goto out;
-	fd = openat(od, "index", O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	fd = open_file(od, "index", O_RDWR);
 	if (fd >= 0 && index_dirty(fd))
 		goto out; /* dirty: not ours to drop */
 	(void)unlinkat(od, "meta", 0);
 	if (fd >= 0)
 		(void)ftruncate(fd, 0);
-	dfd = openat(od, "data", O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	dfd = open_file(od, "data", O_WRONLY);
 	if (dfd >= 0) {
 		(void)ftruncate(dfd, 0);
 		close(dfd);
@@ -2621,6 +2637,7 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 	uint32_t h;
 	int r;
 	bool loaded = false; /* the index is read: ndirty tells */
+	const char *what = ""; /* the file of DIR a failure is about */
 
 	*tp = NULL;
 	if (t == NULL)
@@ -2679,6 +2696,7 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 			t->dir, t->objdir, t->ofd < 0 ? "" : "/lock",
 			t->ofd < 0 && (r == -EPERM || r == -ENOTDIR || r == -ELOOP)
 				? "not a directory of this user's"
+			: r == -EINVAL ? "not a regular file"
 				: strerror(-r),
 			ident);
 		r = 1;
@@ -2687,12 +2705,15 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 	t->lockfd = r;
 	if ((r = lock_object(t->lockfd)) != 0) /* 1: in use elsewhere */
 		goto fail;
+	what = "/data";
 	if ((r = open_in(t, "data", O_RDWR | O_CREAT)) < 0)
-		goto fail;
+		goto fail_dir;
 	t->dfd = r;
+	what = "/index";
 	if ((r = open_in(t, "index", O_RDWR | O_CREAT)) < 0)
-		goto fail;
+		goto fail_dir;
 	t->ifd = r;
+	what = "";
 
 	/* the size: disk_cache_size, or 10% of DIR's free space, for DIR */
 	uint64_t budget, others;
@@ -2720,12 +2741,12 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 		/* nothing of this object we can trust: start empty */
 		if (ftruncate(t->ifd, 0) < 0 || ftruncate(t->dfd, 0) < 0) {
 			r = -errno;
-			goto fail;
+			goto fail_dir;
 		}
 	}
 	r = load_index(t, DIV_ROUND_UP(MAX(size, have_meta ? m.size : 0), t->bs) + 1);
 	if (r < 0)
-		goto fail;
+		goto fail_dir;
 	loaded = true;
 
 	/* is what the entries hold still the device's? (crash safety 4) */
@@ -2794,9 +2815,11 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 		r = -EAGAIN;
 		goto fail_quiet;
 	}
+	what = "/meta";
 	r = meta_write(t, ident, M_CLEAN);
 	if (r < 0)
-		goto fail;
+		goto fail_dir;
+	what = "";
 	check_floor(t, true);
 	if (t->writeback && !t->d->readonly) {
 		r = pthread_create(&t->writer, NULL, writer_main, t);
@@ -2816,12 +2839,15 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 	return 0;
 fail:
 	if ((r == -ENOSPC || r == -EDQUOT) && t->objdir != NULL) {
-		/* DIR is full: the object runs without the tier (the reader
-		 * sees no error); with no dirty entry to keep, its entries go,
-		 * as a write this session makes to the device would outdate
-		 * them where nothing else tells */
-		fprintf(stderr, "clio: disk cache %s: %s; %s runs without it\n",
-			t->dir, strerror(-r), ident);
+fail_dir:
+		/* DIR is full or its files are not what the tier made (a link,
+		 * a FIFO or a directory in place of one): the object runs
+		 * without the tier (the reader sees no error); with no dirty
+		 * entry to keep, its entries go, as a write this session makes
+		 * to the device would outdate them where nothing else tells */
+		fprintf(stderr, "clio: disk cache %s: %s%s: %s; %s runs without it\n",
+			t->dir, t->objdir, what,
+			r == -EINVAL ? "not a regular file" : strerror(-r), ident);
 		if (loaded && t->ndirty == 0)
 			(void)unlinkat(t->ofd, "meta", 0);
 		r = 1;
@@ -2992,7 +3018,7 @@ recover_spec(int dirfd, const char *name, const char *prefix, const char *query)
 	if (od < 0)
 		return NULL;
 	if (meta_read_at(od, &m) == 0 && (m.kind == K_FILE || m.kind == K_NFS) &&
-	    (fd = openat(od, "index", O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) >= 0) {
+	    (fd = open_file(od, "index", O_RDONLY)) >= 0) {
 		dirty = index_dirty(fd);
 		close(fd);
 	}
