@@ -83,7 +83,9 @@
  *     or with another validator at attach has all its clean entries
  *     dropped before any read is served.  ("writing" is a second line of
  *     defence: a write of the tier's own changes the file's mtime and
- *     ctime, so a recorded validator never matches after it.)
+ *     ctime, so a recorded validator never matches after it.)  Times in
+ *     whole seconds recorded within 2 s of the change (V_RACY) may hide
+ *     a later one: that object's clean entries go at the next open.
  *  5. writeback: a dirty block is written to a fresh slot (copy on
  *     write, a higher sequence number); its old slot (a "zombie") keeps
  *     its record until the new one is durable (the next fsync, which is
@@ -152,6 +154,10 @@ enum { K_FILE, K_PROMISE, K_VOLATILE, K_NFS };
 #define HAS_VALIDATOR(k) ((k) == K_FILE || (k) == K_NFS)
 enum { S_FREE, S_FILL, S_CLEAN, S_DIRTY, S_DEAD };
 enum { M_CLEAN = 1, M_WRITING = 2 };
+/* meta.has_v: a validator, and (V_RACY) one recorded so soon after the
+ * file's last change that a change in the same second keeps it */
+#define V_HAVE 0x1
+#define V_RACY 0x2
 
 struct rec {
 	uint32_t magic;
@@ -775,6 +781,23 @@ open_file(int at, const char *name, int flags)
 	return fd;
 }
 
+/* Times in whole seconds (ext4 with 128-byte inodes, FAT: 2 s) tell no
+ * change made within the second(s) of the last one: a version of them
+ * recorded that soon is not to be trusted at the next open.  A change
+ * attribute counts changes whatever the clock. */
+static bool
+validator_racy(const struct clio_validator *v)
+{
+	struct timespec ts;
+
+	if (v->change != 0 || v->mtime_ns % 1000000000 != 0 ||
+	    v->ctime_ns % 1000000000 != 0)
+		return false;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec -
+		       MAX(v->mtime_ns, v->ctime_ns) < 2000000000;
+}
+
 static int
 meta_write(struct tier *t, const char *ident, int state)
 {
@@ -787,7 +810,7 @@ meta_write(struct tier *t, const char *ident, int state)
 	m.bsize = t->bs;
 	m.kind = (uint32_t)t->kind;
 	m.state = (uint32_t)state;
-	m.has_v = t->has_v;
+	m.has_v = !t->has_v ? 0 : validator_racy(&t->v) ? V_HAVE | V_RACY : V_HAVE;
 	m.v = t->v;
 	m.size = clio_dev_size(t->d);
 	snprintf(m.ident, sizeof(m.ident), "%s", ident);
@@ -2638,6 +2661,7 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 	int r;
 	bool loaded = false; /* the index is read: ndirty tells */
 	const char *what = ""; /* the file of DIR a failure is about */
+	bool racy = false; /* the version recorded may hide a change */
 
 	*tp = NULL;
 	if (t == NULL)
@@ -2757,6 +2781,8 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 			why = "a session that wrote it ended without recording its version";
 		else if (!m.has_v || !t->has_v || !validator_same(&m.v, &t->v))
 			why = "it changed since the entries were made";
+		else if (m.has_v & V_RACY)
+			racy = true; /* the dirty blocks are the file's */
 	} else if (have_meta && t->kind == K_VOLATILE) {
 		why = "the device keeps no data across runs";
 	} else if (have_meta && m.size != size) {
@@ -2797,7 +2823,7 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 			return 1;
 		}
 	}
-	if (why != NULL) {
+	if (why != NULL || racy) {
 		pthread_mutex_lock(&t->lock);
 		t->st.stale_drops += drop_all(t, false);
 		pthread_mutex_unlock(&t->lock);
