@@ -24,6 +24,9 @@
  *          runs without the tier for it (one that culls it holds the
  *          flock for an instant, marked by an OFD lock of byte 0: an
  *          open waits that out).
+ *   bypass present while (or since) such a process wrote the object
+ *          without the tier (bypass_mark): not to be hidden by the
+ *          holder's next record of the version.
  *   DIR/lost+found/  dirty blocks that could not be written back.
  * DIR may be writable by others (1777): DIR/<object> and lost+found are
  * used only if they are directories of this user's (own_dir: no link
@@ -1504,6 +1507,7 @@ runs:
 }
 
 static void meta_clean(struct tier *t);
+static bool bypass_seen(struct tier *t);
 static ssize_t dev_sync(struct tier *t, enum clio_op op, void *buf, size_t len,
 			uint64_t off);
 
@@ -1906,8 +1910,9 @@ meta_clean(struct tier *t)
 	pthread_mutex_unlock(&t->lock);
 	if (meta_read(t, &m) == 0) {
 		validator_of(t, &v, &have);
-		if (!atomic_load(&t->meta_writing) && HAS_VALIDATOR(t->kind) &&
-		    (have != t->has_v || (have && !validator_same(&v, &t->v)))) {
+		if ((!atomic_load(&t->meta_writing) && HAS_VALIDATOR(t->kind) &&
+		     (have != t->has_v || (have && !validator_same(&v, &t->v)))) ||
+		    bypass_seen(t)) {
 			pthread_mutex_lock(&t->lock);
 			t->st.stale_drops += drop_all(t, false);
 			for (struct top *o = t->ops; o != NULL; o = o->next)
@@ -2157,6 +2162,47 @@ drop_all(struct tier *t, bool dirty_too)
 		}
 	}
 	return n;
+}
+
+/* A process that writes an object whose entries another process holds
+ * runs without the tier, its writes unseen by the holder's validator
+ * (the holder takes the new version for its own).  So it marks the
+ * object: a file "bypass" it keeps flock()ed (shared) until it closes
+ * the device.  The holder, at each record of the version, drops its
+ * clean entries while the mark is there, and removes it once no process
+ * holds it (the one holding the object's lock alone removes it). */
+static void
+bypass_mark(struct tier *t)
+{
+	struct stat st;
+
+	if (t->d->tier_bypass > 0 || t->d->readonly)
+		return;
+	for (int tries = 0; tries < 100; tries++) {
+		int fd = open_in(t, "bypass", O_RDWR | O_CREAT);
+		if (fd < 0)
+			return;
+		if (flock(fd, LOCK_SH) == 0 && fstat(fd, &st) == 0 && st.st_nlink > 0) {
+			t->d->tier_bypass = fd + 1;
+			return;
+		}
+		close(fd); /* removed meanwhile: once more */
+	}
+}
+
+/* Whether the object is marked (bypass_mark); the mark goes if no
+ * process holds it.  After the version was read. */
+static bool
+bypass_seen(struct tier *t)
+{
+	int fd = open_in(t, "bypass", O_RDWR);
+
+	if (fd < 0)
+		return false;
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+		(void)unlinkat(t->ofd, "bypass", 0);
+	close(fd);
+	return true;
 }
 
 /* Read the index: each valid record becomes an entry (the newest of a
@@ -2727,8 +2773,11 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 		goto fail_free;
 	}
 	t->lockfd = r;
-	if ((r = lock_object(t->lockfd)) != 0) /* 1: in use elsewhere */
+	if ((r = lock_object(t->lockfd)) != 0) { /* 1: in use elsewhere */
+		if (r == 1)
+			bypass_mark(t);
 		goto fail;
+	}
 	what = "/data";
 	if ((r = open_in(t, "data", O_RDWR | O_CREAT)) < 0)
 		goto fail_dir;
@@ -2781,7 +2830,7 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 			why = "a session that wrote it ended without recording its version";
 		else if (!m.has_v || !t->has_v || !validator_same(&m.v, &t->v))
 			why = "it changed since the entries were made";
-		else if (m.has_v & V_RACY)
+		else if ((m.has_v & V_RACY) || bypass_seen(t))
 			racy = true; /* the dirty blocks are the file's */
 	} else if (have_meta && t->kind == K_VOLATILE) {
 		why = "the device keeps no data across runs";
@@ -2989,6 +3038,14 @@ tier_settle(clio_dev *d)
 	 * caller's (times, say), not another writer's: nothing is dropped */
 	if (!busy && !atomic_load(&t->meta_writing) && meta_read(t, &m) == 0) {
 		validator_of(t, &v, &have);
+		if (bypass_seen(t)) {
+			pthread_mutex_lock(&t->lock);
+			t->st.stale_drops += drop_all(t, false);
+			for (struct top *o = t->ops; o != NULL; o = o->next)
+				o->tainted = true;
+			fills_taint(t);
+			pthread_mutex_unlock(&t->lock);
+		}
 		if (have && (!t->has_v || !validator_same(&v, &t->v))) {
 			t->v = v;
 			t->has_v = true;
