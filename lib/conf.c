@@ -84,10 +84,11 @@ set_disk_cache(struct clio_conf *conf, const char *k, const char *value,
 			conf->disk_cache = NULL;
 			return 0;
 		}
-		if (stat(value, &st) < 0 || !S_ISDIR(st.st_mode) ||
-		    access(value, W_OK | X_OK) < 0) {
+		/* a directory: one that cannot be written now (read-only)
+		 * is for the tier to step aside from, object by object */
+		if (stat(value, &st) < 0 || !S_ISDIR(st.st_mode)) {
 			set_err(err, errlen,
-				"invalid disk_cache '%s' (a writable directory)", value);
+				"invalid disk_cache '%s' (a directory)", value);
 			return -EINVAL;
 		}
 		char *abs = realpath(value, NULL);

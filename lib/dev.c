@@ -1525,6 +1525,8 @@ clio_dev_close(clio_dev *d)
 	while (d->outstanding > 0)
 		pthread_cond_wait(&d->idle_cv, &d->lock);
 	pthread_mutex_unlock(&d->lock);
+	if (d->tier_bypass > 0) /* its writes are done: the holder may see them */
+		close(d->tier_bypass - 1);
 	uses_pool = d->uses_pool;
 	share = pool_share(d);
 	d->ops->close(d); /* frees d through dev_free */

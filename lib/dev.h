@@ -143,6 +143,7 @@ struct clio_dev {
 	pthread_cond_t idle_cv;	/* outstanding reached 0 */
 	bool uses_pool;
 	struct tier *tier;	/* the disk tier every request goes through (tier.c) */
+	int tier_bypass;	/* 1 + the fd of the object's bypass mark (tier.c), or 0 */
 };
 
 /* dev.c */

@@ -4,7 +4,9 @@
 # disk_cache_size below one block (both modes: the right bytes, exit 0);
 # another writer's change made right after a run is seen by the next;
 # two clio dd at once on one file and one DIR (the second runs without
-# the object); clio dd killed (-9) at random moments of a writeback copy,
+# the object); a second writer while the first holds the object (its
+# block, already in the first's entries, is read as the second wrote
+# it); clio dd killed (-9) at random moments of a writeback copy,
 # then a read-only restart reads the dirty blocks from DIR, one for
 # writing writes them back (the file then has what the first read):
 # every page of the output is the old or the new one, no dirty block is
@@ -64,6 +66,40 @@ cmp "$tmp/big" "$tmp/b1" && cmp "$tmp/big" "$tmp/b2" || fail "two at once: a cop
 	{ cat "$tmp/err"; fail "clio dd after two at once"; }
 cmp "$tmp/big" "$tmp/b3" || fail "after two at once: the copy differs"
 echo "ok: two clio dd at once on one file and one DIR"
+
+# ------------------------------------------------------------ two writers at once
+# the first writes the file slowly (each write to the device); the second,
+# while the first holds the object, rewrites the block the first wrote
+# already: the next read through DIR has the second's bytes, not the
+# first's entry
+rm -rf "$dc"
+mkdir "$dc"
+head -c 3145728 /dev/urandom >"$tmp/slow"
+head -c 65536 /dev/urandom >"$tmp/blk"
+head -c 3145728 /dev/zero >"$tmp/w"
+python3 -c '
+import sys, time
+d = open(sys.argv[1], "rb").read()
+for i in range(0, len(d), 131072):
+    sys.stdout.buffer.write(d[i:i + 131072]); sys.stdout.flush(); time.sleep(0.1)
+' "$tmp/slow" | "$CLIO" dd if=/dev/stdin of="$tmp/w" bs=64k iflag=fullblock conv=notrunc \
+	oflag=dsync --disk-cache="$dc" >/dev/null 2>"$tmp/err1" &
+p1=$!
+i=0
+until cmp -s -n 65536 "$tmp/slow" "$tmp/w"; do
+	i=$((i + 1))
+	[ $i -lt 100 ] || { kill "$p1"; fail "the first writer wrote nothing"; }
+	sleep 0.05
+done
+"$CLIO" dd if="$tmp/blk" of="$tmp/w" bs=64k conv=notrunc --disk-cache="$dc" \
+	>/dev/null 2>"$tmp/err2" || { cat "$tmp/err2"; kill "$p1"; fail "the second writer"; }
+wait "$p1" || { cat "$tmp/err1"; fail "the first writer"; }
+cmp -s -n 65536 "$tmp/blk" "$tmp/w" || fail "the second writer's block is not in the file (the test is wrong)"
+"$CLIO" dd if="$tmp/w" of="$tmp/w2" bs=64k --disk-cache="$dc" 2>"$tmp/err" ||
+	{ cat "$tmp/err"; fail "reading the file of two writers"; }
+cmp "$tmp/w" "$tmp/w2" || fail "two writers at once: the first's entry was read, not the file's bytes"
+[ -z "$(find "$dc" -name bypass)" ] || fail "the mark of the second writer stays"
+echo "ok: two writers at once: the read after them has the file's bytes"
 
 # ------------------------------------------------------------ kill -9, writeback
 # pages: every 4 KiB page of $1 is that of $2 (old) or of $3 (new)

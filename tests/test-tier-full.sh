@@ -9,7 +9,9 @@
 # a full device (of= on the tmpfs, DIR elsewhere): the write-back at the
 # device's close fails, clio dd says so and exits 74, as without the
 # tier; the dirty blocks stay in DIR, and the next clio dd opening the
-# file for writing, once there is room, writes them back.
+# file for writing, once there is room, writes them back.  A read-only
+# DIR (a read-only bind mount, with entries in it or not): clio dd runs,
+# copies the right bytes without the tier, with a message, in both modes.
 # the mount namespace first, before functions.sh makes $tmp
 if [ "${TIER_FULL_NS:-}" != 1 ]; then
 	unshare -m true 2>/dev/null ||
@@ -65,3 +67,23 @@ mount -o remount,size=8m "$small" || fail "cannot make room on the tmpfs"
 	{ cat "$tmp/err"; fail "clio dd opening the file again"; }
 cmp "$tmp/f" "$small/g" || fail "the dirty blocks kept in DIR did not reach the file"
 echo "ok: writeback onto a full device: exit 74, the blocks kept in DIR, written back later"
+
+# ------------------------------------------------------------ read-only DIR
+mkdir "$tmp/rodc"
+"$CLIO" dd if="$tmp/f" of="$tmp/outro0" bs=64k --disk-cache="$tmp/rodc" >/dev/null 2>&1 ||
+	fail "filling the DIR to be made read-only"
+mount --bind "$tmp/rodc" "$tmp/rodc" && mount -o remount,ro,bind "$tmp/rodc" ||
+	fail "cannot make a read-only bind mount"
+trap 'umount "$tmp/rodc" 2>/dev/null; umount "$small" 2>/dev/null; rm -rf "$tmp"' EXIT
+head -c 1000000 /dev/urandom >"$tmp/g"
+for in in f g; do
+	for mode in writethrough writeback; do
+		"$CLIO" dd if="$tmp/$in" of="$tmp/outro" bs=64k --disk-cache="$tmp/rodc" \
+			--disk-cache-mode=$mode >/dev/null 2>"$tmp/err" ||
+			{ cat "$tmp/err"; fail "clio dd with a read-only DIR ($in, $mode)"; }
+		cmp "$tmp/$in" "$tmp/outro" || fail "the copy with a read-only DIR differs ($in, $mode)"
+		grep -q "runs without it" "$tmp/err" || { cat "$tmp/err"; fail "no message about the read-only DIR"; }
+	done
+done
+umount "$tmp/rodc"
+echo "ok: a read-only DIR: clio dd copies the right bytes without the tier, with a message"

@@ -24,6 +24,9 @@
  *          runs without the tier for it (one that culls it holds the
  *          flock for an instant, marked by an OFD lock of byte 0: an
  *          open waits that out).
+ *   bypass present while (or since) such a process wrote the object
+ *          without the tier (bypass_mark): not to be hidden by the
+ *          holder's next record of the version.
  *   DIR/lost+found/  dirty blocks that could not be written back.
  * DIR may be writable by others (1777): DIR/<object> and lost+found are
  * used only if they are directories of this user's (own_dir: no link
@@ -83,7 +86,9 @@
  *     or with another validator at attach has all its clean entries
  *     dropped before any read is served.  ("writing" is a second line of
  *     defence: a write of the tier's own changes the file's mtime and
- *     ctime, so a recorded validator never matches after it.)
+ *     ctime, so a recorded validator never matches after it.)  Times in
+ *     whole seconds recorded within 2 s of the change (V_RACY) may hide
+ *     a later one: that object's clean entries go at the next open.
  *  5. writeback: a dirty block is written to a fresh slot (copy on
  *     write, a higher sequence number); its old slot (a "zombie") keeps
  *     its record until the new one is durable (the next fsync, which is
@@ -152,6 +157,10 @@ enum { K_FILE, K_PROMISE, K_VOLATILE, K_NFS };
 #define HAS_VALIDATOR(k) ((k) == K_FILE || (k) == K_NFS)
 enum { S_FREE, S_FILL, S_CLEAN, S_DIRTY, S_DEAD };
 enum { M_CLEAN = 1, M_WRITING = 2 };
+/* meta.has_v: a validator, and (V_RACY) one recorded so soon after the
+ * file's last change that a change in the same second keeps it */
+#define V_HAVE 0x1
+#define V_RACY 0x2
 
 struct rec {
 	uint32_t magic;
@@ -756,6 +765,42 @@ validator_of(struct tier *t, struct clio_validator *v, bool *have)
 	*have = true;
 }
 
+/* Open name in the directory at: a regular file only, no link followed,
+ * never waiting (a FIFO or a device planted in its place is refused, not
+ * opened for good). */
+static int
+open_file(int at, const char *name, int flags)
+{
+	int fd = openat(at, name, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+	struct stat st;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0) {
+		close(fd);
+		return -EINVAL;
+	}
+	return fd;
+}
+
+/* Times in whole seconds (ext4 with 128-byte inodes, FAT: 2 s) tell no
+ * change made within the second(s) of the last one: a version of them
+ * recorded that soon is not to be trusted at the next open.  A change
+ * attribute counts changes whatever the clock. */
+static bool
+validator_racy(const struct clio_validator *v)
+{
+	struct timespec ts;
+
+	if (v->change != 0 || v->mtime_ns % 1000000000 != 0 ||
+	    v->ctime_ns % 1000000000 != 0)
+		return false;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec -
+		       MAX(v->mtime_ns, v->ctime_ns) < 2000000000;
+}
+
 static int
 meta_write(struct tier *t, const char *ident, int state)
 {
@@ -768,15 +813,14 @@ meta_write(struct tier *t, const char *ident, int state)
 	m.bsize = t->bs;
 	m.kind = (uint32_t)t->kind;
 	m.state = (uint32_t)state;
-	m.has_v = t->has_v;
+	m.has_v = !t->has_v ? 0 : validator_racy(&t->v) ? V_HAVE | V_RACY : V_HAVE;
 	m.v = t->v;
 	m.size = clio_dev_size(t->d);
 	snprintf(m.ident, sizeof(m.ident), "%s", ident);
 	m.crc = crc32c(0, &m, offsetof(struct meta, crc));
-	fd = openat(t->ofd, "meta.tmp",
-		    O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	fd = open_file(t->ofd, "meta.tmp", O_WRONLY | O_CREAT | O_TRUNC);
 	if (fd < 0)
-		r = -errno;
+		r = fd;
 	else {
 		r = write_all(fd, &m, sizeof(m), 0);
 		if (r == 0 && fdatasync(fd) < 0)
@@ -795,9 +839,9 @@ meta_read_at(int ofd, struct meta *m)
 {
 	int fd, r;
 
-	fd = openat(ofd, "meta", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	fd = open_file(ofd, "meta", O_RDONLY);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	r = read_all(fd, m, sizeof(*m), 0);
 	close(fd);
 	if (r < 0)
@@ -1463,6 +1507,7 @@ runs:
 }
 
 static void meta_clean(struct tier *t);
+static bool bypass_seen(struct tier *t);
 static ssize_t dev_sync(struct tier *t, enum clio_op op, void *buf, size_t len,
 			uint64_t off);
 
@@ -1865,8 +1910,9 @@ meta_clean(struct tier *t)
 	pthread_mutex_unlock(&t->lock);
 	if (meta_read(t, &m) == 0) {
 		validator_of(t, &v, &have);
-		if (!atomic_load(&t->meta_writing) && HAS_VALIDATOR(t->kind) &&
-		    (have != t->has_v || (have && !validator_same(&v, &t->v)))) {
+		if ((!atomic_load(&t->meta_writing) && HAS_VALIDATOR(t->kind) &&
+		     (have != t->has_v || (have && !validator_same(&v, &t->v)))) ||
+		    bypass_seen(t)) {
 			pthread_mutex_lock(&t->lock);
 			t->st.stale_drops += drop_all(t, false);
 			for (struct top *o = t->ops; o != NULL; o = o->next)
@@ -2073,9 +2119,7 @@ identity_of(struct tier *t)
 static int
 open_in(struct tier *t, const char *name, int flags)
 {
-	int fd = openat(t->ofd, name, flags | O_NOFOLLOW | O_CLOEXEC, 0600);
-
-	return fd < 0 ? -errno : fd;
+	return open_file(t->ofd, name, flags);
 }
 
 /* The directory name in at, if it is one of ours: not a symbolic link,
@@ -2118,6 +2162,47 @@ drop_all(struct tier *t, bool dirty_too)
 		}
 	}
 	return n;
+}
+
+/* A process that writes an object whose entries another process holds
+ * runs without the tier, its writes unseen by the holder's validator
+ * (the holder takes the new version for its own).  So it marks the
+ * object: a file "bypass" it keeps flock()ed (shared) until it closes
+ * the device.  The holder, at each record of the version, drops its
+ * clean entries while the mark is there, and removes it once no process
+ * holds it (the one holding the object's lock alone removes it). */
+static void
+bypass_mark(struct tier *t)
+{
+	struct stat st;
+
+	if (t->d->tier_bypass > 0 || t->d->readonly)
+		return;
+	for (int tries = 0; tries < 100; tries++) {
+		int fd = open_in(t, "bypass", O_RDWR | O_CREAT);
+		if (fd < 0)
+			return;
+		if (flock(fd, LOCK_SH) == 0 && fstat(fd, &st) == 0 && st.st_nlink > 0) {
+			t->d->tier_bypass = fd + 1;
+			return;
+		}
+		close(fd); /* removed meanwhile: once more */
+	}
+}
+
+/* Whether the object is marked (bypass_mark); the mark goes if no
+ * process holds it.  After the version was read. */
+static bool
+bypass_seen(struct tier *t)
+{
+	int fd = open_in(t, "bypass", O_RDWR);
+
+	if (fd < 0)
+		return false;
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+		(void)unlinkat(t->ofd, "bypass", 0);
+	close(fd);
+	return true;
 }
 
 /* Read the index: each valid record becomes an entry (the newest of a
@@ -2439,16 +2524,16 @@ cull_obj(int dirfd, const char *name)
 
 	if (od < 0)
 		return false;
-	lk = openat(od, "lock", O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	lk = open_file(od, "lock", O_RDWR);
 	if (lk < 0 || cull_mark(lk, F_OFD_SETLK) < 0 || flock(lk, LOCK_EX | LOCK_NB) < 0)
 		goto out;
-	fd = openat(od, "index", O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	fd = open_file(od, "index", O_RDWR);
 	if (fd >= 0 && index_dirty(fd))
 		goto out; /* dirty: not ours to drop */
 	(void)unlinkat(od, "meta", 0);
 	if (fd >= 0)
 		(void)ftruncate(fd, 0);
-	dfd = openat(od, "data", O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	dfd = open_file(od, "data", O_WRONLY);
 	if (dfd >= 0) {
 		(void)ftruncate(dfd, 0);
 		close(dfd);
@@ -2621,6 +2706,8 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 	uint32_t h;
 	int r;
 	bool loaded = false; /* the index is read: ndirty tells */
+	const char *what = ""; /* the file of DIR a failure is about */
+	bool racy = false; /* the version recorded may hide a change */
 
 	*tp = NULL;
 	if (t == NULL)
@@ -2679,20 +2766,27 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 			t->dir, t->objdir, t->ofd < 0 ? "" : "/lock",
 			t->ofd < 0 && (r == -EPERM || r == -ENOTDIR || r == -ELOOP)
 				? "not a directory of this user's"
+			: r == -EINVAL ? "not a regular file"
 				: strerror(-r),
 			ident);
 		r = 1;
 		goto fail_free;
 	}
 	t->lockfd = r;
-	if ((r = lock_object(t->lockfd)) != 0) /* 1: in use elsewhere */
+	if ((r = lock_object(t->lockfd)) != 0) { /* 1: in use elsewhere */
+		if (r == 1)
+			bypass_mark(t);
 		goto fail;
+	}
+	what = "/data";
 	if ((r = open_in(t, "data", O_RDWR | O_CREAT)) < 0)
-		goto fail;
+		goto fail_dir;
 	t->dfd = r;
+	what = "/index";
 	if ((r = open_in(t, "index", O_RDWR | O_CREAT)) < 0)
-		goto fail;
+		goto fail_dir;
 	t->ifd = r;
+	what = "";
 
 	/* the size: disk_cache_size, or 10% of DIR's free space, for DIR */
 	uint64_t budget, others;
@@ -2720,12 +2814,12 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 		/* nothing of this object we can trust: start empty */
 		if (ftruncate(t->ifd, 0) < 0 || ftruncate(t->dfd, 0) < 0) {
 			r = -errno;
-			goto fail;
+			goto fail_dir;
 		}
 	}
 	r = load_index(t, DIV_ROUND_UP(MAX(size, have_meta ? m.size : 0), t->bs) + 1);
 	if (r < 0)
-		goto fail;
+		goto fail_dir;
 	loaded = true;
 
 	/* is what the entries hold still the device's? (crash safety 4) */
@@ -2736,6 +2830,8 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 			why = "a session that wrote it ended without recording its version";
 		else if (!m.has_v || !t->has_v || !validator_same(&m.v, &t->v))
 			why = "it changed since the entries were made";
+		else if ((m.has_v & V_RACY) || bypass_seen(t))
+			racy = true; /* the dirty blocks are the file's */
 	} else if (have_meta && t->kind == K_VOLATILE) {
 		why = "the device keeps no data across runs";
 	} else if (have_meta && m.size != size) {
@@ -2776,7 +2872,7 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 			return 1;
 		}
 	}
-	if (why != NULL) {
+	if (why != NULL || racy) {
 		pthread_mutex_lock(&t->lock);
 		t->st.stale_drops += drop_all(t, false);
 		pthread_mutex_unlock(&t->lock);
@@ -2794,9 +2890,11 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 		r = -EAGAIN;
 		goto fail_quiet;
 	}
+	what = "/meta";
 	r = meta_write(t, ident, M_CLEAN);
 	if (r < 0)
-		goto fail;
+		goto fail_dir;
+	what = "";
 	check_floor(t, true);
 	if (t->writeback && !t->d->readonly) {
 		r = pthread_create(&t->writer, NULL, writer_main, t);
@@ -2816,12 +2914,15 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 	return 0;
 fail:
 	if ((r == -ENOSPC || r == -EDQUOT) && t->objdir != NULL) {
-		/* DIR is full: the object runs without the tier (the reader
-		 * sees no error); with no dirty entry to keep, its entries go,
-		 * as a write this session makes to the device would outdate
-		 * them where nothing else tells */
-		fprintf(stderr, "clio: disk cache %s: %s; %s runs without it\n",
-			t->dir, strerror(-r), ident);
+fail_dir:
+		/* DIR is full or its files are not what the tier made (a link,
+		 * a FIFO or a directory in place of one): the object runs
+		 * without the tier (the reader sees no error); with no dirty
+		 * entry to keep, its entries go, as a write this session makes
+		 * to the device would outdate them where nothing else tells */
+		fprintf(stderr, "clio: disk cache %s: %s%s: %s; %s runs without it\n",
+			t->dir, t->objdir, what,
+			r == -EINVAL ? "not a regular file" : strerror(-r), ident);
 		if (loaded && t->ndirty == 0)
 			(void)unlinkat(t->ofd, "meta", 0);
 		r = 1;
@@ -2937,6 +3038,14 @@ tier_settle(clio_dev *d)
 	 * caller's (times, say), not another writer's: nothing is dropped */
 	if (!busy && !atomic_load(&t->meta_writing) && meta_read(t, &m) == 0) {
 		validator_of(t, &v, &have);
+		if (bypass_seen(t)) {
+			pthread_mutex_lock(&t->lock);
+			t->st.stale_drops += drop_all(t, false);
+			for (struct top *o = t->ops; o != NULL; o = o->next)
+				o->tainted = true;
+			fills_taint(t);
+			pthread_mutex_unlock(&t->lock);
+		}
 		if (have && (!t->has_v || !validator_same(&v, &t->v))) {
 			t->v = v;
 			t->has_v = true;
@@ -2992,7 +3101,7 @@ recover_spec(int dirfd, const char *name, const char *prefix, const char *query)
 	if (od < 0)
 		return NULL;
 	if (meta_read_at(od, &m) == 0 && (m.kind == K_FILE || m.kind == K_NFS) &&
-	    (fd = openat(od, "index", O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) >= 0) {
+	    (fd = open_file(od, "index", O_RDONLY)) >= 0) {
 		dirty = index_dirty(fd);
 		close(fd);
 	}
