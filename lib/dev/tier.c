@@ -1681,6 +1681,10 @@ tier_submit(struct tier *t, clio_dev *d, struct clio_req *req)
 		}
 		pthread_mutex_lock(&t->lock);
 		op_start(t, op);
+		if (t->wb_err) { /* damaged dirty blocks found at the open */
+			atomic_store(&op->err, -t->wb_err);
+			t->wb_err = 0;
+		}
 		pthread_mutex_unlock(&t->lock);
 		if (kid_add(op, 0, 0, 0) < 0) {
 			pthread_mutex_lock(&t->lock);
@@ -2214,6 +2218,7 @@ load_index(struct tier *t, uint64_t maxblk)
 	uint64_t nrec;
 	struct rec *recs;
 	char *buf = NULL;
+	uint64_t damaged = 0;	/* dirty blocks whose data fails its CRC */
 	int r;
 
 	if (fstat(t->ifd, &st) < 0)
@@ -2269,6 +2274,7 @@ load_index(struct tier *t, uint64_t maxblk)
 			if (read_all(t->dfd, buf, c->len, (off_t)i * t->bs) < 0 ||
 			    crc32c(0, buf, c->len) != c->dcrc) {
 				t->st.crc_failures++;
+				damaged++;
 				continue;
 			}
 		}
@@ -2307,6 +2313,15 @@ load_index(struct tier *t, uint64_t maxblk)
 	}
 	free(buf);
 	free(recs);
+	if (damaged > 0) {
+		/* the only copy of data a program wrote: said, and failed to
+		 * the next fsync as a write-back that failed */
+		fprintf(stderr, "clio: disk cache %s: %llu dirty blocks of %s were "
+			"damaged in the cache (checksum) and are lost; the device "
+			"keeps its older bytes there\n", t->dir,
+			(unsigned long long)damaged, t->path ? t->path : t->objname);
+		t->wb_err = EIO;
+	}
 	if (ftruncate(t->ifd, (off_t)t->nalloc * REC_SIZE) < 0 ||
 	    ftruncate(t->dfd, (off_t)t->nalloc * t->bs) < 0)
 		return -errno;
