@@ -218,7 +218,19 @@ struct fill {
 /* The objects of one DIR open in this process share its budget: the
  * bytes of the objects not open here (base) and of their data files
  * (grown) stay within it.  Under attach_lock; base and grown atomic (an inserter reads them). */
+/* The free-space floor's watch over DIR's file system, shared by the
+ * objects open in it (one per object without a pool): the bytes of the
+ * slots taken whose data is not written yet (statvfs does not show
+ * them), taken since the last look by any object, and the room to the
+ * next threshold at that look.  Two objects filling DIR at once (clio
+ * dd's input and output) each took half the room between looks and
+ * filled a small file system. */
+struct floor_watch {
+	_Atomic uint64_t unwritten, since, room;
+};
+
 struct dirpool {
+	struct floor_watch fw;
 	struct dirpool *next;
 	char *dir;
 	int refs;
@@ -252,9 +264,7 @@ struct tier {
 	uint64_t seq;
 	uint32_t brun, bcull, bstop;
 	bool culling, stopped;
-	uint32_t since_floor;	/* slots taken since the last check */
-	uint64_t floor_room;	/* bytes to the next threshold then */
-	uint32_t batch_taken;	/* slots of this insert_fill, not yet written */
+	struct floor_watch own_fw, *fw; /* the pool's, or own_fw */
 	struct top *ops;	/* requests in flight */
 	int nops;
 	uint64_t wgen;		/* writes started */
@@ -646,20 +656,21 @@ punch(struct tier *t, uint32_t i)
 static void
 check_floor(struct tier *t, bool force)
 {
+	struct floor_watch *fw = t->fw;
 	struct statvfs sv;
 	double pct, avail, next, room;
+	uint64_t since = atomic_fetch_add(&fw->since, t->bs) + t->bs;
 
-	++t->since_floor;
-	if (!force && t->since_floor < FLOOR_EVERY &&
-	    2 * (uint64_t)t->since_floor * t->bs < t->floor_room)
+	if (!force && since < (uint64_t)FLOOR_EVERY * t->bs &&
+	    2 * since < atomic_load(&fw->room))
 		return;
-	t->since_floor = 0;
+	atomic_store(&fw->since, 0);
 	if (fstatvfs(t->dfd, &sv) < 0 || sv.f_blocks == 0) {
-		t->floor_room = UINT64_MAX;
+		atomic_store(&fw->room, UINT64_MAX);
 		return;
 	}
-	avail = (double)sv.f_bavail -
-		(double)t->batch_taken * t->bs / (double)(sv.f_frsize ? sv.f_frsize : 1);
+	avail = (double)sv.f_bavail - (double)atomic_load(&fw->unwritten) /
+		(double)(sv.f_frsize ? sv.f_frsize : 1);
 	pct = 100.0 * avail / (double)sv.f_blocks;
 	t->stopped = pct < t->bstop;
 	if (pct < t->bcull)
@@ -668,7 +679,7 @@ check_floor(struct tier *t, bool force)
 		t->culling = false;
 	next = pct >= t->bcull ? t->bcull : t->bstop;
 	room = (avail - next / 100.0 * (double)sv.f_blocks) * (double)sv.f_frsize;
-	t->floor_room = room > 0 ? (uint64_t)room : 0;
+	atomic_store(&fw->room, room > 0 ? (uint64_t)room : 0);
 }
 
 /* The oldest unpinned clean slot, evicted and returned in FILL; NIL if
@@ -739,7 +750,16 @@ slot_get(struct tier *t)
 		return NIL;
 	t->slots[i].state = S_FILL;
 	t->slots[i].pins = 1;
+	atomic_fetch_add(&t->fw->unwritten, t->bs); /* slots_written takes it off */
 	return i;
+}
+
+/* n slots slot_get gave have their data written (or failed): the
+ * file system shows them now. */
+static void
+slots_written(struct tier *t, uint32_t n)
+{
+	atomic_fetch_sub(&t->fw->unwritten, (uint64_t)n * t->bs);
 }
 
 /* ------------------------------------------------------------ meta */
@@ -947,6 +967,7 @@ insert_blocks(struct tier *t, const bool *tainted, uint64_t off, size_t len,
 		}
 		n = iov_slice(iov, iovcnt, skip + (boff - off), blen, sl, iovcnt);
 		r = iov_io(t->dfd, true, sl, n, (off_t)i * t->bs);
+		slots_written(t, 1);
 		uint32_t crc = r == 0 ? iov_crc(sl, n) : 0;
 		pthread_mutex_lock(&t->lock);
 		struct slot *s = &t->slots[i];
@@ -1091,13 +1112,13 @@ insert_fill(struct tier *t, struct fill *f, uint32_t b0, uint32_t n)
 	struct rec rb[FLOOR_EVERY];
 	uint32_t b, c;
 
+	uint32_t taken = 0;
+
 	pthread_mutex_lock(&t->lock);
-	t->batch_taken = 0;
 	for (b = 0; b < n; b++) {
 		e[b].i = f->tainted || slot_lookup(t, first + b) != NIL ? NIL : slot_get(t);
-		t->batch_taken += e[b].i != NIL;
+		taken += e[b].i != NIL;
 	}
-	t->batch_taken = 0;
 	pthread_mutex_unlock(&t->lock);
 	for (b = 0; b < n; b = c) { /* the data, a run of slots at a time */
 		for (c = b + 1; e[b].i != NIL && c < n && e[c].i == e[c - 1].i + 1; c++)
@@ -1112,6 +1133,7 @@ insert_fill(struct tier *t, struct fill *f, uint32_t b0, uint32_t n)
 			e[k].crc = r == 0 ? crc32c(0, data + ko, MIN((size_t)t->bs, len - ko)) : 0;
 		}
 	}
+	slots_written(t, taken);
 	pthread_mutex_lock(&t->lock);
 	for (b = 0; b < n; b = c) { /* the records, a run of slots at a time */
 		for (c = b + 1; e[b].i != NIL && c < n && e[c].i == e[c - 1].i + 1; c++)
@@ -2654,6 +2676,7 @@ pool_join(struct tier *t, uint64_t budget, uint64_t others)
 	atomic_store(&p->base, others > open_here ? others - open_here : 0);
 	p->refs++;
 	t->pool = p;
+	t->fw = &p->fw; /* no slot is taken yet */
 	atomic_fetch_add(&p->grown, (uint64_t)t->nalloc * t->bs);
 }
 
@@ -2665,6 +2688,7 @@ pool_leave(struct tier *t)
 	if (p == NULL)
 		return;
 	t->pool = NULL;
+	t->fw = &t->own_fw; /* every slot taken is written */
 	atomic_fetch_sub(&p->grown, (uint64_t)t->nalloc * t->bs);
 	atomic_fetch_add(&p->base, (uint64_t)t->nalloc * t->bs); /* still on disk */
 	if (--p->refs > 0)
@@ -2727,6 +2751,7 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 	*tp = NULL;
 	if (t == NULL)
 		return -ENOMEM;
+	t->fw = &t->own_fw; /* the pool's once joined */
 	t->d = d;
 	t->dfd = t->ifd = t->lockfd = t->ofd = -1;
 	pthread_mutex_init(&t->lock, NULL);
