@@ -47,6 +47,11 @@
  *     device's; the partial blocks at the edges are zeroed through the
  *     cache (a zero) or left alone (a trim, which promises nothing).
  *     Trim is offered when the device trims.
+ *  6. socket=PATH (clio serve gives nbdkit's -U PATH) names the socket
+ *     file, which nbdkit leaves behind: .after_fork notes the socket
+ *     nbdkit made there, and it is removed, if it is still that one, when
+ *     a signal that ends the server has written the cache back, and at
+ *     .unload; a server killed with SIGKILL leaves it.
  * Errors go through nbdkit_error (one line naming the value) and
  * nbdkit_set_error(errno), as an errno NBD has (wire_errno).
  */
@@ -59,6 +64,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "clio.h"
 #include "flusherr.h"
@@ -79,6 +85,10 @@ static clio_dev *dev;
 static struct clio_dev_info dev_info;
 static const char *zeros;
 static int start_dir = -1; /* where nbdkit was started */
+static char *sock_path; /* socket=PATH (invariant 6) */
+static struct stat sock_st;
+static bool sock_ours;
+static pthread_mutex_t sock_lock = PTHREAD_MUTEX_INITIALIZER;
 
 struct conn {
 	clio_file *f;
@@ -102,6 +112,11 @@ clio_config(const char *key, const char *value)
 			return -1;
 		}
 		return 0;
+	}
+	if (strcmp(key, "socket") == 0) {
+		free(sock_path);
+		sock_path = nbdkit_absolute_path(value);
+		return sock_path == NULL ? -1 : 0;
 	}
 	if ((r = prefault_config(key, value, &prefault)) != 0)
 		return r < 0 ? -1 : 0;
@@ -205,10 +220,31 @@ open_device_from_start(void)
 	return r;
 }
 
+/* Invariant 6: the socket file removed if it is the server's. */
+static void
+remove_socket(void)
+{
+	struct stat st;
+
+	pthread_mutex_lock(&sock_lock);
+	if (sock_ours && lstat(sock_path, &st) == 0 && S_ISSOCK(st.st_mode) &&
+	    st.st_dev == sock_st.st_dev && st.st_ino == sock_st.st_ino &&
+	    unlink(sock_path) < 0)
+		nbdkit_debug("unlink %s: %s", sock_path, strerror(errno));
+	sock_ours = false;
+	pthread_mutex_unlock(&sock_lock);
+}
+
 static int
 clio_after_fork(void)
 {
 	int r;
+
+	if (sock_path != NULL && lstat(sock_path, &sock_st) == 0 &&
+	    S_ISSOCK(sock_st.st_mode)) {
+		sock_ours = true;
+		sigsync_set_hook(remove_socket);
+	}
 
 	if (open_device_from_start() < 0)
 		return -1;
@@ -239,8 +275,10 @@ clio_unload(void)
 		nbdkit_error("writing back the cache of '%s': %s", device, strerror(-r));
 	if (dev != NULL)
 		clio_dev_close(dev);
+	remove_socket();
 	free((void *)zeros);
 	free(device);
+	free(sock_path);
 }
 
 static pthread_mutex_t conns_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -535,6 +573,7 @@ static struct nbdkit_plugin plugin = {
 	.config = clio_config,
 	.config_complete = clio_config_complete,
 	.config_help = "device=DEVICE    (required) a clio device string\n"
+		       "socket=PATH      nbdkit's -U PATH, removed when the server exits\n"
 		       "TUNABLE=VALUE    a cache tunable (bsize, cache_size, maxphys, ...)\n"
 		       "prefault=off     leave the cache's memory to its first use",
 	.get_ready = clio_get_ready,
