@@ -46,6 +46,8 @@
  *     the range is being thrown away), so no cached copy outlives the
  *     device's; the partial blocks at the edges are zeroed through the
  *     cache (a zero) or left alone (a trim, which promises nothing).
+ *     A zero whose client forbids a hole (NBD_CMD_FLAG_NO_HOLE: no
+ *     NBDKIT_FLAG_MAY_TRIM) is zeros written through the cache, all of it.
  *     Trim is offered when the device trims.
  *  6. socket=PATH (clio serve gives nbdkit's -U PATH) names the socket
  *     file, which nbdkit leaves behind: .after_fork notes the socket
@@ -505,7 +507,7 @@ clio_plugin_zero(void *handle, uint32_t count, uint64_t offset, uint32_t flags)
 		nbdkit_set_error(ENOTSUP);
 		return -1;
 	}
-	if (lo >= hi)
+	if (lo >= hi || !(flags & NBDKIT_FLAG_MAY_TRIM)) /* NO_HOLE: no hole punched */
 		lo = hi = end;
 	if (zero_cached(h, offset, lo) < 0 ||
 	    (lo < hi && device_range(h, "zero", lo, hi, clio_dev_write_zeroes) < 0) ||
