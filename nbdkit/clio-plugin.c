@@ -54,6 +54,10 @@
  *     nbdkit made there, and it is removed, if it is still that one, when
  *     a signal that ends the server has written the cache back, and at
  *     .unload; a server killed with SIGKILL leaves it.
+ *  7. A file device is opened anew at the first connection after none
+ *     when its path names another file than the one open (replaced by a
+ *     rename, as rsync and editors do), so that no connection writes to
+ *     an unlinked file; the cache forgets the old one.
  * Errors go through nbdkit_error (one line naming the value) and
  * nbdkit_set_error(errno), as an errno NBD has (wire_errno).
  */
@@ -250,9 +254,6 @@ clio_after_fork(void)
 
 	if (open_device_from_start() < 0)
 		return -1;
-	if (start_dir >= 0)
-		close(start_dir);
-	start_dir = -1;
 	r = clio_cache_new(&conf, &cache);
 	if (r < 0) {
 		nbdkit_error("cannot make the cache: %s", strerror(-r));
@@ -278,6 +279,8 @@ clio_unload(void)
 	if (dev != NULL)
 		clio_dev_close(dev);
 	remove_socket();
+	if (start_dir >= 0)
+		close(start_dir);
 	free((void *)zeros);
 	free(device);
 	free(sock_path);
@@ -285,6 +288,34 @@ clio_unload(void)
 
 static pthread_mutex_t conns_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned nconns; /* open connections (invariant 2) */
+
+/* Invariant 7: a file replaced at its path since the device was opened
+ * (renamed over, deleted and made again) is opened anew, and what the
+ * cache holds of the old one forgotten.  With conns_lock held and no
+ * connection open. */
+static void
+reopen_if_replaced(void)
+{
+	clio_dev *old = dev;
+	struct clio_dev_info old_info = dev_info;
+	struct clio_validator vo, vn;
+	int r;
+
+	if (strcmp(dev_info.type, "file") != 0 || clio_dev_version(old, &vo) < 0)
+		return;
+	if (open_device_from_start() < 0 || clio_dev_version(dev, &vn) < 0 ||
+	    vn.id == vo.id) {
+		if (dev != old)
+			clio_dev_close(dev);
+		dev = old;
+		dev_info = old_info;
+		return;
+	}
+	nbdkit_debug("'%s' was replaced: opened anew", device);
+	if ((r = clio_cache_forget(cache, old)) < 0)
+		nbdkit_error("writing back '%s' (replaced): %s", device, strerror(-r));
+	clio_dev_close(old);
+}
 
 static void *
 clio_plugin_open(int readonly)
@@ -297,16 +328,19 @@ clio_plugin_open(int readonly)
 		nbdkit_error("calloc: %s", strerror(errno));
 		return NULL;
 	}
+	pthread_mutex_lock(&conns_lock);
+	if (nconns == 0)
+		reopen_if_replaced();
 	r = clio_open(cache, dev, (readonly || dev_info.readonly ? CLIO_RDONLY : CLIO_RDWR) |
 			  CLIO_KEEP, &h->f);
 	if (r < 0) {
+		pthread_mutex_unlock(&conns_lock);
 		nbdkit_error("cannot open '%s' through the cache: %s", device,
 			     strerror(-r));
 		nbdkit_set_error(wire_errno(-r));
 		free(h);
 		return NULL;
 	}
-	pthread_mutex_lock(&conns_lock);
 	if (nconns++ == 0 && clio_dev_version(dev, &v) == 0 &&
 	    (r = clio_revalidate(h->f, &v)) < 0)
 		nbdkit_error("revalidating '%s': %s", device, strerror(-r));
