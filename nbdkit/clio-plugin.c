@@ -557,6 +557,16 @@ clio_can_trim(void *handle)
 	return !dev_info.readonly && clio_dev_discard(dev, 0, 0) == 0;
 }
 
+/* A trim is advisory: one the device cannot do (a block device without
+ * discard) trims nothing. */
+static int
+discard_if_able(clio_dev *d, uint64_t off, uint64_t len)
+{
+	int r = clio_dev_discard(d, off, len);
+
+	return r == -ENOTSUP ? 0 : r;
+}
+
 static int
 clio_plugin_trim(void *handle, uint32_t count, uint64_t offset, uint32_t flags)
 {
@@ -564,7 +574,7 @@ clio_plugin_trim(void *handle, uint32_t count, uint64_t offset, uint32_t flags)
 	uint64_t bs = conf.bsize;
 	uint64_t lo = (offset + bs - 1) / bs * bs, hi = (offset + count) / bs * bs;
 
-	if (lo < hi && device_range(h, "trim", lo, hi, clio_dev_discard) < 0)
+	if (lo < hi && device_range(h, "trim", lo, hi, discard_if_able) < 0)
 		return -1;
 	return fua(h, flags);
 }
