@@ -199,7 +199,7 @@ check_socket(const char *path)
 {
 	struct sockaddr_un sa;
 	struct stat st;
-	int fd, busy;
+	int fd, e;
 
 	if (path[0] == '\0') {
 		fprintf(stderr, "clio serve: empty socket path\n");
@@ -211,9 +211,7 @@ check_socket(const char *path)
 		return EX_USAGE;
 	}
 	if (lstat(path, &st) < 0) {
-		int e = dir_writable(path);
-
-		if (e == 0)
+		if ((e = dir_writable(path)) == 0)
 			return 0;
 		fprintf(stderr, "clio serve: cannot make the socket '%s': %s\n", path,
 			strerror(e));
@@ -228,12 +226,20 @@ check_socket(const char *path)
 	sa.sun_family = AF_UNIX;
 	memcpy(sa.sun_path, path, strlen(path));
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	busy = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	if (fd < 0)
+		e = errno;
+	else
+		e = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 ? 0 : errno;
 	if (fd >= 0)
 		close(fd);
-	fprintf(stderr, busy ? "clio serve: socket '%s' is in use by a server\n"
-			     : "clio serve: socket '%s' exists (no server on it: "
-			       "remove it)\n", path);
+	if (e == 0)
+		fprintf(stderr, "clio serve: socket '%s' is in use by a server\n", path);
+	else if (e == ECONNREFUSED)
+		fprintf(stderr, "clio serve: socket '%s' exists (no server on it: "
+				"remove it)\n", path);
+	else /* a server may listen there: not ours to tell */
+		fprintf(stderr, "clio serve: socket '%s' exists (%s)\n", path,
+			strerror(e));
 	return EX_CANTCREAT;
 }
 

@@ -7,7 +7,8 @@
 # tunables (nbdinfo's preferred block size is bsize); --tls=require with
 # --tls-certificates is passed to nbdkit (a client without TLS is
 # refused, one with the CA reads the export); errors, each one line
-# before nbdkit starts: a busy port, a socket in use, a stale socket, a
+# before nbdkit starts: a busy port, a socket in use (also to a user who
+# may not connect to it: not called stale), a stale socket, a
 # socket path that is a file (kept), empty, in a directory that is not
 # there or below a file, a certificates directory that is
 # not there, a bad device string, a pid file that cannot be written;
@@ -89,6 +90,22 @@ refused 73 "$sock" mem:size=1M --socket "$sock"
 grep -q "in use" "$tmp/err" || fail "socket in use: $(cat "$tmp/err")"
 nbdinfo "$uri" >/dev/null 2>&1 || fail "the first server is gone after a refused one"
 echo "ok: a socket in use: exit 73, one line; the first server serves on"
+# another user, who may not connect to it, is not told to remove it
+if command -v setpriv >/dev/null 2>&1 &&
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$CLIO" --version >/dev/null 2>&1; then
+	chmod 755 "$tmp"
+	rc=0
+	setpriv --reuid=65534 --regid=65534 --clear-groups \
+		"$CLIO" serve mem:size=1M --socket "$sock" >"$tmp/out" 2>"$tmp/err" || rc=$?
+	chmod 700 "$tmp"
+	[ $rc -eq 73 ] || fail "another user's clio serve on a socket in use: exit $rc: $(cat "$tmp/err")"
+	grep -q "Permission denied" "$tmp/err" && ! grep -q "remove it" "$tmp/err" ||
+		fail "another user's clio serve on a socket in use: $(cat "$tmp/err")"
+	nbdinfo "$uri" >/dev/null 2>&1 || fail "the first server is gone after another user's clio serve"
+	echo "ok: a socket in use that another user may not connect to: exit 73, Permission denied, not 'remove it'"
+else
+	echo "no setpriv, or clio not runnable as nobody: another user's clio serve not tried"
+fi
 kill -9 "$nbd_pids"
 i=0
 while running "$nbd_pids" && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
