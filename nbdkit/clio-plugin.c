@@ -291,37 +291,39 @@ static unsigned nconns; /* open connections (invariant 2) */
 
 /* Invariant 7: a file replaced at its path since the device was opened
  * (renamed over, deleted and made again) is opened anew, and what the
- * cache holds of the old one forgotten.  With conns_lock held and no
- * connection open. */
-static void
-reopen_if_replaced(void)
+ * cache holds of the old one forgotten; 1 then, with the old one's
+ * version in *vo, else 0.  With conns_lock held and no connection open. */
+static int
+reopen_if_replaced(struct clio_validator *vo)
 {
 	clio_dev *old = dev;
 	struct clio_dev_info old_info = dev_info;
-	struct clio_validator vo, vn;
+	struct clio_validator vn;
 	int r;
 
-	if (strcmp(dev_info.type, "file") != 0 || clio_dev_version(old, &vo) < 0)
-		return;
+	if (strcmp(dev_info.type, "file") != 0 || clio_dev_version(old, vo) < 0)
+		return 0;
 	if (open_device_from_start() < 0 || clio_dev_version(dev, &vn) < 0 ||
-	    vn.id == vo.id) {
+	    vn.id == vo->id) {
 		if (dev != old)
 			clio_dev_close(dev);
 		dev = old;
 		dev_info = old_info;
-		return;
+		return 0;
 	}
 	nbdkit_debug("'%s' was replaced: opened anew", device);
 	if ((r = clio_cache_forget(cache, old)) < 0)
 		nbdkit_error("writing back '%s' (replaced): %s", device, strerror(-r));
 	clio_dev_close(old);
+	return 1;
 }
 
 static void *
 clio_plugin_open(int readonly)
 {
 	struct conn *h = calloc(1, sizeof(*h));
-	struct clio_validator v;
+	struct clio_validator v, vo;
+	bool replaced;
 	int r;
 
 	if (h == NULL) {
@@ -329,8 +331,7 @@ clio_plugin_open(int readonly)
 		return NULL;
 	}
 	pthread_mutex_lock(&conns_lock);
-	if (nconns == 0)
-		reopen_if_replaced();
+	replaced = nconns == 0 && reopen_if_replaced(&vo);
 	r = clio_open(cache, dev, (readonly || dev_info.readonly ? CLIO_RDONLY : CLIO_RDWR) |
 			  CLIO_KEEP, &h->f);
 	if (r < 0) {
@@ -341,6 +342,10 @@ clio_plugin_open(int readonly)
 		free(h);
 		return NULL;
 	}
+	/* the old file's version first: a disk tier of the same name holds
+	 * its blocks, which the new version below then drops */
+	if (replaced)
+		(void)clio_revalidate(h->f, &vo);
 	if (nconns++ == 0 && clio_dev_version(dev, &v) == 0 &&
 	    (r = clio_revalidate(h->f, &v)) < 0)
 		nbdkit_error("revalidating '%s': %s", device, strerror(-r));
