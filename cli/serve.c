@@ -163,21 +163,60 @@ add_tunables(const char *arg, struct clio_conf *conf, char **tunables, int *ntun
 	return r;
 }
 
-/* The socket path must not exist (nbdkit does not replace it); 0 or 73. */
+/* The directory of PATH must be there and writable (nbdkit makes the
+ * file in it); 0 or an errno. */
+static int
+dir_writable(const char *path)
+{
+	char *dir = strdup(path), *slash;
+	const char *d = ".";
+	struct stat st;
+	int e = 0;
+
+	if (dir == NULL)
+		return 0; /* let nbdkit tell */
+	slash = strrchr(dir, '/');
+	if (slash == dir) {
+		d = "/";
+	} else if (slash != NULL) {
+		*slash = '\0';
+		d = dir;
+	}
+	if (stat(d, &st) < 0)
+		e = errno;
+	else if (!S_ISDIR(st.st_mode))
+		e = ENOTDIR;
+	else if (access(d, W_OK | X_OK) < 0)
+		e = errno;
+	free(dir);
+	return e;
+}
+
+/* The socket path must not exist (nbdkit does not replace it) and its
+ * directory must be there and writable; 0, 64 or 73. */
 static int
 check_socket(const char *path)
 {
 	struct sockaddr_un sa;
 	struct stat st;
-	int fd, busy;
+	int fd, e;
 
+	if (path[0] == '\0') {
+		fprintf(stderr, "clio serve: empty socket path\n");
+		return EX_USAGE;
+	}
 	if (strlen(path) >= sizeof(sa.sun_path)) {
 		fprintf(stderr, "clio serve: socket path '%s' is longer than %zu bytes\n",
 			path, sizeof(sa.sun_path) - 1);
 		return EX_USAGE;
 	}
-	if (lstat(path, &st) < 0)
-		return 0;
+	if (lstat(path, &st) < 0) {
+		if ((e = dir_writable(path)) == 0)
+			return 0;
+		fprintf(stderr, "clio serve: cannot make the socket '%s': %s\n", path,
+			strerror(e));
+		return EX_CANTCREAT;
+	}
 	if (!S_ISSOCK(st.st_mode)) {
 		fprintf(stderr, "clio serve: socket path '%s' exists and is no socket\n",
 			path);
@@ -187,12 +226,20 @@ check_socket(const char *path)
 	sa.sun_family = AF_UNIX;
 	memcpy(sa.sun_path, path, strlen(path));
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	busy = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	if (fd < 0)
+		e = errno;
+	else
+		e = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 ? 0 : errno;
 	if (fd >= 0)
 		close(fd);
-	fprintf(stderr, busy ? "clio serve: socket '%s' is in use by a server\n"
-			     : "clio serve: socket '%s' exists (no server on it: "
-			       "remove it)\n", path);
+	if (e == 0)
+		fprintf(stderr, "clio serve: socket '%s' is in use by a server\n", path);
+	else if (e == ECONNREFUSED)
+		fprintf(stderr, "clio serve: socket '%s' exists (no server on it: "
+				"remove it)\n", path);
+	else /* a server may listen there: not ours to tell */
+		fprintf(stderr, "clio serve: socket '%s' exists (%s)\n", path,
+			strerror(e));
 	return EX_CANTCREAT;
 }
 
@@ -229,31 +276,15 @@ check_port(uint64_t port)
 static int
 check_pidfile(const char *path)
 {
-	char *dir = strdup(path), *slash;
-	const char *d = ".";
 	struct stat st;
-	int e = 0;
+	int e;
 
-	if (dir == NULL)
-		return 0; /* let nbdkit tell */
-	slash = strrchr(dir, '/');
-	if (slash == dir) {
-		d = "/";
-	} else if (slash != NULL) {
-		*slash = '\0';
-		d = dir;
-	}
 	if (path[0] == '\0')
 		e = ENOENT;
 	else if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
 		e = EISDIR;
-	else if (stat(d, &st) < 0)
-		e = errno;
-	else if (!S_ISDIR(st.st_mode))
-		e = ENOTDIR;
-	else if (access(d, W_OK | X_OK) < 0)
-		e = errno;
-	free(dir);
+	else
+		e = dir_writable(path);
 	if (e == 0)
 		return 0;
 	fprintf(stderr, "clio serve: cannot write the pid file '%s': %s\n", path,
@@ -328,7 +359,7 @@ serve(char **argv, int argc, struct clio_conf *conf, char **tunables, int ntun,
       const char *certs, int ro, int fg)
 {
 	const char *nargv[32 + MAX_TUNABLES], *device;
-	char plugin[PATH_MAX], err[1024], *devarg, tlsopt[32];
+	char plugin[PATH_MAX], err[1024], *devarg, *sockarg = NULL, tlsopt[32];
 	int nargc = 0, i, r;
 	uint64_t portnum = 0;
 	struct stat st;
@@ -422,6 +453,16 @@ serve(char **argv, int argc, struct clio_conf *conf, char **tunables, int ntun,
 	}
 	sprintf(devarg, "device=%s", device);
 	nargv[nargc++] = devarg;
+	if (sock != NULL) { /* the plugin removes it on exit */
+		sockarg = malloc(strlen(sock) + 8);
+		if (sockarg == NULL) {
+			free(devarg);
+			fprintf(stderr, "clio serve: out of memory\n");
+			return EX_OSERR;
+		}
+		sprintf(sockarg, "socket=%s", sock);
+		nargv[nargc++] = sockarg;
+	}
 	for (i = 0; i < ntun; i++)
 		nargv[nargc++] = tunables[i];
 	nargv[nargc] = NULL;
@@ -429,6 +470,7 @@ serve(char **argv, int argc, struct clio_conf *conf, char **tunables, int ntun,
 	execvp("nbdkit", (char *const *)nargv);
 	r = errno;
 	free(devarg);
+	free(sockarg);
 	fprintf(stderr, "clio serve: nbdkit: %s%s\n", strerror(r),
 		r == ENOENT ? " (apt-get install nbdkit)" : "");
 	return r == ENOENT ? EX_UNAVAILABLE : EX_OSERR;

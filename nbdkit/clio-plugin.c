@@ -46,7 +46,18 @@
  *     the range is being thrown away), so no cached copy outlives the
  *     device's; the partial blocks at the edges are zeroed through the
  *     cache (a zero) or left alone (a trim, which promises nothing).
+ *     A zero whose client forbids a hole (NBD_CMD_FLAG_NO_HOLE: no
+ *     NBDKIT_FLAG_MAY_TRIM) is zeros written through the cache, all of it.
  *     Trim is offered when the device trims.
+ *  6. socket=PATH (clio serve gives nbdkit's -U PATH) names the socket
+ *     file, which nbdkit leaves behind: .after_fork notes the socket
+ *     nbdkit made there, and it is removed, if it is still that one, when
+ *     a signal that ends the server has written the cache back, and at
+ *     .unload; a server killed with SIGKILL leaves it.
+ *  7. A file device is opened anew at the first connection after none
+ *     when its path names another file than the one open (replaced by a
+ *     rename, as rsync and editors do), so that no connection writes to
+ *     an unlinked file; the cache forgets the old one.
  * Errors go through nbdkit_error (one line naming the value) and
  * nbdkit_set_error(errno), as an errno NBD has (wire_errno).
  */
@@ -59,6 +70,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "clio.h"
 #include "flusherr.h"
@@ -79,6 +91,10 @@ static clio_dev *dev;
 static struct clio_dev_info dev_info;
 static const char *zeros;
 static int start_dir = -1; /* where nbdkit was started */
+static char *sock_path; /* socket=PATH (invariant 6) */
+static struct stat sock_st;
+static bool sock_ours;
+static pthread_mutex_t sock_lock = PTHREAD_MUTEX_INITIALIZER;
 
 struct conn {
 	clio_file *f;
@@ -102,6 +118,11 @@ clio_config(const char *key, const char *value)
 			return -1;
 		}
 		return 0;
+	}
+	if (strcmp(key, "socket") == 0) {
+		free(sock_path);
+		sock_path = nbdkit_absolute_path(value);
+		return sock_path == NULL ? -1 : 0;
 	}
 	if ((r = prefault_config(key, value, &prefault)) != 0)
 		return r < 0 ? -1 : 0;
@@ -205,16 +226,34 @@ open_device_from_start(void)
 	return r;
 }
 
+/* Invariant 6: the socket file removed if it is the server's. */
+static void
+remove_socket(void)
+{
+	struct stat st;
+
+	pthread_mutex_lock(&sock_lock);
+	if (sock_ours && lstat(sock_path, &st) == 0 && S_ISSOCK(st.st_mode) &&
+	    st.st_dev == sock_st.st_dev && st.st_ino == sock_st.st_ino &&
+	    unlink(sock_path) < 0)
+		nbdkit_debug("unlink %s: %s", sock_path, strerror(errno));
+	sock_ours = false;
+	pthread_mutex_unlock(&sock_lock);
+}
+
 static int
 clio_after_fork(void)
 {
 	int r;
 
+	if (sock_path != NULL && lstat(sock_path, &sock_st) == 0 &&
+	    S_ISSOCK(sock_st.st_mode)) {
+		sock_ours = true;
+		sigsync_set_hook(remove_socket);
+	}
+
 	if (open_device_from_start() < 0)
 		return -1;
-	if (start_dir >= 0)
-		close(start_dir);
-	start_dir = -1;
 	r = clio_cache_new(&conf, &cache);
 	if (r < 0) {
 		nbdkit_error("cannot make the cache: %s", strerror(-r));
@@ -239,34 +278,74 @@ clio_unload(void)
 		nbdkit_error("writing back the cache of '%s': %s", device, strerror(-r));
 	if (dev != NULL)
 		clio_dev_close(dev);
+	remove_socket();
+	if (start_dir >= 0)
+		close(start_dir);
 	free((void *)zeros);
 	free(device);
+	free(sock_path);
 }
 
 static pthread_mutex_t conns_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned nconns; /* open connections (invariant 2) */
 
+/* Invariant 7: a file replaced at its path since the device was opened
+ * (renamed over, deleted and made again) is opened anew, and what the
+ * cache holds of the old one forgotten; 1 then, with the old one's
+ * version in *vo, else 0.  With conns_lock held and no connection open. */
+static int
+reopen_if_replaced(struct clio_validator *vo)
+{
+	clio_dev *old = dev;
+	struct clio_dev_info old_info = dev_info;
+	struct clio_validator vn;
+	int r;
+
+	if (strcmp(dev_info.type, "file") != 0 || clio_dev_version(old, vo) < 0)
+		return 0;
+	if (open_device_from_start() < 0 || clio_dev_version(dev, &vn) < 0 ||
+	    vn.id == vo->id) {
+		if (dev != old)
+			clio_dev_close(dev);
+		dev = old;
+		dev_info = old_info;
+		return 0;
+	}
+	nbdkit_debug("'%s' was replaced: opened anew", device);
+	if ((r = clio_cache_forget(cache, old)) < 0)
+		nbdkit_error("writing back '%s' (replaced): %s", device, strerror(-r));
+	clio_dev_close(old);
+	return 1;
+}
+
 static void *
 clio_plugin_open(int readonly)
 {
 	struct conn *h = calloc(1, sizeof(*h));
-	struct clio_validator v;
+	struct clio_validator v, vo;
+	bool replaced;
 	int r;
 
 	if (h == NULL) {
 		nbdkit_error("calloc: %s", strerror(errno));
 		return NULL;
 	}
+	pthread_mutex_lock(&conns_lock);
+	replaced = nconns == 0 && reopen_if_replaced(&vo);
 	r = clio_open(cache, dev, (readonly || dev_info.readonly ? CLIO_RDONLY : CLIO_RDWR) |
 			  CLIO_KEEP, &h->f);
 	if (r < 0) {
+		pthread_mutex_unlock(&conns_lock);
 		nbdkit_error("cannot open '%s' through the cache: %s", device,
 			     strerror(-r));
 		nbdkit_set_error(wire_errno(-r));
 		free(h);
 		return NULL;
 	}
-	pthread_mutex_lock(&conns_lock);
+	/* the old file's version first: a disk tier of the same name holds
+	 * its blocks, which the new version below then drops */
+	if (replaced)
+		(void)clio_revalidate(h->f, &vo);
 	if (nconns++ == 0 && clio_dev_version(dev, &v) == 0 &&
 	    (r = clio_revalidate(h->f, &v)) < 0)
 		nbdkit_error("revalidating '%s': %s", device, strerror(-r));
@@ -467,7 +546,7 @@ clio_plugin_zero(void *handle, uint32_t count, uint64_t offset, uint32_t flags)
 		nbdkit_set_error(ENOTSUP);
 		return -1;
 	}
-	if (lo >= hi)
+	if (lo >= hi || !(flags & NBDKIT_FLAG_MAY_TRIM)) /* NO_HOLE: no hole punched */
 		lo = hi = end;
 	if (zero_cached(h, offset, lo) < 0 ||
 	    (lo < hi && device_range(h, "zero", lo, hi, clio_dev_write_zeroes) < 0) ||
@@ -483,6 +562,16 @@ clio_can_trim(void *handle)
 	return !dev_info.readonly && clio_dev_discard(dev, 0, 0) == 0;
 }
 
+/* A trim is advisory: one the device cannot do (a block device without
+ * discard) trims nothing. */
+static int
+discard_if_able(clio_dev *d, uint64_t off, uint64_t len)
+{
+	int r = clio_dev_discard(d, off, len);
+
+	return r == -ENOTSUP ? 0 : r;
+}
+
 static int
 clio_plugin_trim(void *handle, uint32_t count, uint64_t offset, uint32_t flags)
 {
@@ -490,7 +579,7 @@ clio_plugin_trim(void *handle, uint32_t count, uint64_t offset, uint32_t flags)
 	uint64_t bs = conf.bsize;
 	uint64_t lo = (offset + bs - 1) / bs * bs, hi = (offset + count) / bs * bs;
 
-	if (lo < hi && device_range(h, "trim", lo, hi, clio_dev_discard) < 0)
+	if (lo < hi && device_range(h, "trim", lo, hi, discard_if_able) < 0)
 		return -1;
 	return fua(h, flags);
 }
@@ -535,6 +624,7 @@ static struct nbdkit_plugin plugin = {
 	.config = clio_config,
 	.config_complete = clio_config_complete,
 	.config_help = "device=DEVICE    (required) a clio device string\n"
+		       "socket=PATH      nbdkit's -U PATH, removed when the server exits\n"
 		       "TUNABLE=VALUE    a cache tunable (bsize, cache_size, maxphys, ...)\n"
 		       "prefault=off     leave the cache's memory to its first use",
 	.get_ready = clio_get_ready,

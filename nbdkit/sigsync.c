@@ -48,6 +48,7 @@ static struct sigaction replaced[NWATCHED];
 static int pipefd[2] = { -1, -1 };
 static pthread_t watcher;
 static clio_cache *cache;
+static void (*hook)(void);
 
 static void
 on_signal(int sig, siginfo_t *info, void *uctx)
@@ -82,6 +83,8 @@ watch_main(void *arg)
 		r = clio_sync(cache);
 		if (r < 0)
 			nbdkit_error("signal %d: writing the cache back: %s", b, strerror(-r));
+		if (hook != NULL)
+			hook();
 		for (i = 0; i < NWATCHED; i++) {
 			if (watched[i] != b || !installed[i] ||
 			    (replaced[i].sa_flags & SA_SIGINFO) ||
@@ -146,6 +149,14 @@ sigsync_start(clio_cache *c)
 		installed[i] = sigaction(watched[i], &sa, NULL) == 0;
 	}
 out:
+	pthread_mutex_unlock(&lock);
+}
+
+void
+sigsync_set_hook(void (*fn)(void))
+{
+	pthread_mutex_lock(&lock);
+	hook = fn;
 	pthread_mutex_unlock(&lock);
 }
 

@@ -13,6 +13,9 @@
 /* From .open: the first call starts the watch over c (later calls do
  * nothing); a failure to start is logged, and the server goes on. */
 void sigsync_start(clio_cache *c);
+/* fn runs on the watch thread once a signal's write-back is done, before
+ * the process may end (the plugin removes its socket file). */
+void sigsync_set_hook(void (*fn)(void));
 /* Before c is freed: nbdkit's handlers back, the watch stopped. */
 void sigsync_stop(void);
 

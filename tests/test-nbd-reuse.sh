@@ -9,7 +9,11 @@
 # nothing from below; a write of one connection, after it closed, is in
 # the file and read back by the next one.  The plugin serving a file:
 # a change of the file by another program while no connection is open
-# is seen by the next connection (no stale block is served).
+# is seen by the next connection (no stale block is served); so is a
+# file renamed over it (as rsync replaces one), and a write of the next
+# connection lands in the new file (it went to the old, unlinked one);
+# also with a disk cache, whose blocks of the old file go (the device
+# named by a relative path).
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/nbd-common.sh"
 command -v nbdcopy >/dev/null 2>&1 || { echo "nbdcopy not found (apt-get install libnbd-bin)"; exit 77; }
@@ -69,4 +73,30 @@ touch -d '+1 minute' "$tmp/disk"
 nbdcopy "$uri" "$tmp/out" && cmp "$tmp/out" "$tmp/disk.new" ||
 	fail "the file plugin served blocks of the file as it was before another program changed it"
 echo "ok: the clio plugin on a file: a change made between connections is seen by the next one"
+
+head -c 8388608 /dev/urandom >"$tmp/disk.new"
+mv "$tmp/disk.new" "$tmp/disk"
+cp "$tmp/disk" "$tmp/want"
+nbdcopy "$uri" "$tmp/out" && cmp "$tmp/out" "$tmp/want" ||
+	fail "the file plugin served the file that was renamed over, not the new one"
+nbdcopy "$tmp/new" "$uri" || fail "nbdcopy into the renamed-over file"
+dd if="$tmp/new" of="$tmp/want" conv=notrunc status=none
+nbd_stop
+cmp "$tmp/disk" "$tmp/want" || fail "a write after the file was renamed over is not in the file"
+echo "ok: the clio plugin on a file: a file renamed over it between connections is served and written"
+
+# the same with a disk cache, which holds the old file's blocks under
+# the device's name (a relative one, as the daemon in / was given it)
+mkdir "$tmp/dc"
+cd "$tmp" || fail "cd $tmp"
+nbd_start "$plugin" disk bsize=64k cache_size=1M disk_cache="$tmp/dc"
+cd "$OLDPWD" || fail "cd back"
+nbdcopy "$uri" "$tmp/out" && cmp "$tmp/out" "$tmp/disk" || fail "with a disk cache: nbdcopy out"
+nbdcopy "$uri" "$tmp/out" && cmp "$tmp/out" "$tmp/disk" || fail "with a disk cache: nbdcopy out again"
+head -c 8388608 /dev/urandom >"$tmp/disk.new"
+mv "$tmp/disk.new" "$tmp/disk"
+nbdcopy "$uri" "$tmp/out" && cmp "$tmp/out" "$tmp/disk" ||
+	fail "with a disk cache: the blocks of the file that was renamed over were served"
+nbd_stop
+echo "ok: with a disk cache too"
 exit 0

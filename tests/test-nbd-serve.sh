@@ -6,7 +6,8 @@
 # clio's own NBD client into a served file, whose bytes are in the file
 # once the FLUSH returned; qemu-img convert in and out when qemu-img is
 # installed; -r refuses writes; in the foreground (-f) the server's pid
-# is clio serve's; a relative device path is served in the background
+# is clio serve's; a zero with NO_HOLE leaves the file's blocks
+# allocated; a relative device path is served in the background
 # (where nbdkit runs in /); errors: no socket or port, a bad tunable, a
 # device that cannot be opened, nbdkit missing; the plugin's --help names
 # every kind of device it serves.
@@ -100,7 +101,7 @@ if command -v qemu-io >/dev/null 2>&1; then
 import json, sys
 e = json.load(sys.stdin)["exports"][0]
 assert e["can_trim"] is True and e["can_zero"] is True, e' || fail "a file: nbdinfo: no trim"
-	qemu-io -f raw -t writeback "$uri" -c 'write -P 0x5a 0 4M' -c 'write -z 1000 1M' \
+	qemu-io -f raw -t writeback "$uri" -c 'write -P 0x5a 0 4M' -c 'write -z -u 1000 1M' \
 		-c 'discard 2M 1M' -c 'read -P 0x5a 0 1000' -c 'read -P 0 1000 1M' \
 		-c 'read -P 0x5a 1049576 1047576' -c 'read -P 0 2M 1M' \
 		-c 'read -P 0x5a 3M 1M' -c flush >"$tmp/qemu.out" 2>&1 &&
@@ -135,6 +136,28 @@ if "$CLIO" dd if="$tmp/img" of="$uri" bs=64k count=1 conv=notrunc 2>"$tmp/err"; 
 fi
 grep -q "Read-only file system" "$tmp/err" || { cat "$tmp/err"; fail "-r: no EROFS"; }
 echo "ok: -r: read-only, writes refused"
+
+# ------------------------------------------------------------ NO_HOLE
+# a zero with NBD_CMD_FLAG_NO_HOLE must leave the range allocated (it
+# punched a hole); one without it may punch
+nbdops="$(dirname "$CLIO")/tests/tools/nbdops"
+[ -x "$nbdops" ] || fail "nbdops not built (make tests)"
+head -c 8388608 /dev/urandom >"$tmp/alloc"
+sync "$tmp/alloc" 2>/dev/null
+before=$(stat -c %b "$tmp/alloc")
+serve "$tmp/alloc"
+"$nbdops" "$uri" z:4096:4194304:nohole f r:4096:4194304:0 >"$tmp/ops" 2>&1 ||
+	fail "zero with NO_HOLE: $(cat "$tmp/ops")"
+nbd_stop
+after=$(stat -c %b "$tmp/alloc")
+[ "$after" -ge "$before" ] || fail "zero with NO_HOLE: $before blocks allocated before, $after after"
+head -c 4194304 /dev/zero | cmp -s -i 0:4096 -n 4194304 - "$tmp/alloc" || fail "zero with NO_HOLE: no zeros in the file"
+serve "$tmp/alloc"
+"$nbdops" "$uri" z:4194304:2097152 f r:4194304:2097152:0 >"$tmp/ops" 2>&1 ||
+	fail "zero: $(cat "$tmp/ops")"
+nbd_stop
+head -c 2097152 /dev/zero | cmp -s -i 0:4194304 -n 2097152 - "$tmp/alloc" || fail "zero: no zeros in the file"
+echo "ok: a zero with NO_HOLE keeps the range allocated ($before blocks), zeros in the file"
 
 # ------------------------------------------------------------ -f
 nbd_stop

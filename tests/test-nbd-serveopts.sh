@@ -7,10 +7,15 @@
 # tunables (nbdinfo's preferred block size is bsize); --tls=require with
 # --tls-certificates is passed to nbdkit (a client without TLS is
 # refused, one with the CA reads the export); errors, each one line
-# before nbdkit starts: a busy port, a socket in use, a stale socket, a
-# socket path that is a file (kept), a certificates directory that is
+# before nbdkit starts: a busy port, a socket in use (also to a user who
+# may not connect to it: not called stale), a stale socket, a
+# socket path that is a file (kept), empty, in a directory that is not
+# there or below a file, a certificates directory that is
 # not there, a bad device string, a pid file that cannot be written;
-# the cache resident from the start (prefault, and prefault=off).
+# the cache resident from the start (prefault, and prefault=off); the
+# socket file removed when SIGTERM, SIGINT, SIGHUP or SIGUSR1 ends the
+# server, also while a client stays (it was left: the next clio serve on
+# the path refused it as stale).
 . "$(dirname "$0")/functions.sh"
 for tool in nbdkit nbdinfo ss ip unshare; do
 	command -v "$tool" >/dev/null 2>&1 ||
@@ -85,6 +90,22 @@ refused 73 "$sock" mem:size=1M --socket "$sock"
 grep -q "in use" "$tmp/err" || fail "socket in use: $(cat "$tmp/err")"
 nbdinfo "$uri" >/dev/null 2>&1 || fail "the first server is gone after a refused one"
 echo "ok: a socket in use: exit 73, one line; the first server serves on"
+# another user, who may not connect to it, is not told to remove it
+if command -v setpriv >/dev/null 2>&1 &&
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$CLIO" --version >/dev/null 2>&1; then
+	chmod 755 "$tmp"
+	rc=0
+	setpriv --reuid=65534 --regid=65534 --clear-groups \
+		"$CLIO" serve mem:size=1M --socket "$sock" >"$tmp/out" 2>"$tmp/err" || rc=$?
+	chmod 700 "$tmp"
+	[ $rc -eq 73 ] || fail "another user's clio serve on a socket in use: exit $rc: $(cat "$tmp/err")"
+	grep -q "Permission denied" "$tmp/err" && ! grep -q "remove it" "$tmp/err" ||
+		fail "another user's clio serve on a socket in use: $(cat "$tmp/err")"
+	nbdinfo "$uri" >/dev/null 2>&1 || fail "the first server is gone after another user's clio serve"
+	echo "ok: a socket in use that another user may not connect to: exit 73, Permission denied, not 'remove it'"
+else
+	echo "no setpriv, or clio not runnable as nobody: another user's clio serve not tried"
+fi
 kill -9 "$nbd_pids"
 i=0
 while running "$nbd_pids" && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
@@ -97,6 +118,45 @@ echo keep >"$tmp/file"
 refused 73 "$tmp/file" mem:size=1M --socket "$tmp/file"
 [ "$(cat "$tmp/file")" = keep ] || fail "a file at the socket path was changed"
 echo "ok: a stale socket, a file at the socket path: exit 73, one line, nothing removed"
+refused 73 "$tmp/nodir/sock" mem:size=1M --socket "$tmp/nodir/sock"
+refused 73 "$tmp/file/sock" mem:size=1M --socket "$tmp/file/sock"
+refused 64 "empty socket path" mem:size=1M --socket ""
+echo "ok: a socket in a missing directory, below a file: exit 73; an empty path: 64; one line each"
+
+# ------------------------------------------------------------ socket removed
+nbdops="$(dirname "$CLIO")/tests/tools/nbdops"
+[ -x "$nbdops" ] || fail "nbdops not built (make tests)"
+# gone_by PID: the server PID has ended within 5 s
+gone_by() {
+	i=0
+	while running "$1" && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+	! running "$1"
+}
+for sig in TERM INT HUP USR1; do
+	serve mem:size=1M --socket "$sock"
+	nbdinfo "$uri" >/dev/null 2>&1 || fail "SIG$sig: no export"
+	kill -"$sig" "$nbd_pids"
+	gone_by "$nbd_pids" || fail "SIG$sig: the server runs on"
+	nbd_pids=""
+	[ ! -e "$sock" ] || fail "SIG$sig: the server left its socket"
+done
+serve mem:size=1M --socket "$sock"
+"$nbdops" "$uri" w:0:4096:7 s:20000 >"$tmp/c.out" 2>&1 &
+c_pid=$!
+i=0
+while ! grep -q "^w:.* ok" "$tmp/c.out" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+grep -q "^w:.* ok" "$tmp/c.out" || { kill "$c_pid"; fail "the client's write: $(cat "$tmp/c.out")"; }
+kill "$nbd_pids"
+i=0
+while [ -e "$sock" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+[ ! -e "$sock" ] || { kill "$c_pid"; fail "SIGTERM with a client: the socket is there after 5 s"; }
+running "$nbd_pids" || { kill "$c_pid"; fail "SIGTERM with a client: the server ended before the client"; }
+serve mem:size=1M --socket "$sock"
+nbdinfo "$uri" >/dev/null 2>&1 || { kill "$c_pid"; fail "no second server on the socket path"; }
+kill "$c_pid"
+wait "$c_pid" 2>/dev/null
+nbd_stop
+echo "ok: SIGTERM, SIGINT, SIGHUP, SIGUSR1 remove the socket, also with a client connected; a new server takes the path"
 refused 64 "bogus:x" bogus:x --socket "$sock"
 refused 64 "nope" sim:preset=nope --socket "$sock"
 refused 64 "mem:size=12Q" mem:size=12Q --socket "$sock"

@@ -48,6 +48,7 @@ struct file_dev {
 	bool direct;
 	uint32_t align; /* O_DIRECT alignment of memory, offset and length */
 	bool regular;
+	bool blockdev;
 	struct file_gate gate;	/* direct writes (see above) */
 	struct uring_ring *ring; /* NULL: the threads engine */
 	char *path;
@@ -321,17 +322,24 @@ file_version(clio_dev *d, struct clio_validator *v)
 }
 
 /* Rule 9: a hole punched in a regular file reads as zeros, so it is
- * both the trim and the zeroing. */
+ * both the trim and the zeroing.  On a block device the trim is
+ * BLKDISCARD and the zeroing a punched hole (the kernel's zeroing without
+ * writing zeros, EOPNOTSUPP where the device has none). */
 static int
 file_discard(clio_dev *d, uint64_t off, uint64_t len, bool zero)
 {
 	struct file_dev *fd = d->priv;
+	uint64_t range[2] = { off, len };
+	int r;
 
-	(void)zero;
-	if (!fd->regular)
+	if (!fd->regular && !fd->blockdev)
 		return -ENOTSUP;
-	if (fallocate(fd->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off,
-		      (off_t)len) < 0)
+	if (fd->blockdev && !zero)
+		r = ioctl(fd->fd, BLKDISCARD, range);
+	else
+		r = fallocate(fd->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			      (off_t)off, (off_t)len);
+	if (r < 0)
 		return errno == EOPNOTSUPP ? -ENOTSUP : -errno;
 	return 0;
 }
@@ -529,6 +537,7 @@ dev_file_open(const char *path, const char *query, int flags, clio_dev **dp,
 	f->fd = fd;
 	f->direct = a.direct;
 	f->regular = S_ISREG(st.st_mode);
+	f->blockdev = S_ISBLK(st.st_mode);
 	f->align = 4096;
 	pthread_mutex_init(&f->gate.m, NULL);
 	pthread_cond_init(&f->gate.cv, NULL);

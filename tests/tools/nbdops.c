@@ -7,7 +7,8 @@
  * at its first use; the default is connection 0):
  *   w:OFF:LEN:BYTE[:fua][@N]  write LEN bytes of value BYTE at OFF
  *   r:OFF:LEN:BYTE[@N]        read, every byte must be BYTE
- *   z:OFF:LEN[:fua][@N]       zero          t:OFF:LEN[@N]   trim
+ *   z:OFF:LEN[:fua][:nohole][@N]  zero (nohole: NBD_CMD_FLAG_NO_HOLE)
+ *   t:OFF:LEN[@N]             trim
  *   f[@N]                     flush         d[@N]           disconnect
  *   s:MS                      sleep MS milliseconds
  * Each OP prints one line: "OP ok", "OP error ENAME" (the errno libnbd
@@ -67,7 +68,7 @@ main(int argc, char **argv)
 		return 2;
 	}
 	for (i = 2; i < argc; i++) {
-		char op[256], *at, *fua;
+		char op[256], *at, *fua, *nohole;
 		unsigned long long off = 0, len = 0;
 		unsigned byte = 0;
 		int n = 0, r = 0;
@@ -84,9 +85,13 @@ main(int argc, char **argv)
 				return 2;
 			}
 		}
+		if ((nohole = strstr(op, ":nohole")) != NULL)
+			*nohole = '\0';
 		flags = (fua = strstr(op, ":fua")) != NULL ? LIBNBD_CMD_FLAG_FUA : 0;
 		if (fua != NULL)
 			*fua = '\0';
+		if (nohole != NULL)
+			flags |= LIBNBD_CMD_FLAG_NO_HOLE;
 		if (op[0] == 's') {
 			struct timespec ts;
 			long ms = atol(op + 2);
