@@ -185,22 +185,27 @@ ctl fsync
 cut=$((1048576 + 5000))
 rbd resize --size "${cut}B" --allow-shrink rbd/shrunk >/dev/null 2>&1 || fail "rbd resize rbd/shrunk"
 truncate -s "$cut" "$tmp/model"
-# a cluster of two 16 KiB blocks across the new end, one block past it
+# a cluster of two 16 KiB blocks across the new end, one block past it in
+# the next object
 ctl "write 1044480 16384 2"
-ctl "write 2097152 4096 3"
+ctl "write 5242880 4096 3"
 ctl fsync
 ctl "devread 1044480 16384"
-ctl "devread 2097152 4096"
-ctl "devread 4194304 4096"
+ctl "devread 5242880 4096"
+# and straight onto the device, past the end in the object after
+ctl "devwrite 6291456 4096 4"
+ctl fsync
+ctl "devread 6291456 4096"
+ctl "devread 7340032 4096"
 ctl quit
 exec 3>&- 4<&-
 wait "$ctl_pid" || fail "clioctl on rbd/shrunk exited with an error"
 ceph_on_exit=""
-[ "$(image_size shrunk)" -ge 2101248 ] ||
-	fail "rbd/shrunk is $(image_size shrunk) bytes after writes up to 2101248"
+[ "$(image_size shrunk)" -ge 6295552 ] ||
+	fail "rbd/shrunk is $(image_size shrunk) bytes after writes up to 6295552"
 rm -f "$tmp/export"
 rbd export rbd/shrunk "$tmp/export" >/dev/null 2>"$tmp/err" || { cat "$tmp/err"; fail "rbd export rbd/shrunk"; }
-for r in "1044480 16384" "2097152 4096"; do
+for r in "1044480 16384" "5242880 4096" "6291456 4096"; do
 	set -- $r
 	cmp -i "$1:$1" -n "$2" "$tmp/model" "$tmp/export" ||
 		fail "rbd/shrunk: the $2 bytes written at $1 are not in rbd export"

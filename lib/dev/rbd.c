@@ -48,11 +48,13 @@
  *     callback's accesses; librbd's own hand-off between its threads
  *     gives no edge that thread sanitizers can see.
  *  7. Another client may shrink the image under rd->size: librbd then
- *     clips a write across its end with no error (it returns 0) and
- *     refuses one past it with -EINVAL.  So a write is done only once
- *     librbd's size covers its end; else it goes through io(), which
- *     grows the image (rule 4) and writes it again.  A read that librbd
- *     refuses because it starts past its end reads 0 bytes.
+ *     clips a write across its end with no error (it returns 0), and one
+ *     past it may fail with -EINVAL or abort the process (librbd 16
+ *     asserts in its object map).  So a write starts only when librbd's
+ *     size covers its end (else io() grows the image first, rule 4), and
+ *     is done only when it still does (else io() grows it and writes it
+ *     again).  A read that librbd refuses because it starts past its end
+ *     reads 0 bytes.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -293,7 +295,7 @@ rbd_submit(clio_dev *d, struct dev_io *p)
 	struct rbd_cmd *cmd;
 	int r;
 
-	if (p->op == CLIO_OP_WRITE && p->off + p->len > rbd_size_get(rd)) {
+	if (p->op == CLIO_OP_WRITE && p->off + p->len > rbd_size_now(rd)) {
 		dev_piece_defer(p); /* grows the image first, on the pool */
 		return;
 	}
@@ -325,7 +327,7 @@ rbd_io(clio_dev *d, struct dev_io *p)
 
 	do {
 		if (p->op == CLIO_OP_WRITE &&
-		    (cut || p->off + p->len > rbd_size_get(rd))) {
+		    (cut || p->off + p->len > rbd_size_now(rd))) {
 			r = rbd_grow(rd, p->off + p->len);
 			if (r < 0) {
 				ret = r;
