@@ -9,8 +9,11 @@
 # --json, and the OSD's own write counters from its admin socket);
 # ftruncate resizes the image (clio dd's seek= without notrunc, both
 # ways); a snapshot opens read-only, reads the data of its time and
-# refuses writes with a clear error; bad device strings, a missing pool
-# or image fail with one line naming them.
+# refuses writes with a clear error; an image shrunk by another client
+# while clio has it open: a write across or past its new end (which
+# librbd clips silently or refuses) grows it again and lands whole, a read
+# past it reads zeros; bad device strings, a missing pool or image fail
+# with one line naming them.
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/ceph-common.sh"
 
@@ -160,6 +163,54 @@ if "$CLIO" dd if=/dev/zero of="$snap" bs=4k count=1 conv=notrunc 2>"$tmp/err"; t
 fi
 grep -qi "read-only" "$tmp/err" || fail "the write into the snapshot: '$(cat "$tmp/err")'"
 echo "ok: the snapshot reads the data of its time, a write fails: $(head -n 1 "$tmp/err")"
+
+# ------------------------------------------------------------ shrunk behind
+# one process (tests/tools/clioctl) keeps rbd/shrunk open while `rbd
+# resize` cuts it from 8 MiB to 1 MiB + 5000 bytes
+clioctl="$(dirname "$CLIO")/tests/tools/clioctl"
+[ -x "$clioctl" ] || fail "$clioctl not built (make tests)"
+rbd create --size 8M rbd/shrunk >/dev/null 2>&1 || fail "rbd create rbd/shrunk"
+mkfifo "$tmp/in" "$tmp/out"
+"$clioctl" "$(ceph_uri shrunk)" "$tmp/model" <"$tmp/in" >"$tmp/out" 2>"$tmp/ctl.err" &
+ctl_pid=$!
+ceph_on_exit='kill "$ctl_pid" 2>/dev/null'
+exec 3>"$tmp/in" 4<"$tmp/out"
+ctl() { # CMD: clioctl's answer must be ok
+	echo "$1" >&3
+	read -r ans <&4 || { cat "$tmp/ctl.err" >&2; fail "clioctl: no answer to '$1'"; }
+	case $ans in ok*) ;; *) fail "rbd/shrunk: $1: $ans";; esac
+}
+ctl "write 0 8388608 1"
+ctl fsync
+cut=$((1048576 + 5000))
+rbd resize --size "${cut}B" --allow-shrink rbd/shrunk >/dev/null 2>&1 || fail "rbd resize rbd/shrunk"
+truncate -s "$cut" "$tmp/model"
+# a cluster of two 16 KiB blocks across the new end, one block past it in
+# the next object
+ctl "write 1044480 16384 2"
+ctl "write 5242880 4096 3"
+ctl fsync
+ctl "devread 1044480 16384"
+ctl "devread 5242880 4096"
+# and straight onto the device, past the end in the object after
+ctl "devwrite 6291456 4096 4"
+ctl fsync
+ctl "devread 6291456 4096"
+ctl "devread 7340032 4096"
+ctl quit
+exec 3>&- 4<&-
+wait "$ctl_pid" || fail "clioctl on rbd/shrunk exited with an error"
+ceph_on_exit=""
+[ "$(image_size shrunk)" -ge 6295552 ] ||
+	fail "rbd/shrunk is $(image_size shrunk) bytes after writes up to 6295552"
+rm -f "$tmp/export"
+rbd export rbd/shrunk "$tmp/export" >/dev/null 2>"$tmp/err" || { cat "$tmp/err"; fail "rbd export rbd/shrunk"; }
+for r in "1044480 16384" "5242880 4096" "6291456 4096"; do
+	set -- $r
+	cmp -i "$1:$1" -n "$2" "$tmp/model" "$tmp/export" ||
+		fail "rbd/shrunk: the $2 bytes written at $1 are not in rbd export"
+done
+echo "ok: writes across and past the end of an image shrunk behind clio grew it and are in rbd export"
 
 # ------------------------------------------------------------ errors
 check_err() { # DEVICE WORD: clio info fails with one line naming WORD

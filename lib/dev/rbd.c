@@ -47,6 +47,14 @@
  *     callback) orders the submitter's writes to the command before the
  *     callback's accesses; librbd's own hand-off between its threads
  *     gives no edge that thread sanitizers can see.
+ *  7. Another client may shrink the image under rd->size: librbd then
+ *     clips a write across its end with no error (it returns 0), and one
+ *     past it may fail with -EINVAL or abort the process (librbd 16
+ *     asserts in its object map).  So a write starts only when librbd's
+ *     size covers its end (else io() grows the image first, rule 4), and
+ *     is done only when it still does (else io() grows it and writes it
+ *     again).  A read that librbd refuses because it starts past its end
+ *     reads 0 bytes.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -185,15 +193,38 @@ rbd_cmd_start(struct rbd_cmd *cmd)
 	return r < 0 ? r : 0;
 }
 
-/* The result of a finished command (dev.h rule 3), its completion freed. */
+/* librbd's size of the image: another client may have changed it (librbd
+ * reads the image's header again when told so). */
+static uint64_t
+rbd_size_now(struct rbd_dev *rd)
+{
+	uint64_t s;
+
+	if (RBD(rbd_get_size)(rd->img, &s) < 0)
+		return rbd_size_get(rd);
+	return s;
+}
+
+/* The result of a finished command (dev.h rule 3), its completion freed;
+ * *cut tells a write that met the image's end as librbd saw it (rule 7). */
 static ssize_t
-rbd_cmd_finish(struct rbd_cmd *cmd)
+rbd_cmd_finish(struct rbd_cmd *cmd, bool *cut)
 {
 	struct dev_io *p = cmd->p;
 
+	*cut = false;
 	if (cmd->comp != NULL)
 		RBD(rbd_aio_release)(cmd->comp);
 	cmd->comp = NULL;
+	if ((cmd->ret >= 0 || cmd->ret == -EINVAL) && p->op != CLIO_OP_FLUSH &&
+	    rbd_size_now(cmd->rd) < p->off + p->len) {
+		if (p->op == CLIO_OP_WRITE) {
+			*cut = true;
+			return -EINVAL;
+		}
+		if (cmd->ret == -EINVAL && rbd_size_now(cmd->rd) <= p->off)
+			return 0; /* a read past the end */
+	}
 	if (cmd->ret < 0)
 		return cmd->ret;
 	if (p->op == CLIO_OP_FLUSH)
@@ -203,20 +234,24 @@ rbd_cmd_finish(struct rbd_cmd *cmd)
 	return (ssize_t)p->len;
 }
 
-/* Threading rule 4: the image at least end bytes long. */
+/* Threading rule 4: the image at least end bytes long, by librbd's size
+ * (rd->size may be larger than the image: rule 7). */
 static int
 rbd_grow(struct rbd_dev *rd, uint64_t end)
 {
+	uint64_t s;
 	int r = 0;
 
 	pthread_mutex_lock(&rd->resize_lock);
-	if (end > rbd_size_get(rd)) {
+	s = rbd_size_now(rd);
+	if (end > s) {
 		r = RBD(rbd_resize)(rd->img, end);
-		if (r == 0) {
-			pthread_mutex_lock(&rd->lock);
-			rd->size = end;
-			pthread_mutex_unlock(&rd->lock);
-		}
+		s = end;
+	}
+	if (r == 0) {
+		pthread_mutex_lock(&rd->lock);
+		rd->size = s;
+		pthread_mutex_unlock(&rd->lock);
 	}
 	pthread_mutex_unlock(&rd->resize_lock);
 	return r;
@@ -260,7 +295,7 @@ rbd_submit(clio_dev *d, struct dev_io *p)
 	struct rbd_cmd *cmd;
 	int r;
 
-	if (p->op == CLIO_OP_WRITE && p->off + p->len > rbd_size_get(rd)) {
+	if (p->op == CLIO_OP_WRITE && p->off + p->len > rbd_size_now(rd)) {
 		dev_piece_defer(p); /* grows the image first, on the pool */
 		return;
 	}
@@ -286,25 +321,36 @@ rbd_io(clio_dev *d, struct dev_io *p)
 	pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
 	pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 	struct rbd_cmd cmd = { .p = p, .rd = rd, .sync = true, .m = &m, .cv = &cv };
-	int r;
+	bool cut = false;
+	ssize_t ret;
+	int r, tries = 0;
 
-	if (p->op == CLIO_OP_WRITE && p->off + p->len > rbd_size_get(rd)) {
-		r = rbd_grow(rd, p->off + p->len);
-		if (r < 0)
-			return r;
-	}
-	r = rbd_cmd_start(&cmd);
-	if (r < 0)
-		return r;
-	if (r == 0) {
-		pthread_mutex_lock(&m);
-		while (!cmd.finished)
-			pthread_cond_wait(&cv, &m);
-		pthread_mutex_unlock(&m);
-	}
+	do {
+		if (p->op == CLIO_OP_WRITE &&
+		    (cut || p->off + p->len > rbd_size_now(rd))) {
+			r = rbd_grow(rd, p->off + p->len);
+			if (r < 0) {
+				ret = r;
+				break;
+			}
+		}
+		cmd.finished = false;
+		r = rbd_cmd_start(&cmd);
+		if (r < 0) {
+			ret = r;
+			break;
+		}
+		if (r == 0) {
+			pthread_mutex_lock(&m);
+			while (!cmd.finished)
+				pthread_cond_wait(&cv, &m);
+			pthread_mutex_unlock(&m);
+		}
+		ret = rbd_cmd_finish(&cmd, &cut);
+	} while (cut && ++tries < 3);
 	pthread_mutex_destroy(&m);
 	pthread_cond_destroy(&cv);
-	return rbd_cmd_finish(&cmd);
+	return ret;
 }
 
 /* Threading rule 2. */
@@ -327,11 +373,15 @@ rbd_main(void *arg)
 		while ((cmd = list) != NULL) {
 			struct dev_io *p = cmd->p;
 			ssize_t r;
+			bool cut;
 
 			list = cmd->next;
-			r = rbd_cmd_finish(cmd);
+			r = rbd_cmd_finish(cmd, &cut);
 			free(cmd);
-			dev_piece_done(p, r);
+			if (cut)
+				dev_piece_defer(p); /* io() grows the image first */
+			else
+				dev_piece_done(p, r);
 		}
 		if (stop)
 			return NULL;

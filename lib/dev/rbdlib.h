@@ -28,7 +28,7 @@
 #define RBD_LIB_CALLS(X) \
 	X(rbd_open) X(rbd_open_read_only) X(rbd_close) X(rbd_stat) \
 	X(rbd_get_stripe_unit) X(rbd_get_stripe_count) X(rbd_get_features) \
-	X(rbd_resize) X(rbd_discard) X(rbd_write_zeroes) \
+	X(rbd_get_size) X(rbd_resize) X(rbd_discard) X(rbd_write_zeroes) \
 	X(rbd_aio_create_completion) X(rbd_aio_release) \
 	X(rbd_aio_get_return_value) X(rbd_aio_readv) X(rbd_aio_writev) \
 	X(rbd_aio_flush)

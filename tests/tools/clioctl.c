@@ -11,6 +11,9 @@
  * MODEL is a local file that gets the same writes (the expected contents
  * of the device).  Commands:
  *   write OFF LEN SEED   write LEN bytes of a pattern made from SEED at OFF
+ *   devwrite OFF LEN SEED  the same onto the device itself (clio_dev_pwrite,
+ *                        not the cache; blocks that the cache holds there
+ *                        are not updated)
  *   writeback            clio_writeback: written back, not flushed
  *   fsync                clio_fsync
  *   devread OFF LEN      read from the device itself (clio_dev_pread, not
@@ -22,6 +25,7 @@
 #include <clio.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,8 +87,9 @@ main(int argc, char **argv)
 	while (fgets(line, sizeof(line), stdin) != NULL) {
 		unsigned long long off, len, seed;
 		char key[64];
+		bool dw = strncmp(line, "dev", 3) == 0;
 
-		if (sscanf(line, "write %llu %llu %llu", &off, &len, &seed) == 3) {
+		if (sscanf(line + (dw ? 3 : 0), "write %llu %llu %llu", &off, &len, &seed) == 3) {
 			unsigned char *buf = malloc(len ? len : 1);
 			ssize_t n;
 
@@ -93,7 +98,7 @@ main(int argc, char **argv)
 				continue;
 			}
 			pattern(buf, len, seed);
-			n = clio_pwrite(f, buf, len, off);
+			n = dw ? clio_dev_pwrite(dev, buf, len, off) : clio_pwrite(f, buf, len, off);
 			if (n >= 0 && (size_t)n != len)
 				n = -EIO;
 			if (n >= 0 && pwrite(model, buf, len, (off_t)off) != (ssize_t)len)
