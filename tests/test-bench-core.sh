@@ -7,8 +7,9 @@
 # the others at least).  The figures themselves are
 # not asserted: the machine is shared and noisy.  The (a) rows have a
 # copy bound, and the scaling row's is the quotient of the 2- and 1-thread
-# ones, as the note says; (c) has its bound (32 threads of O_DIRECT
-# pread), and the note says the target lies above it exactly when it does.  The temporary files are
+# ones, as the note says; (b) has its bound (the peer's reads copied out
+# in 4 KiB pieces) and (c) its own (32 threads of O_DIRECT pread), and
+# the note says the target lies above each exactly when it does.  The temporary files are
 # gone afterwards, also after an interrupt (exit 70).  It runs under TSan
 # too (tests/tsan.list): 1 to 32 threads on one cache through the API.
 set -e
@@ -53,7 +54,11 @@ c = rows["(c)"][0]
 assert isinstance(c.get("bound"), (int, float)) and c["bound"] > 0, ("(c) bound", c)
 above = c["target"] * c["peer"] > c["bound"]
 assert ("the target, 0.8x the peer, lies above it" in ex["core"]["note"]) == above, ("(c) note", c)
-print("ok: the copy bound of (a) and its scaling, the bound of (c) and the note's word on it")
+b = rows["(b)"][0]
+assert isinstance(b.get("bound"), (int, float)) and b["bound"] > 0, ("(b) bound", b)
+above = b["target"] * b["peer"] > b["bound"]
+assert ("the target, 0.9x the peer, lies above it" in ex["core"]["note"]) == above, ("(b) note", b)
+print("ok: the copy bound of (a) and its scaling, the bounds of (b) and (c) and the note's word on them")
 d = rows["(d)"][0]
 assert abs(d["pct_of_cache"] - 100 * d["ratio"]) <= 1e-3 * d["pct_of_cache"], d
 print("ok: the scaling row and (d)'s percentage agree with the table")
