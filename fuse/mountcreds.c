@@ -103,25 +103,36 @@ thread_setgroups(int n, const gid_t *list)
 	return syscall(SYS_setgroups, (size_t)n, list) < 0 ? -errno : 0;
 }
 
+/* The caller's status file (its thread's), whole, in buf[STATUS_MAX] as
+ * a string: 0, or -1 if it cannot be read or does not fit. */
+static int
+read_status(pid_t pid, char *buf)
+{
+	char path[64];
+	ssize_t len;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)pid);
+	if (pid <= 0 || (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -1;
+	len = read(fd, buf, STATUS_MAX - 1);
+	close(fd);
+	if (len <= 0 || len == STATUS_MAX - 1)
+		return -1;
+	buf[len] = '\0';
+	return 0;
+}
+
 /* The caller's groups from one read of its status file into list (room
  * for max): their number, or -1 if the file does not fit buf or has no
  * Groups line (then fuse_req_getgroups is asked). */
 static int
 status_groups(pid_t pid, gid_t *list, int max)
 {
-	char path[64], buf[STATUS_MAX], *p, *end;
-	ssize_t len;
-	int fd, n = 0;
+	char buf[STATUS_MAX], *p, *end;
+	int n = 0;
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return -1;
-	len = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (len <= 0 || len == (ssize_t)sizeof(buf) - 1)
-		return -1;
-	buf[len] = '\0';
-	if ((p = strstr(buf, "\nGroups:")) == NULL)
+	if (read_status(pid, buf) < 0 || (p = strstr(buf, "\nGroups:")) == NULL)
 		return -1;
 	for (p += 8;; p = end) {
 		unsigned long g = strtoul(p, &end, 10);
@@ -138,26 +149,13 @@ bool
 mount_creds_sys_admin(fuse_req_t req)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	char path[64], buf[STATUS_MAX], *p;
-	unsigned long long caps;
-	ssize_t len;
-	int fd;
+	char buf[STATUS_MAX], *p;
 
 	if (ctx->uid != 0)
 		return false; /* a user namespace's root is not one here */
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)ctx->pid,
-		 (int)ctx->pid);
-	if (ctx->pid <= 0 || (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+	if (read_status(ctx->pid, buf) < 0 || (p = strstr(buf, "\nCapEff:")) == NULL)
 		return true;
-	len = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (len <= 0)
-		return true;
-	buf[len] = '\0';
-	if ((p = strstr(buf, "\nCapEff:")) == NULL)
-		return true;
-	caps = strtoull(p + 8, NULL, 16);
-	return (caps >> CAP_SYS_ADMIN) & 1;
+	return (strtoull(p + 8, NULL, 16) >> CAP_SYS_ADMIN) & 1;
 }
 
 /* The caller's supplementary groups on this thread; 0 or -errno. */

@@ -1911,6 +1911,7 @@ dev_sync(struct tier *t, enum clio_op op, void *buf, size_t len, uint64_t off)
 /* ------------------------------------------------------------ write-back */
 
 static uint64_t drop_all(struct tier *t, bool dirty_too);
+static void drop_stale(struct tier *t);
 
 /* Record the device's version as that of the entries.  With no write of
  * ours since the last record, a new version is another writer's (a
@@ -1940,10 +1941,7 @@ meta_clean(struct tier *t)
 		     (have != t->has_v || (have && !validator_same(&v, &t->v)))) ||
 		    bypass_seen(t)) {
 			pthread_mutex_lock(&t->lock);
-			t->st.stale_drops += drop_all(t, false);
-			for (struct top *o = t->ops; o != NULL; o = o->next)
-				o->tainted = true;
-			fills_taint(t);
+			drop_stale(t);
 			pthread_mutex_unlock(&t->lock);
 		}
 		t->v = v;
@@ -2188,6 +2186,18 @@ drop_all(struct tier *t, bool dirty_too)
 		}
 	}
 	return n;
+}
+
+/* The clean entries are stale: dropped, and the reads in flight and the
+ * queued insertions tainted (they may bring the old data).  Under the
+ * lock. */
+static void
+drop_stale(struct tier *t)
+{
+	t->st.stale_drops += drop_all(t, false);
+	for (struct top *o = t->ops; o != NULL; o = o->next)
+		o->tainted = true;
+	fills_taint(t);
 }
 
 /* A process that writes an object whose entries another process holds
@@ -3049,10 +3059,7 @@ tier_drop(clio_dev *d)
 	if (t == NULL)
 		return;
 	pthread_mutex_lock(&t->lock);
-	t->st.stale_drops += drop_all(t, false);
-	for (struct top *o = t->ops; o != NULL; o = o->next)
-		o->tainted = true; /* reads in flight may bring the old data */
-	fills_taint(t);
+	drop_stale(t);
 	pthread_mutex_unlock(&t->lock);
 	meta_clean(t);
 }
@@ -3080,10 +3087,7 @@ tier_settle(clio_dev *d)
 		validator_of(t, &v, &have);
 		if (bypass_seen(t)) {
 			pthread_mutex_lock(&t->lock);
-			t->st.stale_drops += drop_all(t, false);
-			for (struct top *o = t->ops; o != NULL; o = o->next)
-				o->tainted = true;
-			fills_taint(t);
+			drop_stale(t);
 			pthread_mutex_unlock(&t->lock);
 		}
 		if (have && (!t->has_v || !validator_same(&v, &t->v))) {
