@@ -53,7 +53,10 @@
  *     file, which nbdkit leaves behind: .after_fork notes the socket
  *     nbdkit made there, and it is removed, if it is still that one, when
  *     a signal that ends the server has written the cache back, and at
- *     .unload; a server killed with SIGKILL leaves it.
+ *     .unload; a server killed with SIGKILL leaves it.  From .get_ready
+ *     until the watch of sigsync.c is in place (at the end of
+ *     .after_fork), SIGUSR1, SIGUSR2 and SIGALRM remove it and end the
+ *     server (sigsync_early): nothing is cached then.
  *  7. A file device is opened anew at the first connection after none
  *     when its path names another file than the one open (replaced by a
  *     rename, as rsync and editors do), so that no connection writes to
@@ -191,10 +194,24 @@ open_device(void)
 	return 0;
 }
 
+/* Invariant 6 before the watch is in place, in a signal handler: the
+ * socket at the path is the one nbdkit bound (it starts over none). */
+static void
+remove_socket_early(void)
+{
+	struct stat st;
+	int saved = errno;
+
+	if (sock_path != NULL && lstat(sock_path, &st) == 0 && S_ISSOCK(st.st_mode))
+		(void)unlink(sock_path);
+	errno = saved;
+}
+
 /* Invariant 1: the device string checked before nbdkit forks. */
 static int
 clio_get_ready(void)
 {
+	sigsync_early(remove_socket_early);
 	if (open_device() < 0)
 		return -1;
 	clio_dev_close(dev);
@@ -260,6 +277,7 @@ clio_after_fork(void)
 		return -1;
 	}
 	prefault_cache(cache, prefault);
+	sigsync_start(cache); /* a signal before any client removes the socket */
 	zeros = calloc(1, ZERO_CHUNK);
 	if (zeros == NULL) {
 		nbdkit_error("calloc: %s", strerror(errno));

@@ -12,12 +12,20 @@
  *
  * Invariants:
  *  1. nbdkit's own handling is kept: our handler writes the signal's
- *     number to a pipe and calls the handler it replaced.  It is put in
- *     place at the first connection, when nbdkit's are set (nbdkit sets
- *     them when it starts serving) and before any write can be dirty.
- *     A signal nbdkit ignores is left alone; one it left to the default
- *     action is taken again with that action once the cache is written
- *     back.
+ *     number to a pipe and calls the handler it replaced.  Each call of
+ *     sigsync_start puts it in place for every watched signal whose
+ *     handler is not ours by then: the plugin calls it after the fork
+ *     (before nbdkit sets its handlers, when it starts serving: SIGUSR1,
+ *     SIGUSR2 and SIGALRM are ours from then on) and both at each
+ *     connection (nbdkit's handlers are set by the first, before any
+ *     write can be dirty).  A signal nbdkit ignores is left alone; one it
+ *     left to the default action is taken again with that action once
+ *     the cache is written back.
+ *     Before that, from .get_ready (before nbdkit forks), SIGUSR1,
+ *     SIGUSR2 and SIGALRM run the early function (async-signal-safe) and
+ *     then their default action: nothing is cached yet, but the plugin's
+ *     socket file would be left.  install_handlers takes that handler
+ *     for the default action it stands for.
  *  2. The watch thread reads the pipe and runs clio_sync: once it
  *     returns, every write acknowledged before the signal is on the
  *     device and the device flushed, or the failure is logged.  Writes
@@ -49,6 +57,49 @@ static int pipefd[2] = { -1, -1 };
 static pthread_t watcher;
 static clio_cache *cache;
 static void (*hook)(void);
+
+static void (*early_fn)(void);
+
+static void
+early_signal(int sig)
+{
+	struct sigaction dfl;
+	sigset_t one;
+
+	early_fn();
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	sigaction(sig, &dfl, NULL);
+	sigemptyset(&one);
+	sigaddset(&one, sig);
+	pthread_sigmask(SIG_UNBLOCK, &one, NULL);
+	raise(sig);
+}
+
+static bool
+is_early(const struct sigaction *sa)
+{
+	return !(sa->sa_flags & SA_SIGINFO) && sa->sa_handler == early_signal;
+}
+
+void
+sigsync_early(void (*fn)(void))
+{
+	static const int left[] = { SIGUSR1, SIGUSR2, SIGALRM };
+	struct sigaction sa, cur;
+	size_t i;
+
+	pthread_mutex_lock(&lock);
+	early_fn = fn;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = early_signal;
+	sigfillset(&sa.sa_mask);
+	for (i = 0; i < sizeof(left) / sizeof(left[0]); i++)
+		if (sigaction(left[i], NULL, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) &&
+		    cur.sa_handler == SIG_DFL)
+			sigaction(left[i], &sa, NULL);
+	pthread_mutex_unlock(&lock);
+}
 
 static void
 on_signal(int sig, siginfo_t *info, void *uctx)
@@ -104,15 +155,41 @@ watch_main(void *arg)
 	return NULL;
 }
 
+/* Invariant 1: ours where the handler is not ours already; with lock. */
+static void
+install_handlers(void)
+{
+	struct sigaction sa, cur;
+	int i;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_signal;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigfillset(&sa.sa_mask);
+	for (i = 0; i < NWATCHED; i++) {
+		if (sigaction(watched[i], NULL, &cur) < 0 ||
+		    ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_signal) ||
+		    (!(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == SIG_IGN))
+			continue;
+		if (is_early(&cur)) {
+			memset(&cur, 0, sizeof(cur));
+			cur.sa_handler = SIG_DFL;
+		}
+		replaced[i] = cur;
+		installed[i] = sigaction(watched[i], &sa, NULL) == 0;
+	}
+}
+
 void
 sigsync_start(clio_cache *c)
 {
-	struct sigaction sa;
 	sigset_t all, old;
-	int i, r;
+	int r;
 
 	pthread_mutex_lock(&lock);
 	if (started) {
+		if (pipefd[1] >= 0)
+			install_handlers();
 		pthread_mutex_unlock(&lock);
 		return;
 	}
@@ -138,16 +215,7 @@ sigsync_start(clio_cache *c)
 		pipefd[0] = pipefd[1] = -1;
 		goto out;
 	}
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = on_signal;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
-	sigfillset(&sa.sa_mask);
-	for (i = 0; i < NWATCHED; i++) {
-		if (sigaction(watched[i], NULL, &replaced[i]) < 0 ||
-		    (!(replaced[i].sa_flags & SA_SIGINFO) && replaced[i].sa_handler == SIG_IGN))
-			continue;
-		installed[i] = sigaction(watched[i], &sa, NULL) == 0;
-	}
+	install_handlers();
 out:
 	pthread_mutex_unlock(&lock);
 }
@@ -165,10 +233,16 @@ sigsync_stop(void)
 {
 	int i;
 
+	struct sigaction cur, dfl;
+
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
 	pthread_mutex_lock(&lock);
 	for (i = 0; i < NWATCHED; i++)
 		if (installed[i])
 			sigaction(watched[i], &replaced[i], NULL);
+		else if (sigaction(watched[i], NULL, &cur) == 0 && is_early(&cur))
+			sigaction(watched[i], &dfl, NULL);
 	if (pipefd[1] >= 0) {
 		close(pipefd[1]);
 		pthread_join(watcher, NULL);

@@ -10,9 +10,15 @@
 
 #include "clio.h"
 
-/* From .open: the first call starts the watch over c (later calls do
- * nothing); a failure to start is logged, and the server goes on. */
+/* From .after_fork or .open: the first call starts the watch over c,
+ * each call puts the handler in place where nbdkit has set its own since
+ * (sigsync.c, invariant 1); a failure to start is logged, and the server
+ * goes on. */
 void sigsync_start(clio_cache *c);
+/* From .get_ready (before nbdkit forks): until the watch is in place,
+ * SIGUSR1, SIGUSR2 and SIGALRM, which nbdkit leaves to their default
+ * action, run fn, which must be async-signal-safe, then that action. */
+void sigsync_early(void (*fn)(void));
 /* fn runs on the watch thread once a signal's write-back is done, before
  * the process may end (the plugin removes its socket file). */
 void sigsync_set_hook(void (*fn)(void));

@@ -15,7 +15,8 @@
 # the cache resident from the start (prefault, and prefault=off); the
 # socket file removed when SIGTERM, SIGINT, SIGHUP or SIGUSR1 ends the
 # server, also while a client stays (it was left: the next clio serve on
-# the path refused it as stale).
+# the path refused it as stale), and when SIGUSR1, SIGUSR2 or SIGALRM
+# ends it before any client came (they were left).
 . "$(dirname "$0")/functions.sh"
 for tool in nbdkit nbdinfo ss ip unshare; do
 	command -v "$tool" >/dev/null 2>&1 ||
@@ -132,6 +133,13 @@ gone_by() {
 	while running "$1" && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 	! running "$1"
 }
+for sig in TERM USR1 USR2 ALRM; do
+	serve mem:size=1M --socket "$sock"
+	kill -"$sig" "$nbd_pids"
+	gone_by "$nbd_pids" || fail "SIG$sig before any client: the server runs on"
+	nbd_pids=""
+	[ ! -e "$sock" ] || fail "SIG$sig before any client: the server left its socket"
+done
 for sig in TERM INT HUP USR1; do
 	serve mem:size=1M --socket "$sock"
 	nbdinfo "$uri" >/dev/null 2>&1 || fail "SIG$sig: no export"
@@ -156,7 +164,7 @@ nbdinfo "$uri" >/dev/null 2>&1 || { kill "$c_pid"; fail "no second server on the
 kill "$c_pid"
 wait "$c_pid" 2>/dev/null
 nbd_stop
-echo "ok: SIGTERM, SIGINT, SIGHUP, SIGUSR1 remove the socket, also with a client connected; a new server takes the path"
+echo "ok: SIGTERM, SIGINT, SIGHUP, SIGUSR1 remove the socket, also with a client connected, and SIGUSR1, SIGUSR2, SIGALRM before any client; a new server takes the path"
 refused 64 "bogus:x" bogus:x --socket "$sock"
 refused 64 "nope" sim:preset=nope --socket "$sock"
 refused 64 "mem:size=12Q" mem:size=12Q --socket "$sock"
