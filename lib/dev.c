@@ -1169,7 +1169,7 @@ clio_dev_discard(clio_dev *d, uint64_t off, uint64_t len)
 	/* a disk tier would keep what the device lost: no trim under it */
 	if (d->ops->discard == NULL || __atomic_load_n(&d->tier, __ATOMIC_ACQUIRE) != NULL)
 		return -ENOTSUP;
-	return len == 0 ? 0 : d->ops->discard(d, off, len, false);
+	return d->ops->discard(d, off, len, false); /* len 0: whether it can */
 }
 
 #define ZERO_CHUNK (1u << 20)

@@ -58,7 +58,8 @@
  *     it read as zeros, synchronously in the caller's thread; the range
  *     lies inside the device, and no piece of it is in flight (the
  *     caller's promise).  -ENOTSUP: the backend cannot (a zeroing is
- *     then written by the device layer).
+ *     then written by the device layer).  With len 0 it only says
+ *     whether it can (0 or -ENOTSUP).
  */
 #ifndef CLIO_DEV_H
 #define CLIO_DEV_H

@@ -7,7 +7,7 @@
 # once the FLUSH returned; qemu-img convert in and out when qemu-img is
 # installed; -r refuses writes; in the foreground (-f) the server's pid
 # is clio serve's; a zero with NO_HOLE leaves the file's blocks
-# allocated; a relative device path is served in the background
+# allocated; an NBD device's trim and zero reach its server; a relative device path is served in the background
 # (where nbdkit runs in /); errors: no socket or port, a bad tunable, a
 # device that cannot be opened, nbdkit missing; the plugin's --help names
 # every kind of device it serves.
@@ -158,6 +158,41 @@ serve "$tmp/alloc"
 nbd_stop
 head -c 2097152 /dev/zero | cmp -s -i 0:4194304 -n 2097152 - "$tmp/alloc" || fail "zero: no zeros in the file"
 echo "ok: a zero with NO_HOLE keeps the range allocated ($before blocks), zeros in the file"
+
+# ------------------------------------------------------------ an NBD device
+# clio serve of an export of nbdkit's file plugin offers trim and zero
+# (they were not passed on: no trim, a zero written as zeros): a trim and
+# a zero through it punch holes in the file behind, which reads zeros
+# there and the old bytes elsewhere
+head -c 8388608 /dev/urandom >"$tmp/back"
+sync "$tmp/back" 2>/dev/null
+cp "$tmp/back" "$tmp/back.want"
+before=$(stat -c %b "$tmp/back")
+rm -f "$tmp/back.pid"
+nbdkit -U "$tmp/sock2" --pidfile "$tmp/back.pid" file "$tmp/back" || fail "nbdkit file did not start"
+i=0
+while [ ! -s "$tmp/back.pid" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+back_pid=$(cat "$tmp/back.pid")
+serve "nbd+unix:///?socket=$tmp/sock2" -o bsize=64k
+nbd_pids="$nbd_pids $back_pid" # nbd_stop ends both
+nbdinfo --json "$uri" | python3 -c '
+import json, sys
+e = json.load(sys.stdin)["exports"][0]
+assert e["can_trim"] is True and e["can_zero"] is True, e' || fail "an nbd device: nbdinfo: no trim"
+"$nbdops" "$uri" t:1048576:2097152 z:4194304:2097152 f r:4194304:2097152:0 >"$tmp/ops" 2>&1 ||
+	fail "trim and zero of an nbd device: $(cat "$tmp/ops")"
+nbd_stop
+after=$(stat -c %b "$tmp/back")
+[ "$after" -le $((before - 7000)) ] ||
+	fail "trim and zero of an nbd device: $before blocks allocated before, $after after (no holes)"
+python3 - "$tmp/back" "$tmp/back.want" <<'PY' || fail "trim and zero of an nbd device: the file behind"
+import sys
+d, w = (open(sys.argv[i], "rb").read() for i in (1, 2))
+M = 1 << 20
+want = w[:M] + bytes(2 * M) + w[3 * M:4 * M] + bytes(2 * M) + w[6 * M:]
+assert d == want, "the file behind differs"
+PY
+echo "ok: an nbd device: trim and zero reach the server (blocks $before -> $after), the file agrees"
 
 # ------------------------------------------------------------ -f
 nbd_stop

@@ -334,6 +334,8 @@ file_discard(clio_dev *d, uint64_t off, uint64_t len, bool zero)
 
 	if (!fd->regular && !fd->blockdev)
 		return -ENOTSUP;
+	if (len == 0)
+		return 0;
 	if (fd->blockdev && !zero)
 		r = ioctl(fd->fd, BLKDISCARD, range);
 	else

@@ -26,7 +26,9 @@
  * when the server allows less), the maximum as maxio (at most 32 MiB,
  * NBD's portable limit).  A flush is NBD_CMD_FLUSH when the server can
  * flush; otherwise it succeeds at once and clio info shows can_flush=0
- * (such a server offers no way to make writes durable).
+ * (such a server offers no way to make writes durable).  A trim and a
+ * zeroing (clio_dev_discard, clio_dev_write_zeroes) are NBD_CMD_TRIM and
+ * NBD_CMD_WRITE_ZEROES where the server offers them (can_trim, can_zero).
  *
  * An export whose size is no multiple of its minimum block size (odd):
  * a client that asked for the block sizes with NBD_OPT_GO MUST keep to
@@ -89,7 +91,9 @@
 struct nbd_dev;
 
 struct nbd_cmd {
-	struct dev_io *p;
+	struct dev_io *p;	/* NULL: a trim or zero of discard() */
+	bool zero;		/* discard(): NBD_CMD_WRITE_ZEROES, else TRIM */
+	uint64_t off;		/* discard(): the range */
 	struct nbd_conn *c;
 	size_t len;		/* of p moved by this command (odd exports) */
 	void *bounce;		/* several iovecs: the data in one buffer */
@@ -245,15 +249,18 @@ cmd_start(struct nbd_cmd *cmd)
 	int64_t cookie;
 	void *buf = NULL;
 
-	if (p->op == CLIO_OP_FLUSH && !c->nd->can_flush)
+	if (p != NULL && p->op == CLIO_OP_FLUSH && !c->nd->can_flush)
 		return 1;
-	if (p->op != CLIO_OP_FLUSH && (buf = cmd_buffer(cmd)) == NULL)
+	if (p != NULL && p->op != CLIO_OP_FLUSH && (buf = cmd_buffer(cmd)) == NULL)
 		return -ENOMEM;
 	pthread_mutex_lock(&c->lock);
 	if (c->inflight++ == 0)
 		c->progress = now_fast();
 	pthread_mutex_unlock(&c->lock);
-	if (p->op == CLIO_OP_FLUSH) {
+	if (p == NULL) {
+		cookie = cmd->zero ? nbd_aio_zero(c->h, cmd->len, cmd->off, cb, 0)
+				   : nbd_aio_trim(c->h, cmd->len, cmd->off, cb, 0);
+	} else if (p->op == CLIO_OP_FLUSH) {
 		cookie = nbd_aio_flush(c->h, cb, 0);
 	} else {
 		if (p->op == CLIO_OP_READ)
@@ -286,7 +293,7 @@ cmd_finish(struct nbd_cmd *cmd)
 	if (cmd->err != 0)
 		r = -cmd->err;
 	else
-		r = p->op == CLIO_OP_FLUSH ? 0 : (ssize_t)cmd->len;
+		r = p == NULL || p->op == CLIO_OP_FLUSH ? 0 : (ssize_t)cmd->len;
 	if (r > 0 && p->op == CLIO_OP_READ && cmd->bounce != NULL)
 		buf_to_iov(p->iov, p->iovcnt, 0, cmd->bounce, cmd->len);
 	free(cmd->bounce);
@@ -327,6 +334,27 @@ nbd_submit(clio_dev *d, struct dev_io *p)
 		conn_wake(c);
 }
 
+/* Start cmd (.sync, with its m and cv) and wait for its callback. */
+static ssize_t
+cmd_run(struct nbd_cmd *cmd)
+{
+	int r = cmd_start(cmd);
+
+	if (r < 0)
+		return r;
+	if (r == 0) {
+		if (nbd_aio_get_direction(cmd->c->h) & LIBNBD_AIO_DIRECTION_WRITE)
+			conn_wake(cmd->c);
+		pthread_mutex_lock(cmd->m);
+		while (!cmd->finished)
+			pthread_cond_wait(cmd->cv, cmd->m);
+		pthread_mutex_unlock(cmd->m);
+	}
+	pthread_mutex_destroy(cmd->m);
+	pthread_cond_destroy(cmd->cv);
+	return cmd_finish(cmd);
+}
+
 /* Threading rule 4. */
 static ssize_t
 nbd_io(clio_dev *d, struct dev_io *p)
@@ -336,7 +364,6 @@ nbd_io(clio_dev *d, struct dev_io *p)
 	pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 	struct nbd_cmd cmd = { .p = p, .len = cmd_len(nd, p), .sync = true,
 			       .m = &m, .cv = &cv };
-	int r;
 
 	cmd.c = pick_conn(nd);
 	if (driving != NULL) {
@@ -354,20 +381,51 @@ nbd_io(clio_dev *d, struct dev_io *p)
 		}
 		return cmd_finish(&cmd);
 	}
-	r = cmd_start(&cmd);
-	if (r < 0)
-		return r;
-	if (r == 0) {
-		if (nbd_aio_get_direction(cmd.c->h) & LIBNBD_AIO_DIRECTION_WRITE)
-			conn_wake(cmd.c);
-		pthread_mutex_lock(&m);
-		while (!cmd.finished)
-			pthread_cond_wait(&cv, &m);
-		pthread_mutex_unlock(&m);
+	return cmd_run(&cmd);
+}
+
+/* Rule 9 of dev.h: NBD_CMD_TRIM, or NBD_CMD_WRITE_ZEROES (which may
+ * punch a hole), where the server offers it; in commands of at most 1 GiB
+ * (NBD's length is 32 bits), one after the other.  A range that is not
+ * whole minimum blocks, or reaches into an odd export's tail, is refused
+ * for a zeroing (the device layer writes it) and cut to the blocks
+ * inside it for a trim, which promises nothing. */
+static int
+nbd_dev_discard(clio_dev *d, uint64_t off, uint64_t len, bool zero)
+{
+	struct nbd_dev *nd = d->priv;
+	uint64_t sec = d->sector, end = off + len, lo, hi;
+
+	if (zero ? !nd->can_zero : !nd->can_trim)
+		return -ENOTSUP;
+	if (nd->odd && end > nd->tail) {
+		if (zero && len > 0)
+			return -ENOTSUP;
+		end = MAX(off, nd->tail);
 	}
-	pthread_mutex_destroy(&m);
-	pthread_cond_destroy(&cv);
-	return cmd_finish(&cmd);
+	lo = (off + sec - 1) / sec * sec;
+	hi = end / sec * sec;
+	if (zero && len > 0 && (lo != off || hi != end))
+		return -ENOTSUP;
+	while (lo < hi) {
+		pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+		pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+		struct nbd_cmd cmd = { .zero = zero, .off = lo, .sync = true,
+				       .m = &m, .cv = &cv };
+		int r;
+
+		cmd.len = (size_t)MIN(hi - lo, (uint64_t)1 << 30);
+		cmd.c = pick_conn(nd);
+		if (driving != NULL) { /* threading rule 4 */
+			if ((zero ? nbd_zero(cmd.c->h, cmd.len, lo, 0)
+				  : nbd_trim(cmd.c->h, cmd.len, lo, 0)) == -1)
+				return -nbd_errno_of(cmd.c->h);
+		} else if ((r = (int)cmd_run(&cmd)) < 0) {
+			return r;
+		}
+		lo += cmd.len;
+	}
+	return 0;
 }
 
 /* Complete what the callbacks queued (threading rule 2); false once the
@@ -553,6 +611,7 @@ static const struct dev_ops nbd_ops = {
 	.resize = NULL,
 	.close = nbd_dev_close,
 	.params = nbd_params,
+	.discard = nbd_dev_discard,
 };
 
 struct nbd_split {

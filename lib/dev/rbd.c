@@ -281,6 +281,8 @@ rbd_dev_discard(clio_dev *d, uint64_t off, uint64_t len, bool zero)
 	struct rbd_dev *rd = d->priv;
 	ssize_t r;
 
+	if (len == 0)
+		return 0;
 	if (zero)
 		r = RBD(rbd_write_zeroes)(rd->img, off, len, 0, 0);
 	else
