@@ -4,8 +4,8 @@
  * memory plugin on a Unix socket in a temporary directory: many
  * asynchronous requests in flight on one connection, several iovecs in a
  * request, synchronous calls, two connections, the server's block size
- * constraints, a read-only server, a server that goes away, and bad
- * URIs.  Every server started is killed by its pid, also when a test
+ * constraints, a read-only server, a server that goes away, bad URIs,
+ * and trim and zeroing.  Every server started is killed by its pid, also when a test
  * fails.  Skipped when nbdkit is not installed.
  */
 #include <setjmp.h>
@@ -263,6 +263,81 @@ test_server_gone(void **state)
 	assert_non_null(strstr(err, "conns 'x'"));
 }
 
+/* How many lines of nbdkit's log filter's file hold word. */
+static int
+log_count(const char *path, const char *word)
+{
+	char line[512];
+	int n = 0;
+	FILE *f = fopen(path, "r");
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f) != NULL) {
+		size_t len = strlen(line);
+
+		/* a request's first line: "... Trim id=2 offset=... ..." */
+		if (strstr(line, word) != NULL && len > 4 &&
+		    strcmp(line + len - 4, "...\n") == 0)
+			n++;
+	}
+	fclose(f);
+	return n;
+}
+
+/* Trim and zeroing are the server's commands (they were refused, and
+ * the zeroing written as zeros); a zeroing of no whole sectors is
+ * written; the bytes read back agree.  Without the server's zero
+ * (nozero filter), a zeroing is written. */
+static void
+test_trim_zero(void **state)
+{
+	char logpath[160], logarg[180];
+	const char *args[] = { "--filter=log", "memory", "4M", logarg, NULL };
+	const char *nozero[] = { "--filter=log", "--filter=nozero", "memory", "4M",
+				 "zeromode=none", logarg, NULL };
+	unsigned char *buf = malloc(4 << 20), *back = malloc(4 << 20);
+	clio_dev *d;
+	size_t i;
+
+	(void)state;
+	assert_non_null(buf);
+	assert_non_null(back);
+	snprintf(logpath, sizeof(logpath), "%s/log", dir);
+	snprintf(logarg, sizeof(logarg), "logfile=%s", logpath);
+	for (i = 0; i < (4u << 20); i++)
+		buf[i] = (unsigned char)(i * 7 + 1);
+	server_start(args);
+	d = tu_dev_open(uri(""), 0);
+	assert_int_equal(clio_dev_pwrite(d, buf, 4 << 20, 0), 4 << 20);
+	assert_int_equal(clio_dev_discard(d, 0, 0), 0);
+	assert_int_equal(clio_dev_discard(d, 1 << 20, 1 << 20), 0);
+	assert_int_equal(clio_dev_write_zeroes(d, 3 << 20, 512 << 10), 0);
+	assert_int_equal(clio_dev_write_zeroes(d, 100, 300), 0);
+	memset(buf + (1 << 20), 0, 1 << 20); /* the memory plugin trims to zeros */
+	memset(buf + (3 << 20), 0, 512 << 10);
+	memset(buf + 100, 0, 300);
+	assert_int_equal(clio_dev_pread(d, back, 4 << 20, 0), 4 << 20);
+	assert_memory_equal(back, buf, 4 << 20);
+	clio_dev_close(d);
+	assert_int_equal(log_count(logpath, "Trim"), 1);
+	assert_int_equal(log_count(logpath, "Zero"), 1);
+
+	unlink(logpath);
+	server_start(nozero);
+	d = tu_dev_open(uri(""), 0);
+	assert_int_equal(clio_dev_pwrite(d, buf, 4 << 20, 0), 4 << 20);
+	assert_int_equal(clio_dev_write_zeroes(d, 2 << 20, 1 << 20), 0);
+	memset(buf + (2 << 20), 0, 1 << 20);
+	assert_int_equal(clio_dev_pread(d, back, 4 << 20, 0), 4 << 20);
+	assert_memory_equal(back, buf, 4 << 20);
+	clio_dev_close(d);
+	assert_int_equal(log_count(logpath, "Zero"), 0);
+	server_stop();
+	unlink(logpath);
+	free(buf);
+	free(back);
+}
+
 static int
 setup(void **state)
 {
@@ -276,8 +351,12 @@ setup(void **state)
 static int
 teardown(void **state)
 {
+	char logpath[160];
+
 	(void)state;
 	server_stop();
+	snprintf(logpath, sizeof(logpath), "%s/log", dir);
+	unlink(logpath);
 	rmdir(dir);
 	return 0;
 }
@@ -289,6 +368,7 @@ main(void)
 		cmocka_unit_test(test_many_in_flight),
 		cmocka_unit_test(test_server_limits),
 		cmocka_unit_test(test_server_gone),
+		cmocka_unit_test(test_trim_zero),
 	};
 
 	if (system("nbdkit --version >/dev/null 2>&1") != 0) {
