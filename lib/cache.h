@@ -90,6 +90,7 @@ struct cobj {
 				     o_truncating) */
 	bool o_keep;		/* kept after its last close (CLIO_KEEP) */
 	bool o_have_v;		/* o_v holds the source's version */
+	bool o_v_racy;		/* o_v may hide a change (validator_racy) */
 	struct clio_validator o_v;
 	struct buf *o_bufs;	/* its buffers (b_onext) */
 	struct buf *o_dhead, *o_dtail; /* its dirty buffers, oldest first */

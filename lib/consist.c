@@ -17,7 +17,9 @@
  *     old data) before it returns; the disk tier's clean entries go
  *     before the memory's, so that no read between finds them.
  *     The first validator keeps them, unless its size is smaller than
- *     the object's: then they go too.
+ *     the object's: then they go too.  A validator recorded so soon after
+ *     its change that a later one may not show (whole-second times:
+ *     validator_racy) counts as another at the next look.
  *  2. Dirty and in-flight writes are never dropped: they are newer than
  *     any version of the source, and the size covers them.  A fixed-size
  *     device keeps its own size whatever a validator says.
@@ -28,6 +30,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "cache.h"
 #include "tier.h"
@@ -48,6 +51,30 @@ validator_same(const struct clio_validator *a, const struct clio_validator *b)
 	return a->size == b->size && a->mtime_ns == b->mtime_ns &&
 	       a->ctime_ns == b->ctime_ns && a->id == b->id &&
 	       a->change == b->change;
+}
+
+/* Times in whole seconds (ext4 with 128-byte inodes, FAT: 2 s) tell no
+ * change made within the second(s) of the last one: a version of them
+ * recorded that soon is not to be trusted at the next look.  A change
+ * attribute counts changes whatever the clock. */
+int
+validator_racy(const struct clio_validator *v)
+{
+	struct timespec ts;
+
+	if (v->change != 0 || v->mtime_ns % 1000000000 != 0 ||
+	    v->ctime_ns % 1000000000 != 0)
+		return 0;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec -
+		       MAX(v->mtime_ns, v->ctime_ns) < 2000000000;
+}
+
+/* Invariant 1: whether o's clean buffers may not be of the version v. */
+static bool
+version_changed(const struct cobj *o, const struct clio_validator *v)
+{
+	return o->o_have_v && (o->o_v_racy || !validator_same(&o->o_v, v));
 }
 
 /* Drop every clean buffer of o; return the end of its newest data that
@@ -94,7 +121,7 @@ clio_revalidate(clio_file *f, const struct clio_validator *v)
 	o = f->f_obj;
 	pthread_mutex_lock(&c->lock);
 	obj_wait_truncate(c, o);
-	if (o->o_have_v && !validator_same(&o->o_v, v)) {
+	if (version_changed(o, v)) {
 		/* the disk tier holds the old version too: it goes first, so
 		 * that no read that misses after the drop below finds the
 		 * old blocks there (reads in flight are waited for) */
@@ -103,7 +130,7 @@ clio_revalidate(clio_file *f, const struct clio_validator *v)
 		pthread_mutex_lock(&c->lock);
 		obj_wait_truncate(c, o);
 	}
-	if (o->o_have_v && !validator_same(&o->o_v, v)) {
+	if (version_changed(o, v)) {
 		keep = drop_clean(c, o);
 		if (o->o_resizable) /* a fixed device's size is its own */
 			o->o_size = MAX(v->size, keep);
@@ -117,6 +144,7 @@ clio_revalidate(clio_file *f, const struct clio_validator *v)
 		o->o_size = MAX(v->size, keep);
 	}
 	o->o_v = *v;
+	o->o_v_racy = validator_racy(v);
 	o->o_have_v = true;
 	cache_check(c);
 	pthread_mutex_unlock(&c->lock);
@@ -133,6 +161,7 @@ clio_validator_set(clio_file *f, const struct clio_validator *v)
 	c = f->f_cache;
 	pthread_mutex_lock(&c->lock);
 	f->f_obj->o_v = *v;
+	f->f_obj->o_v_racy = validator_racy(v);
 	f->f_obj->o_have_v = true;
 	pthread_mutex_unlock(&c->lock);
 	/* the disk tier too: after a crash its entries, dirty ones above

@@ -39,12 +39,15 @@ double now_monotonic(void); /* CLOCK_MONOTONIC, in seconds */
 double now_fast(void);
 
 /* consist.c: a file's version (struct clio_validator of clio.h) from its
- * stat(2) attributes: size, mtime, ctime, inode; and whether two
- * versions are the same. */
+ * stat(2) attributes: size, mtime, ctime, inode; whether two versions
+ * are the same; and whether one seen now may hide a change still to come
+ * (times in whole seconds, the last change less than 2 s ago: a change
+ * in the same second would leave them as they are). */
 struct stat;
 struct clio_validator;
 void validator_of_stat(const struct stat *st, struct clio_validator *v);
 int validator_same(const struct clio_validator *a, const struct clio_validator *b);
+int validator_racy(const struct clio_validator *v);
 
 /* nfs.c: the query of an nfs:// URL checked as the device checks it (0,
  * or -EINVAL with a line naming the value in err); *timeo its timeo= (s). */

@@ -804,23 +804,6 @@ open_file(int at, const char *name, int flags)
 	return fd;
 }
 
-/* Times in whole seconds (ext4 with 128-byte inodes, FAT: 2 s) tell no
- * change made within the second(s) of the last one: a version of them
- * recorded that soon is not to be trusted at the next open.  A change
- * attribute counts changes whatever the clock. */
-static bool
-validator_racy(const struct clio_validator *v)
-{
-	struct timespec ts;
-
-	if (v->change != 0 || v->mtime_ns % 1000000000 != 0 ||
-	    v->ctime_ns % 1000000000 != 0)
-		return false;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec -
-		       MAX(v->mtime_ns, v->ctime_ns) < 2000000000;
-}
-
 static int
 meta_write(struct tier *t, const char *ident, int state)
 {

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "clio.h"
 #include "testutil.h"
@@ -123,6 +124,67 @@ test_revalidate(void **state)
 	assert_int_equal(clio_revalidate(f, NULL), -EINVAL);
 	v3.size = UINT64_MAX;
 	assert_int_equal(clio_revalidate(f, &v3), -EINVAL);
+	assert_int_equal(clio_close(f), 0);
+	assert_int_equal(clio_cache_free(c), 0);
+	clio_dev_close(d);
+}
+
+/* Whole-second times seen less than 2 s after the change: a change
+ * later in that second leaves them as they are (same size), so the next
+ * look drops the cache, as it does for another version (it kept the
+ * stale bytes).  Times with nanoseconds, or whole seconds long past,
+ * keep it; so does the next look at a version recorded 2 s after its
+ * change. */
+static void
+test_revalidate_whole_seconds(void **state)
+{
+	struct timespec now;
+	struct clio_validator v = { 32 * KiB, 0, 0, 9, 0 };
+	unsigned char buf[32 * 1024];
+	clio_cache *c = small_cache();
+	clio_dev *d = tu_dev_open("mem:size=0", 0);
+	clio_file *f;
+	uint64_t reads;
+
+	(void)state;
+	clock_gettime(CLOCK_REALTIME, &now);
+	change_behind(d, 32 * KiB, 1);
+	f = tu_open(c, d, CLIO_RDWR);
+	v.mtime_ns = v.ctime_ns = (int64_t)now.tv_sec * 1000000000;
+	assert_int_equal(clio_revalidate(f, &v), 0);
+	assert_int_equal(clio_pread(f, buf, 32 * KiB, 0), 32 * KiB);
+	assert_int_equal(tu_check(buf, 32 * KiB, 0, 1), -1);
+
+	/* changed in the same second: the same validator, new bytes */
+	change_behind(d, 32 * KiB, 2);
+	assert_int_equal(clio_revalidate(f, &v), 1);
+	assert_int_equal(clio_pread(f, buf, 32 * KiB, 0), 32 * KiB);
+	assert_int_equal(tu_check(buf, 32 * KiB, 0, 2), -1);
+
+	/* the same after clio_validator_set (the front end's own write) */
+	assert_int_equal(clio_validator_set(f, &v), 0);
+	change_behind(d, 32 * KiB, 3);
+	assert_int_equal(clio_revalidate(f, &v), 1);
+	assert_int_equal(clio_pread(f, buf, 32 * KiB, 0), 32 * KiB);
+	assert_int_equal(tu_check(buf, 32 * KiB, 0, 3), -1);
+
+	/* nanoseconds tell: the cache is kept */
+	v.mtime_ns = v.ctime_ns = (int64_t)now.tv_sec * 1000000000 + 1;
+	assert_int_equal(clio_revalidate(f, &v), 1); /* another version */
+	assert_int_equal(clio_pread(f, buf, 32 * KiB, 0), 32 * KiB);
+	reads = back_reads(d);
+	assert_int_equal(clio_revalidate(f, &v), 0);
+	assert_int_equal(clio_pread(f, buf, 32 * KiB, 0), 32 * KiB);
+	assert_true(back_reads(d) == reads);
+
+	/* whole seconds long past: kept too */
+	v.mtime_ns = v.ctime_ns = ((int64_t)now.tv_sec - 10) * 1000000000;
+	assert_int_equal(clio_revalidate(f, &v), 1);
+	assert_int_equal(clio_pread(f, buf, 32 * KiB, 0), 32 * KiB);
+	reads = back_reads(d);
+	assert_int_equal(clio_revalidate(f, &v), 0);
+	assert_int_equal(clio_pread(f, buf, 32 * KiB, 0), 32 * KiB);
+	assert_true(back_reads(d) == reads);
 	assert_int_equal(clio_close(f), 0);
 	assert_int_equal(clio_cache_free(c), 0);
 	clio_dev_close(d);
@@ -256,6 +318,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_revalidate),
+		cmocka_unit_test(test_revalidate_whole_seconds),
 		cmocka_unit_test(test_keep),
 		cmocka_unit_test(test_writeback),
 		cmocka_unit_test(test_many_kept),
