@@ -8,20 +8,11 @@
 # mount (the version recorded that soon was trusted: the old bytes came);
 # one read long enough after its change stays cached (no read of the
 # source).
-if [ "${MOUNT_COARSE_NS:-}" != 1 ]; then
-	unshare -m true 2>/dev/null ||
-		{ echo "unshare -m is not permitted here (needs root or user namespaces)"; exit 77; }
-	MOUNT_COARSE_NS=1 exec unshare -m sh "$0" "$@"
-fi
+. "$(dirname "$0")/coarse-common.sh"
 . "$(dirname "$0")/mount-common.sh"
-command -v mkfs.ext4 >/dev/null 2>&1 || { echo "mkfs.ext4 is missing"; exit 77; }
-
 fs=$(mktemp -d) mnt="$tmp/mnt" # fs not in $tmp: unmounted after the daemon ends
 mkdir "$mnt"
-mount --make-rprivate / 2>/dev/null
-truncate -s 32M "$tmp/img"
-mkfs.ext4 -q -F -I 128 "$tmp/img" >/dev/null 2>&1 || { echo "cannot make an ext4 image"; exit 77; }
-mount -o loop "$tmp/img" "$fs" 2>/dev/null || { rmdir "$fs"; echo "cannot mount a loop device"; exit 77; }
+coarse_fs "$fs" "$tmp/img"
 trap 'cleanup; umount "$fs" 2>/dev/null; rmdir "$fs"' EXIT
 head -c 300000 /dev/urandom >"$tmp/a"
 cp "$tmp/a" "$fs/h"

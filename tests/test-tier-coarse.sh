@@ -7,20 +7,12 @@
 # size kept, is read as changed by the next clio dd, never from the
 # entries of the version before (its size, mtime and ctime are those
 # the entries recorded).
-if [ "${TIER_COARSE_NS:-}" != 1 ]; then
-	unshare -m true 2>/dev/null ||
-		{ echo "unshare -m is not permitted here (needs root or user namespaces)"; exit 77; }
-	TIER_COARSE_NS=1 exec unshare -m sh "$0" "$@"
-fi
+. "$(dirname "$0")/coarse-common.sh"
 . "$(dirname "$0")/functions.sh"
-command -v mkfs.ext4 >/dev/null 2>&1 || { echo "mkfs.ext4 is missing"; exit 77; }
 
 fs="$tmp/fs"
 mkdir "$fs"
-mount --make-rprivate / 2>/dev/null
-truncate -s 32M "$tmp/img"
-mkfs.ext4 -q -F -I 128 "$tmp/img" >/dev/null 2>&1 || { echo "cannot make an ext4 image"; exit 77; }
-mount -o loop "$tmp/img" "$fs" 2>/dev/null || { echo "cannot mount a loop device"; exit 77; }
+coarse_fs "$fs" "$tmp/img"
 trap 'umount "$fs" 2>/dev/null; rm -rf "$tmp"' EXIT
 dc="$fs/dc"
 mkdir "$dc"
