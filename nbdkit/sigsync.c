@@ -14,13 +14,12 @@
  *  1. nbdkit's own handling is kept: our handler writes the signal's
  *     number to a pipe and calls the handler it replaced.  Each call of
  *     sigsync_start puts it in place for every watched signal whose
- *     handler is not ours by then: the plugin calls it after the fork
- *     (before nbdkit sets its handlers, when it starts serving: SIGUSR1,
- *     SIGUSR2 and SIGALRM are ours from then on) and both at each
- *     connection (nbdkit's handlers are set by the first, before any
- *     write can be dirty).  A signal nbdkit ignores is left alone; one it
- *     left to the default action is taken again with that action once
- *     the cache is written back.
+ *     handler is not ours by then (one that nbdkit set since is replaced
+ *     in turn): the plugin calls it at the end of .after_fork, the plugin
+ *     and the filter at each connection, before any write can be dirty.
+ *     A signal nbdkit ignores is left alone; one it left to the default
+ *     action is taken again with that action once the cache is written
+ *     back.
  *     Before that, from .get_ready (before nbdkit forks), SIGUSR1,
  *     SIGUSR2 and SIGALRM run the early function (async-signal-safe) and
  *     then their default action: nothing is cached yet, but the plugin's
@@ -231,9 +230,8 @@ sigsync_set_hook(void (*fn)(void))
 void
 sigsync_stop(void)
 {
-	int i;
-
 	struct sigaction cur, dfl;
+	int i;
 
 	memset(&dfl, 0, sizeof(dfl));
 	dfl.sa_handler = SIG_DFL;
