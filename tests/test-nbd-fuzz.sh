@@ -6,7 +6,8 @@
 # flush, cache) to both with small caches that evict and write back, and
 # compares every read and every error; with the file plugin, the file
 # after each FLUSH; four connections on regions whose edges share blocks,
-# then a FLUSH on one and a read of all on another.  With disk_cache, the
+# then a FLUSH on one and a read of all on another; the plugin on an
+# nbd: device over nbdkit's memory plugin.  With disk_cache, the
 # filter neither trims nor zeroes below the disk tier: a zero of whole
 # blocks whose old data was in the tier reads back as zeros, and lands.
 . "$(dirname "$0")/functions.sh"
@@ -62,6 +63,22 @@ fuzz "filter on memory, $conf" -s 7 -n 800 -r "$refuri"
 nbd_start "$plugin" mem:size=$size $conf
 ref_start memory $size
 fuzz "plugin on mem:, $conf" -s 8 -n 800 -r "$refuri"
+
+# the plugin on an nbd device (clio serve as a proxy): trim and zero
+# reach nbdkit's memory plugin behind it as NBD_CMD_TRIM and WRITE_ZEROES
+nbd_stop
+rm -f "$tmp/back.pid" "$tmp/back.sock"
+nbdkit -U "$tmp/back.sock" --pidfile "$tmp/back.pid" memory $size || fail "nbdkit memory did not start"
+nbd_wait_pid "$tmp/back.pid"
+back=$nbd_pids
+rm -f "$tmp/nbdkit.pid"
+env $nbd_env nbdkit -U "$sock" --pidfile "$tmp/nbdkit.pid" "$plugin" \
+	"device=nbd+unix:///?socket=$tmp/back.sock" $conf || fail "the plugin on nbd: did not start"
+nbd_wait_pid "$tmp/nbdkit.pid"
+nbd_pids="$back $nbd_pids"
+ref_start memory $size
+fuzz "plugin on nbd: (nbdkit memory), $conf" -s 10 -n 800 -r "$refuri"
+nbd_stop
 
 # the filter below a disk tier: the plugin's zero and trim would bypass it
 for mode in writethrough writeback; do
