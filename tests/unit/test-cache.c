@@ -706,8 +706,8 @@ test_discard(void **state)
 	unsigned char *buf = malloc(4 * MiB), *rd = malloc(4 * MiB);
 	struct clio_dev_stats st;
 	clio_cache *c;
-	clio_dev *d = tu_dev_open("mem:size=4M", 0);
-	clio_file *f, *ro;
+	clio_dev *d = tu_dev_open("mem:size=4M", 0), *d2;
+	clio_file *f, *ro, *g;
 	uint64_t bs;
 
 	(void)state;
@@ -761,6 +761,24 @@ test_discard(void **state)
 	memset(rd, 0, 4 * MiB);
 	assert_int_equal(clio_pread(f, rd, 4 * MiB, 0), 4 * MiB);
 	assert_int_equal(tu_check(rd, 4 * MiB, 0, 95), -1);
+
+	/* dirty data past a resizable device's end dropped: the size the
+	 * writes gave stays, on the device too, as after a truncate */
+	d2 = tu_dev_open("mem:", 0);
+	g = file_open(c, d2, CLIO_RDWR);
+	tu_fill(buf, 100000, 0, 96);
+	assert_int_equal(clio_pwrite(g, buf, 100000, 0), 100000);
+	assert_int_equal(clio_discard(g, 0, 100000), 0);
+	assert_int_equal(clio_fsync(g), 0);
+	assert_int_equal(clio_fsize(g), 100000);
+	assert_true(clio_dev_size(d2) == 100000);
+	assert_int_equal(clio_pread(g, rd, MiB, 0), 100000);
+	assert_int_equal(tu_check_zero(rd, 100000), -1);
+	assert_int_equal(clio_close(g), 0);
+	g = file_open(c, d2, CLIO_RDONLY);
+	assert_int_equal(clio_fsize(g), 100000);
+	assert_int_equal(clio_close(g), 0);
+	clio_dev_close(d2);
 
 	assert_int_equal(clio_close(ro), 0);
 	assert_int_equal(clio_close(f), 0);
