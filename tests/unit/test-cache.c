@@ -1289,7 +1289,7 @@ test_flush_behind(void **state)
 		char spec[80];
 		clio_cache *c = cache_new(&conf);
 		clio_dev *d;
-		clio_file *f, *g;
+		clio_file *f, *g, *h;
 		int rf, rg;
 
 		snprintf(spec, sizeof(spec),
@@ -1297,6 +1297,7 @@ test_flush_behind(void **state)
 		d = tu_dev_open(spec, 0);
 		f = file_open(c, d, CLIO_RDWR);
 		g = file_open(c, d, CLIO_RDWR);
+		h = file_open(c, d, CLIO_RDWR);
 		write_seq(f, 256 * KiB, 8 * KiB, 84);
 		clio_cache_stats(c, &cs);
 		assert_int_equal(cs.flushes_behind, 1);
@@ -1308,6 +1309,9 @@ test_flush_behind(void **state)
 			assert_int_equal(rf, -EIO);
 			rg = clio_fsync(g);
 			assert_int_equal(rg, -EIO);
+			/* clio_writeback reports it too, once */
+			assert_int_equal(clio_writeback(h), -EIO);
+			assert_int_equal(clio_writeback(h), 0);
 			if (st.back.errors == 1)
 				seen = true; /* and only it */
 		} else {
@@ -1316,6 +1320,7 @@ test_flush_behind(void **state)
 		}
 		clio_close(f); /* its own flush may fail too */
 		clio_close(g);
+		clio_close(h);
 		clio_cache_free(c);
 		clio_dev_close(d);
 	}
