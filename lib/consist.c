@@ -17,7 +17,8 @@
  *     old data) before it returns; the disk tier's clean entries go
  *     before the memory's, so that no read between finds them.
  *     The first validator keeps them, unless its size is smaller than
- *     the object's: then they go too.
+ *     the object's: then they go too; if larger, the block the old end
+ *     lies inside goes (its zeros past that end are not the source's).
  *  2. Dirty and in-flight writes are never dropped: they are newer than
  *     any version of the source, and the size covers them.  A fixed-size
  *     device keeps its own size whatever a validator says.
@@ -80,6 +81,27 @@ again:
 	return MIN(end, obj_size(o));
 }
 
+/* Drop the clean buffer of the block o's data ends inside: its bytes past
+ * the end are zeros, not what a larger source holds there. */
+static void
+drop_clean_tail(clio_cache *c, struct cobj *o)
+{
+	uint64_t bs = c->conf.bsize;
+	struct buf *b;
+
+	while (obj_size(o) % bs != 0 &&
+	       (b = buf_lookup(c, o, obj_size(o) / bs)) != NULL) {
+		if (b->b_state == B_READING ||
+		    (b->b_state == B_INVAL && b->b_hold > 0)) {
+			buf_wait(c, b);
+		} else if (b->b_state != B_CLEAN || buf_discard_unheld(c, b)) {
+			return;
+		} else {
+			cache_wait(c); /* a reader copies out of it */
+		}
+	}
+}
+
 int
 clio_revalidate(clio_file *f, const struct clio_validator *v)
 {
@@ -113,6 +135,8 @@ clio_revalidate(clio_file *f, const struct clio_validator *v)
 		/* the first word on its version: the size is the source's;
 		 * blocks cached past a smaller one are not the source's (a
 		 * write past the end would show their bytes, not zeros) */
+		if (v->size > o->o_size)
+			drop_clean_tail(c, o);
 		keep = v->size < o->o_size ? drop_clean(c, o) : 0;
 		o->o_size = MAX(v->size, keep);
 	}
