@@ -1055,6 +1055,29 @@ truncate_buffers(clio_cache *c, struct cobj *o, uint64_t size)
 	}
 }
 
+/* Take o for a truncate (c->lock held): one at a time; then writers and
+ * write-back wait until obj_truncate_end(), and nothing of o is in
+ * flight, so that the lock may be dropped for the device. */
+void
+obj_truncate_begin(clio_cache *c, struct cobj *o)
+{
+	for (;;) {
+		obj_wait_truncate(c, o);
+		if (o->o_dwrites == NULL)
+			break;
+		cache_wait(c);
+	}
+	o->o_truncating = true;
+	obj_wait_io(c, o);
+}
+
+void
+obj_truncate_end(clio_cache *c, struct cobj *o)
+{
+	o->o_truncating = false;
+	pthread_cond_broadcast(&c->cv);
+}
+
 /* Resize the device of resizable o, then o, to *size (NULL: the size o
  * has once nothing is in flight), as one truncate (c->lock held, and
  * dropped meanwhile).  Returns 0 or the device's error. */
@@ -1064,16 +1087,7 @@ obj_resize(clio_cache *c, struct cobj *o, const uint64_t *size)
 	uint64_t to;
 	int r;
 
-	/* one truncate at a time; then writers and write-back wait for it,
-	 * and nothing in flight may land past the new end */
-	for (;;) {
-		obj_wait_truncate(c, o);
-		if (o->o_dwrites == NULL)
-			break;
-		cache_wait(c);
-	}
-	o->o_truncating = true;
-	obj_wait_io(c, o);
+	obj_truncate_begin(c, o);
 	to = size != NULL ? *size : obj_size(o);
 	pthread_mutex_unlock(&c->lock);
 	r = clio_dev_resize(o->o_dev, to);
@@ -1082,8 +1096,7 @@ obj_resize(clio_cache *c, struct cobj *o, const uint64_t *size)
 		truncate_buffers(c, o, to);
 		o->o_size = to;
 	}
-	o->o_truncating = false;
-	pthread_cond_broadcast(&c->cv);
+	obj_truncate_end(c, o);
 	return r;
 }
 
