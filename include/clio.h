@@ -324,8 +324,9 @@ int clio_ftruncate(clio_file *f, uint64_t size);
 /* Drop the cached blocks wholly inside [off, off+len), dirty ones
  * unwritten (the block the data ends in counts whole up to the end),
  * once no transfer or reader has them: what the device holds there is
- * what reads see next.  For a trim or a zeroing done on the device
- * itself; blocks only partly inside are kept.  Returns 0 or -errno. */
+ * what reads see next (a resizable device shorter than the data is grown
+ * to its size).  For a trim or a zeroing done on the device itself;
+ * blocks only partly inside are kept.  Returns 0 or -errno. */
 int clio_discard(clio_file *f, uint64_t off, uint64_t len);
 /* The size readers see, including dirty data not yet written. */
 int64_t clio_fsize(clio_file *f);

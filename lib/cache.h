@@ -236,6 +236,8 @@ int obj_writeback(clio_cache *c, struct cobj *o);
 void obj_flush_failed(clio_cache *c, struct cobj *o, int e);
 void obj_wait_io(clio_cache *c, struct cobj *o);
 void obj_wait_truncate(clio_cache *c, struct cobj *o);
+void obj_truncate_begin(clio_cache *c, struct cobj *o);
+void obj_truncate_end(clio_cache *c, struct cobj *o);
 void obj_free_if_unused(clio_cache *c, struct cobj *o);
 /* The object of device d, or NULL; obj_insert adds a new one (-ENOMEM). */
 struct cobj *obj_find(clio_cache *c, const clio_dev *d);

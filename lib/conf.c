@@ -183,7 +183,7 @@ clio_conf_set(struct clio_conf *conf, const char *key, const char *value,
 	if (strcmp(k, "dirty_age") == 0) {
 		double v;
 		if (parse_double(value, &v) < 0 || !(v > 0 && v <= 1e6)) { /* NaN too */
-			set_err(err, errlen, "invalid dirty_age '%s' (seconds > 0)",
+			set_err(err, errlen, "invalid dirty_age '%s' (seconds > 0, at most 1000000)",
 				value);
 			return -EINVAL;
 		}

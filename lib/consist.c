@@ -17,17 +17,22 @@
  *     old data) before it returns; the disk tier's clean entries go
  *     before the memory's, so that no read between finds them.
  *     The first validator keeps them, unless its size is smaller than
- *     the object's: then they go too.  A validator recorded so soon after
- *     its change that a later one may not show (whole-second times:
- *     validator_racy) counts as another at the next look.
+ *     the object's: then they go too; if larger, the block the old end
+ *     lies inside goes (its zeros past that end are not the source's).
+ *     A validator recorded so soon after its change that a later one may
+ *     not show (whole-second times: validator_racy) counts as another at
+ *     the next look.
  *  2. Dirty and in-flight writes are never dropped: they are newer than
- *     any version of the source, and the size covers them.  A fixed-size
- *     device keeps its own size whatever a validator says.
+ *     any version of the source, and the size covers them.  A dirty block
+ *     the old end lies inside takes a grown source's bytes past that end
+ *     before the new size is taken (its zeros there are not newer).  A
+ *     fixed-size device keeps its own size whatever a validator says.
  *  3. A kept object (CLIO_KEEP) lives, with its clean buffers, until
  *     clio_cache_forget() or clio_cache_free(); the device must outlive
  *     it.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -107,6 +112,64 @@ again:
 	return MIN(end, obj_size(o));
 }
 
+/* Drop the clean buffer of the block o's data ends inside: its bytes past
+ * the end are zeros, not what a larger source holds there. */
+static void
+drop_clean_tail(clio_cache *c, struct cobj *o)
+{
+	uint64_t bs = c->conf.bsize;
+	struct buf *b;
+
+	while (obj_size(o) % bs != 0 &&
+	       (b = buf_lookup(c, o, obj_size(o) / bs)) != NULL) {
+		if (b->b_state == B_READING ||
+		    (b->b_state == B_INVAL && b->b_hold > 0)) {
+			buf_wait(c, b);
+		} else if (b->b_state != B_CLEAN || buf_discard_unheld(c, b)) {
+			return;
+		} else {
+			cache_wait(c); /* a reader copies out of it */
+		}
+	}
+}
+
+/* The dirty block o's data ends inside holds zeros past that end, where a
+ * source grown to vsize has bytes: take them into it, so that its
+ * write-back does not put zeros over them.  Writers and write-back wait
+ * meanwhile, as for a truncate.  Returns 0 or the read's error. */
+static int
+merge_tail(clio_cache *c, struct cobj *o, uint64_t vsize)
+{
+	uint64_t bs = c->conf.bsize, end, len;
+	struct buf *b;
+	char *tmp;
+	ssize_t n;
+
+	obj_truncate_begin(c, o);
+	end = obj_size(o);
+	b = end % bs != 0 && vsize > end ? buf_lookup(c, o, end / bs) : NULL;
+	if (b == NULL || b->b_state != B_DIRTY) {
+		obj_truncate_end(c, o);
+		return 0;
+	}
+	len = MIN(end / bs * bs + bs, vsize) - end;
+	b->b_hold++;
+	pthread_mutex_unlock(&c->lock);
+	tmp = malloc(len);
+	n = tmp != NULL ? clio_dev_pread(o->o_dev, tmp, len, end) : -ENOMEM;
+	pthread_mutex_lock(&c->lock);
+	if (n == (ssize_t)len) {
+		buf_write_begin(c, b); /* no reader copies from it */
+		if (b->b_state == B_DIRTY && obj_size(o) == end)
+			memcpy(b->b_data + end % bs, tmp, len);
+		buf_write_end(c, b);
+	}
+	buf_release(c, b);
+	obj_truncate_end(c, o);
+	free(tmp);
+	return n < 0 ? (int)n : 0;
+}
+
 int
 clio_revalidate(clio_file *f, const struct clio_validator *v)
 {
@@ -130,6 +193,11 @@ clio_revalidate(clio_file *f, const struct clio_validator *v)
 		pthread_mutex_lock(&c->lock);
 		obj_wait_truncate(c, o);
 	}
+	if (version_changed(o, v) && o->o_resizable && v->size > obj_size(o) &&
+	    (r = merge_tail(c, o, v->size)) < 0) {
+		pthread_mutex_unlock(&c->lock);
+		return r; /* v is not recorded: the next call tries again */
+	}
 	if (version_changed(o, v)) {
 		keep = drop_clean(c, o);
 		if (o->o_resizable) /* a fixed device's size is its own */
@@ -140,6 +208,8 @@ clio_revalidate(clio_file *f, const struct clio_validator *v)
 		/* the first word on its version: the size is the source's;
 		 * blocks cached past a smaller one are not the source's (a
 		 * write past the end would show their bytes, not zeros) */
+		if (v->size > o->o_size)
+			drop_clean_tail(c, o);
 		keep = v->size < o->o_size ? drop_clean(c, o) : 0;
 		o->o_size = MAX(v->size, keep);
 	}

@@ -1055,10 +1055,59 @@ truncate_buffers(clio_cache *c, struct cobj *o, uint64_t size)
 	}
 }
 
-/* Discard b if it is idle and unheld; false if it had to wait first. */
-static bool
-discard_idle(clio_cache *c, struct buf *b)
+/* Take o for a truncate (c->lock held): one at a time; then writers and
+ * write-back wait until obj_truncate_end(), and nothing of o is in
+ * flight, so that the lock may be dropped for the device. */
+void
+obj_truncate_begin(clio_cache *c, struct cobj *o)
 {
+	for (;;) {
+		obj_wait_truncate(c, o);
+		if (o->o_dwrites == NULL)
+			break;
+		cache_wait(c);
+	}
+	o->o_truncating = true;
+	obj_wait_io(c, o);
+}
+
+void
+obj_truncate_end(clio_cache *c, struct cobj *o)
+{
+	o->o_truncating = false;
+	pthread_cond_broadcast(&c->cv);
+}
+
+/* Resize the device of resizable o, then o, to *size (NULL: the size o
+ * has once nothing is in flight), as one truncate (c->lock held, and
+ * dropped meanwhile).  Returns 0 or the device's error. */
+static int
+obj_resize(clio_cache *c, struct cobj *o, const uint64_t *size)
+{
+	uint64_t to;
+	int r;
+
+	obj_truncate_begin(c, o);
+	to = size != NULL ? *size : obj_size(o);
+	pthread_mutex_unlock(&c->lock);
+	r = clio_dev_resize(o->o_dev, to);
+	pthread_mutex_lock(&c->lock);
+	if (r == 0) {
+		truncate_buffers(c, o, to);
+		o->o_size = to;
+	}
+	obj_truncate_end(c, o);
+	return r;
+}
+
+/* Discard b if it is idle and unheld; false if it had to wait first.
+ * *past is set if b was dirty data past the device's end devsize. */
+static bool
+discard_idle(clio_cache *c, struct buf *b, uint64_t devsize, bool *past)
+{
+	bool dirty_past = b->b_state == B_DIRTY &&
+			  (b->b_lbn + 1) * c->conf.bsize > devsize;
+
 	if (b->b_state == B_READING || b->b_state == B_WRITING ||
 	    (b->b_state == B_INVAL && b->b_hold > 0)) {
 		buf_wait(c, b);
@@ -1068,6 +1117,7 @@ discard_idle(clio_cache *c, struct buf *b)
 		cache_wait(c);
 		return false;
 	}
+	*past = *past || dirty_past;
 	return true;
 }
 
@@ -1076,8 +1126,10 @@ clio_discard(clio_file *f, uint64_t off, uint64_t len)
 {
 	clio_cache *c;
 	struct cobj *o;
-	uint64_t bs, size, end, first, last, l;
+	uint64_t bs, size, end, first, last, l, devsize;
 	struct buf *b, *next;
+	bool past = false;
+	int r = 0;
 
 	if (f == NULL)
 		return -EINVAL;
@@ -1094,21 +1146,28 @@ clio_discard(clio_file *f, uint64_t off, uint64_t len)
 	end = off + len >= size ? (size + bs - 1) / bs * bs : off + len;
 	first = off / bs + (off % bs != 0); /* off + bs - 1 may wrap */
 	last = end / bs; /* exclusive */
+	devsize = clio_dev_size(o->o_dev);
 	if (first < last && last - first <= c->nbuf) {
 		for (l = first; l < last; l++)
-			if ((b = buf_lookup(c, o, l)) != NULL && !discard_idle(c, b))
+			if ((b = buf_lookup(c, o, l)) != NULL &&
+			    !discard_idle(c, b, devsize, &past))
 				l--; /* look again */
 	} else if (first < last) { /* a long range: walk what is cached */
 		for (b = o->o_bufs; b != NULL; b = next) {
 			next = b->b_onext;
 			if (b->b_lbn >= first && b->b_lbn < last &&
-			    !discard_idle(c, b))
+			    !discard_idle(c, b, devsize, &past))
 				next = o->o_bufs; /* the list changed meanwhile */
 		}
 	}
+	/* dirty blocks dropped past the device's end carried the size that
+	 * writes gave the data: the device takes it now, as from a truncate,
+	 * so that it is not lost with them */
+	if (past && o->o_resizable && obj_size(o) > clio_dev_size(o->o_dev))
+		r = obj_resize(c, o, NULL);
 	cache_check(c);
 	pthread_mutex_unlock(&c->lock);
-	return 0;
+	return r;
 }
 
 int
@@ -1130,25 +1189,7 @@ clio_ftruncate(clio_file *f, uint64_t size)
 		return size == clio_dev_size(o->o_dev) ? 0 : -EINVAL;
 	pthread_mutex_lock(&c->lock);
 	cache_check(c);
-	/* one truncate at a time; then writers and write-back wait for it,
-	 * and nothing in flight may land past the new end */
-	for (;;) {
-		obj_wait_truncate(c, o);
-		if (o->o_dwrites == NULL)
-			break;
-		cache_wait(c);
-	}
-	o->o_truncating = true;
-	obj_wait_io(c, o);
-	pthread_mutex_unlock(&c->lock);
-	r = clio_dev_resize(o->o_dev, size);
-	pthread_mutex_lock(&c->lock);
-	if (r == 0) {
-		truncate_buffers(c, o, size);
-		o->o_size = size;
-	}
-	o->o_truncating = false;
-	pthread_cond_broadcast(&c->cv);
+	r = obj_resize(c, o, &size);
 	cache_check(c);
 	pthread_mutex_unlock(&c->lock);
 	return r;

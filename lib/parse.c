@@ -96,7 +96,8 @@ parse_double(const char *s, double *out)
 	double v;
 	int saved = errno;
 
-	if (s == NULL || *s == '\0')
+	/* decimal only: strtod would also take blanks, hex, inf and nan */
+	if (s == NULL || *s == '\0' || s[strspn(s, "0123456789.eE+-")] != '\0')
 		return -EINVAL;
 	errno = 0;
 	v = strtod(s, &end);

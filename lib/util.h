@@ -26,7 +26,7 @@
 #endif
 
 /* parse.c: digits with dd's suffixes (c w b K M G T P, kB MB GB TB, KiB
- * ...); decimal digits only; a floating-point number. */
+ * ...); decimal digits only; a decimal floating-point number. */
 int parse_size(const char *s, uint64_t *out);
 int parse_uint(const char *s, uint64_t *out);
 int parse_double(const char *s, double *out);

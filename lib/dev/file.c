@@ -511,7 +511,9 @@ dev_file_open(const char *path, const char *query, int flags, clio_dev **dp,
 		oflags |= O_EXCL;
 	if (a.direct)
 		oflags |= O_DIRECT;
-	fd = open(path, oflags | O_CLOEXEC, 0644);
+	/* O_NONBLOCK until the type is known: a FIFO opened read-only
+	 * would wait for a writer; O_NOCTTY: a terminal is no device */
+	fd = open(path, oflags | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0644);
 	if (fd < 0) {
 		r = -errno;
 		set_err(err, errlen, "%s: %s", path, strerror(errno));
@@ -521,6 +523,13 @@ dev_file_open(const char *path, const char *query, int flags, clio_dev **dp,
 		set_err(err, errlen, "%s: not a regular file or block device", path);
 		close(fd);
 		return -EINVAL;
+	}
+	/* io_uring would fail the requests of a nonblocking file (EAGAIN) */
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0) {
+		r = -errno;
+		set_err(err, errlen, "%s: %s", path, strerror(errno));
+		close(fd);
+		return r;
 	}
 	f = calloc(1, sizeof(*f));
 	name = malloc(strlen(path) + strlen(query) + 8);

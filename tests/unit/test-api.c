@@ -197,7 +197,8 @@ test_conf(void **state)
 		{ "flusher", "0", { "2", "yes", NULL } },
 		{ "flush_behind", "1T", { "2T", "z", NULL } },
 		{ "dirty_age", "0.5", { "0", "-1", "nan", "1e7" } },
-		{ "dirty-age", "1000000", { "inf", "-nan", "x", NULL } },
+		{ "dirty-age", "1000000", { "inf", "-nan", "x", "0x10" } },
+		{ "dirty_age", "1e3", { " 5", "5 ", "infinity", "1000000.5" } },
 		{ "cluster", "lite", { "maybe", "ON", "", NULL } },
 		{ "rbw", "block", { "page", "", NULL } },
 		{ "disk_cache_mode", "writeback", { "sometimes", NULL } },
@@ -241,6 +242,10 @@ test_conf(void **state)
 		}
 	}
 	rmdir(dir);
+	/* the message gives the whole range, not only its lower end */
+	assert_int_equal(clio_conf_set(&conf, "dirty_age", "1e7", err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "1000000)"));
 	assert_int_equal(clio_conf_init(&conf), 0);
 	assert_int_equal(clio_conf_set(&conf, "no_such_key", "1", err, sizeof(err)),
 			 -EINVAL);

@@ -706,8 +706,8 @@ test_discard(void **state)
 	unsigned char *buf = malloc(4 * MiB), *rd = malloc(4 * MiB);
 	struct clio_dev_stats st;
 	clio_cache *c;
-	clio_dev *d = tu_dev_open("mem:size=4M", 0);
-	clio_file *f, *ro;
+	clio_dev *d = tu_dev_open("mem:size=4M", 0), *d2;
+	clio_file *f, *ro, *g;
 	uint64_t bs;
 
 	(void)state;
@@ -761,6 +761,24 @@ test_discard(void **state)
 	memset(rd, 0, 4 * MiB);
 	assert_int_equal(clio_pread(f, rd, 4 * MiB, 0), 4 * MiB);
 	assert_int_equal(tu_check(rd, 4 * MiB, 0, 95), -1);
+
+	/* dirty data past a resizable device's end dropped: the size the
+	 * writes gave stays, on the device too, as after a truncate */
+	d2 = tu_dev_open("mem:", 0);
+	g = file_open(c, d2, CLIO_RDWR);
+	tu_fill(buf, 100000, 0, 96);
+	assert_int_equal(clio_pwrite(g, buf, 100000, 0), 100000);
+	assert_int_equal(clio_discard(g, 0, 100000), 0);
+	assert_int_equal(clio_fsync(g), 0);
+	assert_int_equal(clio_fsize(g), 100000);
+	assert_true(clio_dev_size(d2) == 100000);
+	assert_int_equal(clio_pread(g, rd, MiB, 0), 100000);
+	assert_int_equal(tu_check_zero(rd, 100000), -1);
+	assert_int_equal(clio_close(g), 0);
+	g = file_open(c, d2, CLIO_RDONLY);
+	assert_int_equal(clio_fsize(g), 100000);
+	assert_int_equal(clio_close(g), 0);
+	clio_dev_close(d2);
 
 	assert_int_equal(clio_close(ro), 0);
 	assert_int_equal(clio_close(f), 0);
@@ -1271,7 +1289,7 @@ test_flush_behind(void **state)
 		char spec[80];
 		clio_cache *c = cache_new(&conf);
 		clio_dev *d;
-		clio_file *f, *g;
+		clio_file *f, *g, *h;
 		int rf, rg;
 
 		snprintf(spec, sizeof(spec),
@@ -1279,6 +1297,7 @@ test_flush_behind(void **state)
 		d = tu_dev_open(spec, 0);
 		f = file_open(c, d, CLIO_RDWR);
 		g = file_open(c, d, CLIO_RDWR);
+		h = file_open(c, d, CLIO_RDWR);
 		write_seq(f, 256 * KiB, 8 * KiB, 84);
 		clio_cache_stats(c, &cs);
 		assert_int_equal(cs.flushes_behind, 1);
@@ -1290,6 +1309,9 @@ test_flush_behind(void **state)
 			assert_int_equal(rf, -EIO);
 			rg = clio_fsync(g);
 			assert_int_equal(rg, -EIO);
+			/* clio_writeback reports it too, once */
+			assert_int_equal(clio_writeback(h), -EIO);
+			assert_int_equal(clio_writeback(h), 0);
 			if (st.back.errors == 1)
 				seen = true; /* and only it */
 		} else {
@@ -1298,6 +1320,7 @@ test_flush_behind(void **state)
 		}
 		clio_close(f); /* its own flush may fail too */
 		clio_close(g);
+		clio_close(h);
 		clio_cache_free(c);
 		clio_dev_close(d);
 	}

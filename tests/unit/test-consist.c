@@ -127,6 +127,54 @@ test_revalidate(void **state)
 	assert_int_equal(clio_close(f), 0);
 	assert_int_equal(clio_cache_free(c), 0);
 	clio_dev_close(d);
+
+	/* the first word says the source grew past a block read while it
+	 * ended inside it: the source's bytes there, not the zeros cached */
+	c = small_cache();
+	d = tu_dev_open("mem:size=0", 0);
+	tu_fill(buf, 20000, 0, 5);
+	assert_int_equal(clio_dev_pwrite(d, buf, 10000, 0), 10000);
+	f = tu_open(c, d, CLIO_RDONLY);
+	assert_int_equal(clio_pread(f, buf, sizeof(buf), 0), 10000);
+	tu_fill(buf, 20000, 0, 5);
+	assert_int_equal(clio_dev_pwrite(d, buf, 20000, 0), 20000);
+	v1.size = 20000;
+	assert_int_equal(clio_revalidate(f, &v1), 0);
+	assert_int_equal(clio_fsize(f), 20000);
+	memset(buf, 0, sizeof(buf));
+	assert_int_equal(clio_pread(f, buf, sizeof(buf), 0), 20000);
+	assert_int_equal(tu_check(buf, 20000, 0, 5), -1);
+	assert_int_equal(clio_close(f), 0);
+	assert_int_equal(clio_cache_free(c), 0);
+	clio_dev_close(d);
+
+	/* another writer appended past a dirty block our data ends inside:
+	 * its write-back keeps the source's bytes past our end, not the
+	 * zeros the block had there */
+	c = small_cache();
+	d = tu_dev_open("mem:size=0", 0);
+	tu_fill(buf, 20000, 0, 6);
+	assert_int_equal(clio_dev_pwrite(d, buf, 10000, 0), 10000);
+	f = tu_open(c, d, CLIO_RDWR);
+	v1.size = 10000;
+	assert_int_equal(clio_revalidate(f, &v1), 0);
+	tu_fill(buf, 10, 9000, 7);
+	assert_int_equal(clio_pwrite(f, buf, 10, 9000), 10);
+	tu_fill(buf, 20000, 0, 8);
+	assert_int_equal(clio_dev_pwrite(d, buf + 10000, 10000, 10000), 10000);
+	v2 = v1;
+	v2.size = 20000;
+	v2.mtime_ns++;
+	assert_int_equal(clio_revalidate(f, &v2), 1);
+	assert_int_equal(clio_fsync(f), 0);
+	assert_int_equal(clio_dev_pread(d, buf, 20000, 0), 20000);
+	assert_int_equal(tu_check(buf, 9000, 0, 6), -1);
+	assert_int_equal(tu_check(buf + 9000, 10, 9000, 7), -1);
+	assert_int_equal(tu_check(buf + 9010, 990, 9010, 6), -1);
+	assert_int_equal(tu_check(buf + 10000, 10000, 10000, 8), -1);
+	assert_int_equal(clio_close(f), 0);
+	assert_int_equal(clio_cache_free(c), 0);
+	clio_dev_close(d);
 }
 
 /* Whole-second times seen less than 2 s after the change: a change

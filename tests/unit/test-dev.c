@@ -395,6 +395,15 @@ test_dev_strings(void **state)
 	/* a missing file is not a malformed string, but it is named */
 	open_bad("/nonexistent-clio-dir/x", -ENOENT, "/nonexistent-clio-dir/x");
 	open_bad("/dev/null", -EINVAL, "/dev/null");
+	/* a FIFO is refused at once, read-only too: open(2) alone would
+	 * wait for a writer (SIGALRM ends the test if it hangs) */
+	snprintf(spec, sizeof(spec), "%s.fifo", path);
+	assert_int_equal(mkfifo(spec, 0600), 0);
+	alarm(10);
+	assert_int_equal(clio_dev_open(spec, CLIO_DEV_RDONLY, &d), -EINVAL);
+	assert_int_equal(clio_dev_open(spec, 0, &d), -EINVAL);
+	alarm(0);
+	unlink(spec);
 	unlink(path);
 }
 
