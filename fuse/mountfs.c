@@ -12,7 +12,10 @@
  * share one mnode.  lookup, readdirplus (each entry it returns), create,
  * mkdir, mknod, symlink and link add one to its lookup count; forget and
  * forget_multi take off what the kernel says; at zero the mnode leaves
- * the table and is freed once no open handle uses it.
+ * the table and is freed once no open handle uses it.  Every object is
+ * on the mount's one device, so st_ino tells them apart (report_ino):
+ * the source's own for the objects of the root's file system, another
+ * for those of each file system mounted beneath it.
  *
  * Data.  The first open of a regular file opens one clio device on it
  * (file:/proc/self/fd/N?direct=1, or without direct=1 when the file
@@ -229,6 +232,53 @@ bucket(dev_t dev, ino_t ino)
 	return (unsigned)(h >> 40) % NBUCKETS;
 }
 
+/*
+ * The st_ino reported of an object on device dev.  Programs take two
+ * names with equal st_dev and st_ino for one file (cp -a and tar link
+ * them, du counts one, find sees a loop), and through the mount every
+ * st_dev is the mount's: an object on a file system mounted beneath the
+ * source's root gets bit 63, that file system's number (in the order
+ * first seen) in bits 48-62 and its own st_ino in the rest (folded if
+ * larger).  The root's own file system keeps its numbers.
+ */
+#define INO_FOREIGN (1ull << 63)
+#define INO_DEV_SHIFT 48
+#define INO_DEVS_MAX (1u << 15)
+
+static dev_t *ino_devs;
+static unsigned ino_ndevs;
+static pthread_mutex_t ino_devs_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static ino_t
+report_ino_of(dev_t dev, ino_t ino)
+{
+	const uint64_t mask = (1ull << INO_DEV_SHIFT) - 1;
+	unsigned i;
+
+	if (dev == fs_root.dev)
+		return ino;
+	pthread_mutex_lock(&ino_devs_lock);
+	for (i = 0; i < ino_ndevs && ino_devs[i] != dev; i++)
+		;
+	if (i == ino_ndevs && i < INO_DEVS_MAX) {
+		dev_t *nd = realloc(ino_devs, (i + 1) * sizeof(*nd));
+		if (nd != NULL) {
+			ino_devs = nd;
+			ino_devs[ino_ndevs++] = dev;
+		}
+	}
+	pthread_mutex_unlock(&ino_devs_lock);
+	i %= INO_DEVS_MAX;	/* full: share the last number */
+	return (ino_t)(INO_FOREIGN | (uint64_t)i << INO_DEV_SHIFT |
+		       (((uint64_t)ino ^ (uint64_t)ino >> INO_DEV_SHIFT) & mask));
+}
+
+static void
+report_ino(struct stat *st)
+{
+	st->st_ino = report_ino_of(st->st_dev, st->st_ino);
+}
+
 static void
 proc_path(char *buf, size_t len, int fd)
 {
@@ -443,10 +493,12 @@ reply_entry(fuse_req_t req, struct mnode *parent, const char *name)
 		memset(&e, 0, sizeof(e));
 		e.entry_timeout = fs_timeout;
 		fuse_reply_entry(req, &e);
-	} else if (r < 0)
+	} else if (r < 0) {
 		fuse_reply_err(req, -r);
-	else
+	} else {
+		report_ino(&e.attr);
 		fuse_reply_entry(req, &e);
+	}
 }
 
 /* ----------------------------------------------------------- data path */
@@ -1009,10 +1061,12 @@ fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	r = node_stat(node_of(ino), &st);
-	if (r < 0)
+	if (r < 0) {
 		fuse_reply_err(req, -r);
-	else
+	} else {
+		report_ino(&st);
 		fuse_reply_attr(req, &st, fs_timeout);
+	}
 }
 
 #ifndef SYS_fchmodat2
@@ -1153,10 +1207,12 @@ fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 	}
 	if (r == 0)
 		r = node_stat(n, &st);
-	if (r < 0)
+	if (r < 0) {
 		fuse_reply_err(req, -r);
-	else
+	} else {
+		report_ino(&st);
 		fuse_reply_attr(req, &st, fs_timeout);
+	}
 }
 
 static void
@@ -1423,6 +1479,7 @@ fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		node_stat(n, &e.attr);
 	else
 		node_attr(n, &e.attr);
+	report_ino(&e.attr);
 	fuse_reply_create(req, &e, fi);
 }
 
@@ -1737,7 +1794,7 @@ fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			break;
 		}
 		memset(&st, 0, sizeof(st));
-		st.st_ino = d->entry->d_ino;
+		st.st_ino = report_ino_of(node_of(ino)->dev, d->entry->d_ino);
 		st.st_mode = (mode_t)d->entry->d_type << 12;
 		len = fuse_add_direntry(req, p, left, d->entry->d_name, &st,
 					d->entry->d_off);
@@ -1843,8 +1900,10 @@ fs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			r = do_lookup(dir, name, &e);
 		if (r < 0) {
 			memset(&e, 0, sizeof(e));
-			e.attr.st_ino = d->entry->d_ino;
+			e.attr.st_ino = report_ino_of(dir->dev, d->entry->d_ino);
 			e.attr.st_mode = (mode_t)d->entry->d_type << 12;
+		} else {
+			report_ino(&e.attr);
 		}
 		len = fuse_add_direntry_plus(req, p, left, name, &e, d->entry->d_off);
 		if (len > left) {
