@@ -90,9 +90,10 @@
  * (a plain pass-through, to measure what FUSE itself costs).
  *
  * fallocate and copy_file_range keep to the cache: fallocate changes
- * data and size only through clio (PUNCH_HOLE and ZERO_RANGE write
- * zeros, nothing is deallocated; the file underneath is only asked to
- * allocate), and copy_file_range reads through the source's handle and
+ * data and size through clio (ZERO_RANGE writes zeros; the file
+ * underneath is only asked to allocate), except that PUNCH_HOLE
+ * deallocates in the file underneath after writing the object back (see
+ * node_punch), and copy_file_range reads through the source's handle and
  * writes through the destination's (see each).
  *
  * Extended attributes (set, get, list, remove) are those of the object
@@ -201,6 +202,7 @@ struct mdir {
 };
 
 static clio_cache *fs_cache;
+static uint32_t fs_bsize;	/* the cache's buffer size */
 static int fs_ro;
 static bool fs_cache_off;	/* cache=off: plain pass-through */
 static bool fs_kernel_cache;	/* kernel_cache=on: keep_cache, writeback */
@@ -2114,9 +2116,9 @@ node_grow(struct mnode *n, uint64_t size)
 	return r;
 }
 
-/* Allocate [off, off+len) of the file underneath; its size and data stay. */
+/* fallocate(mode) of [off, off+len) of the file underneath. */
 static int
-node_reserve(struct mnode *n, off_t off, off_t len)
+node_fallocate(struct mnode *n, int mode, off_t off, off_t len)
 {
 	char path[64];
 	int fd, r = 0;
@@ -2125,17 +2127,68 @@ node_reserve(struct mnode *n, off_t off, off_t len)
 	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (fallocate(fd, FALLOC_FL_KEEP_SIZE, off, len) < 0)
+	if (fallocate(fd, mode, off, len) < 0)
 		r = -errno;
 	close(fd);
 	return r;
 }
 
+/* Allocate [off, off+len) of the file underneath; its size and data stay. */
+static int
+node_reserve(struct mnode *n, off_t off, off_t len)
+{
+	return node_fallocate(n, FALLOC_FL_KEEP_SIZE, off, len);
+}
+
+/*
+ * PUNCH_HOLE of [off, end) (size: clio's): the object's dirty data is
+ * written back (through the node handle, so that a write-back error
+ * stays for the handles' flush and fsync), the file underneath punched,
+ * so that its blocks are freed as a local punch frees them, and the
+ * cache's buffers wholly inside dropped (clio_discard): reads then find
+ * the hole; the partial buffers at either end get zeros through clio.
+ * Until the drop, readers see the cached data of before the punch.  A
+ * range inside one buffer, or a file system without PUNCH_HOLE: zeros
+ * through clio only.
+ */
+static int
+node_punch(struct mnode *n, clio_file *cf, uint64_t off, uint64_t end, uint64_t size)
+{
+	uint64_t zend = end < size ? end : size, head, tail;
+	int r;
+
+	head = (off + fs_bsize - 1) / fs_bsize * fs_bsize;
+	tail = zend / fs_bsize * fs_bsize;
+	if (zend == size)
+		tail = zend;	/* the last buffer ends at the size */
+	if (off < zend && head >= tail)
+		return zero_range(cf, off, zend);	/* no whole buffer */
+	pthread_mutex_lock(&n->lock);
+	if (n->cf == NULL || n->cdev_ro)
+		r = -EBADF;
+	else
+		r = clio_writeback(n->cf);
+	pthread_mutex_unlock(&n->lock);
+	if (r == 0)
+		r = node_fallocate(n, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				   (off_t)off, (off_t)(end - off));
+	if (r == -EOPNOTSUPP)
+		return zero_range(cf, off, zend);
+	if (r < 0 || off >= zend)
+		return r;
+	r = clio_discard(cf, head, tail - head);
+	if (r == 0)
+		r = zero_range(cf, off, head);
+	if (r == 0)
+		r = zero_range(cf, tail, zend);
+	return r;
+}
+
 /*
  * The file's newest data may be dirty in clio's cache, so fallocate
- * changes data and size only through clio: PUNCH_HOLE and ZERO_RANGE
- * write zeros with clio_pwrite (they read as zeros at once, but nothing
- * is deallocated), and a mode without KEEP_SIZE grows the size with
+ * changes data and size only through clio: ZERO_RANGE writes zeros with
+ * clio_pwrite, PUNCH_HOLE is node_punch's, and a mode without KEEP_SIZE
+ * grows the size with
  * clio_ftruncate.  The allocation of mode 0, KEEP_SIZE and ZERO_RANGE is
  * fallocate(KEEP_SIZE) on the file underneath, which changes no byte
  * (a file system without it: EOPNOTSUPP).  cache=off: fallocate(2) on
@@ -2182,6 +2235,10 @@ fs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
 			r = node_grow(h->node, end);
 		break;
 	case FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE:
+		sz = clio_fsize(h->cf);
+		r = sz < 0 ? (int)sz : node_punch(h->node, h->cf, (uint64_t)off, end,
+						   (uint64_t)sz);
+		break;
 	case FALLOC_FL_ZERO_RANGE:
 	case FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE:
 		if (mode & FALLOC_FL_ZERO_RANGE)
@@ -2376,14 +2433,15 @@ mountfs_writers(void)
 /* ---------------------------------------------------------- life cycle */
 
 int
-mountfs_init(clio_cache *cache, int rootfd, int ro, int cache_off, int kernel_cache,
-	     unsigned idle_devices)
+mountfs_init(clio_cache *cache, uint32_t bsize, int rootfd, int ro, int cache_off,
+	     int kernel_cache, unsigned idle_devices)
 {
 	struct stat st;
 
 	if (fstatat(rootfd, "", &st, AT_EMPTY_PATH) < 0)
 		return -errno;
 	fs_cache = cache;
+	fs_bsize = bsize;
 	fs_ro = ro;
 	fs_cache_off = cache_off != 0;
 	fs_kernel_cache = kernel_cache != 0;
