@@ -2263,6 +2263,86 @@ fs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
 }
 
 /*
+ * SEEK_DATA and SEEK_HOLE (the kernel answers the other whences): the
+ * file underneath answers, so holes are found as locally, once what the
+ * caches hold is there: under the kernel's writeback cache its pages
+ * (dropped: the kernel writes the dirty ones to this daemon first, on
+ * other workers), then the object's dirty data in clio's (through the
+ * node handle, as for a punch).  cache=off and direct handles: lseek(2)
+ * on the handle's descriptor.  kernel_cache=off: ENOSYS, and the kernel
+ * answers every lseek itself from then on (data up to the size): its
+ * pages written through a shared mapping may be dirty, and dropping
+ * them there could lose a write(2) on its way (see test-mount-share.sh).
+ * The drop waits for the WRITEs of the dirty pages, which other FUSE
+ * workers serve (libfuse runs at most 10): at most SEEK_FLUSHERS lseeks
+ * wait so at once; one more gets ENOSYS as well, rather than
+ * the workers all waiting for a WRITE none of them is left to serve.
+ */
+#define SEEK_FLUSHERS 3
+static atomic_int seek_flushers;
+
+static void
+fs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+	 struct fuse_file_info *fi)
+{
+	struct mhandle *h;
+	struct mnode *n;
+	char path[64];
+	off_t r;
+	int fd, err = 0;
+
+	if (ino == mount_stats_ino()) {
+		fuse_reply_err(req, ENXIO);	/* its size is 0 */
+		return;
+	}
+	if (!fs_kernel_cache) {
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
+	if (atomic_fetch_add(&seek_flushers, 1) >= SEEK_FLUSHERS) {
+		atomic_fetch_sub(&seek_flushers, 1);
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
+	if (mount_session != NULL)
+		(void)fuse_lowlevel_notify_inval_inode(mount_session, ino, 0, 0);
+	atomic_fetch_sub(&seek_flushers, 1);
+	h = handle_of(fi);
+	n = h->node;
+	if (h->cf == NULL) {
+		r = lseek(h->fd, off, whence);
+		if (r < 0)
+			fuse_reply_err(req, errno);
+		else
+			fuse_reply_lseek(req, r);
+		return;
+	}
+	pthread_mutex_lock(&n->lock);
+	if (n->cf != NULL && !n->cdev_ro)
+		err = -clio_writeback(n->cf);
+	pthread_mutex_unlock(&n->lock);
+	if (err != 0) {
+		fuse_reply_err(req, err);
+		return;
+	}
+	proc_path(path, sizeof(path), n->fd);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 && errno == EACCES)
+		fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0) {
+		fuse_reply_err(req, errno);
+		return;
+	}
+	r = lseek(fd, off, whence);
+	err = errno;
+	close(fd);
+	if (r < 0)
+		fuse_reply_err(req, err);
+	else
+		fuse_reply_lseek(req, r);
+}
+
+/*
  * Read through the source's handle and write through the destination's,
  * a chunk at a time, so the copy sees and leaves the cache's data
  * (cache=off: copy_file_range(2) on the descriptors).  Returns what was
@@ -2387,6 +2467,7 @@ const struct fuse_lowlevel_ops mountfs_ops = {
 	.removexattr = fs_removexattr,
 	.fallocate = fs_fallocate,
 	.copy_file_range = fs_copy_file_range,
+	.lseek = fs_lseek,
 };
 
 /* The paths under the source's root of the files that programs hold
