@@ -1043,8 +1043,8 @@ cmd_mount(int argc, char **argv)
 					      : strerror(-pr));
 	}
 	if (r == 0 && is_dir)
-		r = mountfs_init(cache, rootfd, opts.ro, opts.cache_off,
-				 opts.kernel_cache, opts.idle_devices);
+		r = mountfs_init(cache, opts.conf.bsize, rootfd, opts.ro,
+				 opts.cache_off, opts.kernel_cache, opts.idle_devices);
 	if (r == 0 && is_nfs)
 		r = mountnfs_init(cache, source, &opts.nfs, opts.ro, opts.idle_devices,
 				  err, sizeof(err));

@@ -75,9 +75,10 @@ extern struct fuse_session *mount_session;
 
 /* The pass-through file system over a directory (mountfs.c). */
 extern const struct fuse_lowlevel_ops mountfs_ops;
-/* Take over rootfd (an O_PATH descriptor of the source directory). */
-int mountfs_init(clio_cache *cache, int rootfd, int ro, int cache_off,
-		 int kernel_cache, unsigned idle_devices);
+/* Take over rootfd (an O_PATH descriptor of the source directory);
+ * bsize: the cache's buffer size. */
+int mountfs_init(clio_cache *cache, uint32_t bsize, int rootfd, int ro,
+		 int cache_off, int kernel_cache, unsigned idle_devices);
 /* Close every handle and device (after clio_sync) and free every inode;
  * returns the first write-back error. */
 int mountfs_fini(void);

@@ -12,7 +12,10 @@
  * share one mnode.  lookup, readdirplus (each entry it returns), create,
  * mkdir, mknod, symlink and link add one to its lookup count; forget and
  * forget_multi take off what the kernel says; at zero the mnode leaves
- * the table and is freed once no open handle uses it.
+ * the table and is freed once no open handle uses it.  Every object is
+ * on the mount's one device, so st_ino tells them apart (report_ino):
+ * the source's own for the objects of the root's file system, another
+ * for those of each file system mounted beneath it.
  *
  * Data.  The first open of a regular file opens one clio device on it
  * (file:/proc/self/fd/N?direct=1, or without direct=1 when the file
@@ -87,9 +90,10 @@
  * (a plain pass-through, to measure what FUSE itself costs).
  *
  * fallocate and copy_file_range keep to the cache: fallocate changes
- * data and size only through clio (PUNCH_HOLE and ZERO_RANGE write
- * zeros, nothing is deallocated; the file underneath is only asked to
- * allocate), and copy_file_range reads through the source's handle and
+ * data and size through clio (ZERO_RANGE writes zeros; the file
+ * underneath is only asked to allocate), except that PUNCH_HOLE
+ * deallocates in the file underneath after writing the object back (see
+ * node_punch), and copy_file_range reads through the source's handle and
  * writes through the destination's (see each).
  *
  * Extended attributes (set, get, list, remove) are those of the object
@@ -198,6 +202,7 @@ struct mdir {
 };
 
 static clio_cache *fs_cache;
+static uint32_t fs_bsize;	/* the cache's buffer size */
 static int fs_ro;
 static bool fs_cache_off;	/* cache=off: plain pass-through */
 static bool fs_kernel_cache;	/* kernel_cache=on: keep_cache, writeback */
@@ -227,6 +232,53 @@ bucket(dev_t dev, ino_t ino)
 {
 	uint64_t h = (uint64_t)ino * 0x9e3779b97f4a7c15ull ^ (uint64_t)dev;
 	return (unsigned)(h >> 40) % NBUCKETS;
+}
+
+/*
+ * The st_ino reported of an object on device dev.  Programs take two
+ * names with equal st_dev and st_ino for one file (cp -a and tar link
+ * them, du counts one, find sees a loop), and through the mount every
+ * st_dev is the mount's: an object on a file system mounted beneath the
+ * source's root gets bit 63, that file system's number (in the order
+ * first seen) in bits 48-62 and its own st_ino in the rest (folded if
+ * larger).  The root's own file system keeps its numbers.
+ */
+#define INO_FOREIGN (1ull << 63)
+#define INO_DEV_SHIFT 48
+#define INO_DEVS_MAX (1u << 15)
+
+static dev_t *ino_devs;
+static unsigned ino_ndevs;
+static pthread_mutex_t ino_devs_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static ino_t
+report_ino_of(dev_t dev, ino_t ino)
+{
+	const uint64_t mask = (1ull << INO_DEV_SHIFT) - 1;
+	unsigned i;
+
+	if (dev == fs_root.dev)
+		return ino;
+	pthread_mutex_lock(&ino_devs_lock);
+	for (i = 0; i < ino_ndevs && ino_devs[i] != dev; i++)
+		;
+	if (i == ino_ndevs && i < INO_DEVS_MAX) {
+		dev_t *nd = realloc(ino_devs, (i + 1) * sizeof(*nd));
+		if (nd != NULL) {
+			ino_devs = nd;
+			ino_devs[ino_ndevs++] = dev;
+		}
+	}
+	pthread_mutex_unlock(&ino_devs_lock);
+	i %= INO_DEVS_MAX;	/* full: share the last number */
+	return (ino_t)(INO_FOREIGN | (uint64_t)i << INO_DEV_SHIFT |
+		       (((uint64_t)ino ^ (uint64_t)ino >> INO_DEV_SHIFT) & mask));
+}
+
+static void
+report_ino(struct stat *st)
+{
+	st->st_ino = report_ino_of(st->st_dev, st->st_ino);
 }
 
 static void
@@ -443,10 +495,12 @@ reply_entry(fuse_req_t req, struct mnode *parent, const char *name)
 		memset(&e, 0, sizeof(e));
 		e.entry_timeout = fs_timeout;
 		fuse_reply_entry(req, &e);
-	} else if (r < 0)
+	} else if (r < 0) {
 		fuse_reply_err(req, -r);
-	else
+	} else {
+		report_ino(&e.attr);
 		fuse_reply_entry(req, &e);
+	}
 }
 
 /* ----------------------------------------------------------- data path */
@@ -1009,10 +1063,12 @@ fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	r = node_stat(node_of(ino), &st);
-	if (r < 0)
+	if (r < 0) {
 		fuse_reply_err(req, -r);
-	else
+	} else {
+		report_ino(&st);
 		fuse_reply_attr(req, &st, fs_timeout);
+	}
 }
 
 #ifndef SYS_fchmodat2
@@ -1153,10 +1209,12 @@ fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 	}
 	if (r == 0)
 		r = node_stat(n, &st);
-	if (r < 0)
+	if (r < 0) {
 		fuse_reply_err(req, -r);
-	else
+	} else {
+		report_ino(&st);
 		fuse_reply_attr(req, &st, fs_timeout);
+	}
 }
 
 static void
@@ -1423,6 +1481,7 @@ fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		node_stat(n, &e.attr);
 	else
 		node_attr(n, &e.attr);
+	report_ino(&e.attr);
 	fuse_reply_create(req, &e, fi);
 }
 
@@ -1737,7 +1796,7 @@ fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			break;
 		}
 		memset(&st, 0, sizeof(st));
-		st.st_ino = d->entry->d_ino;
+		st.st_ino = report_ino_of(node_of(ino)->dev, d->entry->d_ino);
 		st.st_mode = (mode_t)d->entry->d_type << 12;
 		len = fuse_add_direntry(req, p, left, d->entry->d_name, &st,
 					d->entry->d_off);
@@ -1843,8 +1902,10 @@ fs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			r = do_lookup(dir, name, &e);
 		if (r < 0) {
 			memset(&e, 0, sizeof(e));
-			e.attr.st_ino = d->entry->d_ino;
+			e.attr.st_ino = report_ino_of(dir->dev, d->entry->d_ino);
 			e.attr.st_mode = (mode_t)d->entry->d_type << 12;
+		} else {
+			report_ino(&e.attr);
 		}
 		len = fuse_add_direntry_plus(req, p, left, name, &e, d->entry->d_off);
 		if (len > left) {
@@ -2055,9 +2116,9 @@ node_grow(struct mnode *n, uint64_t size)
 	return r;
 }
 
-/* Allocate [off, off+len) of the file underneath; its size and data stay. */
+/* fallocate(mode) of [off, off+len) of the file underneath. */
 static int
-node_reserve(struct mnode *n, off_t off, off_t len)
+node_fallocate(struct mnode *n, int mode, off_t off, off_t len)
 {
 	char path[64];
 	int fd, r = 0;
@@ -2066,17 +2127,68 @@ node_reserve(struct mnode *n, off_t off, off_t len)
 	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (fallocate(fd, FALLOC_FL_KEEP_SIZE, off, len) < 0)
+	if (fallocate(fd, mode, off, len) < 0)
 		r = -errno;
 	close(fd);
 	return r;
 }
 
+/* Allocate [off, off+len) of the file underneath; its size and data stay. */
+static int
+node_reserve(struct mnode *n, off_t off, off_t len)
+{
+	return node_fallocate(n, FALLOC_FL_KEEP_SIZE, off, len);
+}
+
+/*
+ * PUNCH_HOLE of [off, end) (size: clio's): the object's dirty data is
+ * written back (through the node handle, so that a write-back error
+ * stays for the handles' flush and fsync), the file underneath punched,
+ * so that its blocks are freed as a local punch frees them, and the
+ * cache's buffers wholly inside dropped (clio_discard): reads then find
+ * the hole; the partial buffers at either end get zeros through clio.
+ * Until the drop, readers see the cached data of before the punch.  A
+ * range inside one buffer, or a file system without PUNCH_HOLE: zeros
+ * through clio only.
+ */
+static int
+node_punch(struct mnode *n, clio_file *cf, uint64_t off, uint64_t end, uint64_t size)
+{
+	uint64_t zend = end < size ? end : size, head, tail;
+	int r;
+
+	head = (off + fs_bsize - 1) / fs_bsize * fs_bsize;
+	tail = zend / fs_bsize * fs_bsize;
+	if (zend == size)
+		tail = zend;	/* the last buffer ends at the size */
+	if (off < zend && head >= tail)
+		return zero_range(cf, off, zend);	/* no whole buffer */
+	pthread_mutex_lock(&n->lock);
+	if (n->cf == NULL || n->cdev_ro)
+		r = -EBADF;
+	else
+		r = clio_writeback(n->cf);
+	pthread_mutex_unlock(&n->lock);
+	if (r == 0)
+		r = node_fallocate(n, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				   (off_t)off, (off_t)(end - off));
+	if (r == -EOPNOTSUPP)
+		return zero_range(cf, off, zend);
+	if (r < 0 || off >= zend)
+		return r;
+	r = clio_discard(cf, head, tail - head);
+	if (r == 0)
+		r = zero_range(cf, off, head);
+	if (r == 0)
+		r = zero_range(cf, tail, zend);
+	return r;
+}
+
 /*
  * The file's newest data may be dirty in clio's cache, so fallocate
- * changes data and size only through clio: PUNCH_HOLE and ZERO_RANGE
- * write zeros with clio_pwrite (they read as zeros at once, but nothing
- * is deallocated), and a mode without KEEP_SIZE grows the size with
+ * changes data and size only through clio: ZERO_RANGE writes zeros with
+ * clio_pwrite, PUNCH_HOLE is node_punch's, and a mode without KEEP_SIZE
+ * grows the size with
  * clio_ftruncate.  The allocation of mode 0, KEEP_SIZE and ZERO_RANGE is
  * fallocate(KEEP_SIZE) on the file underneath, which changes no byte
  * (a file system without it: EOPNOTSUPP).  cache=off: fallocate(2) on
@@ -2123,6 +2235,10 @@ fs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
 			r = node_grow(h->node, end);
 		break;
 	case FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE:
+		sz = clio_fsize(h->cf);
+		r = sz < 0 ? (int)sz : node_punch(h->node, h->cf, (uint64_t)off, end,
+						   (uint64_t)sz);
+		break;
 	case FALLOC_FL_ZERO_RANGE:
 	case FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE:
 		if (mode & FALLOC_FL_ZERO_RANGE)
@@ -2144,6 +2260,86 @@ fs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
 	if (r == 0)
 		handle_wrote(h, 0);
 	fuse_reply_err(req, -r);
+}
+
+/*
+ * SEEK_DATA and SEEK_HOLE (the kernel answers the other whences): the
+ * file underneath answers, so holes are found as locally, once what the
+ * caches hold is there: under the kernel's writeback cache its pages
+ * (dropped: the kernel writes the dirty ones to this daemon first, on
+ * other workers), then the object's dirty data in clio's (through the
+ * node handle, as for a punch).  cache=off and direct handles: lseek(2)
+ * on the handle's descriptor.  kernel_cache=off: ENOSYS, and the kernel
+ * answers every lseek itself from then on (data up to the size): its
+ * pages written through a shared mapping may be dirty, and dropping
+ * them there could lose a write(2) on its way (see test-mount-share.sh).
+ * The drop waits for the WRITEs of the dirty pages, which other FUSE
+ * workers serve (libfuse runs at most 10): at most SEEK_FLUSHERS lseeks
+ * wait so at once; one more gets ENOSYS as well, rather than
+ * the workers all waiting for a WRITE none of them is left to serve.
+ */
+#define SEEK_FLUSHERS 3
+static atomic_int seek_flushers;
+
+static void
+fs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+	 struct fuse_file_info *fi)
+{
+	struct mhandle *h;
+	struct mnode *n;
+	char path[64];
+	off_t r;
+	int fd, err = 0;
+
+	if (ino == mount_stats_ino()) {
+		fuse_reply_err(req, ENXIO);	/* its size is 0 */
+		return;
+	}
+	if (!fs_kernel_cache) {
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
+	if (atomic_fetch_add(&seek_flushers, 1) >= SEEK_FLUSHERS) {
+		atomic_fetch_sub(&seek_flushers, 1);
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
+	if (mount_session != NULL)
+		(void)fuse_lowlevel_notify_inval_inode(mount_session, ino, 0, 0);
+	atomic_fetch_sub(&seek_flushers, 1);
+	h = handle_of(fi);
+	n = h->node;
+	if (h->cf == NULL) {
+		r = lseek(h->fd, off, whence);
+		if (r < 0)
+			fuse_reply_err(req, errno);
+		else
+			fuse_reply_lseek(req, r);
+		return;
+	}
+	pthread_mutex_lock(&n->lock);
+	if (n->cf != NULL && !n->cdev_ro)
+		err = -clio_writeback(n->cf);
+	pthread_mutex_unlock(&n->lock);
+	if (err != 0) {
+		fuse_reply_err(req, err);
+		return;
+	}
+	proc_path(path, sizeof(path), n->fd);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 && errno == EACCES)
+		fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0) {
+		fuse_reply_err(req, errno);
+		return;
+	}
+	r = lseek(fd, off, whence);
+	err = errno;
+	close(fd);
+	if (r < 0)
+		fuse_reply_err(req, err);
+	else
+		fuse_reply_lseek(req, r);
 }
 
 /*
@@ -2271,6 +2467,7 @@ const struct fuse_lowlevel_ops mountfs_ops = {
 	.removexattr = fs_removexattr,
 	.fallocate = fs_fallocate,
 	.copy_file_range = fs_copy_file_range,
+	.lseek = fs_lseek,
 };
 
 /* The paths under the source's root of the files that programs hold
@@ -2317,14 +2514,15 @@ mountfs_writers(void)
 /* ---------------------------------------------------------- life cycle */
 
 int
-mountfs_init(clio_cache *cache, int rootfd, int ro, int cache_off, int kernel_cache,
-	     unsigned idle_devices)
+mountfs_init(clio_cache *cache, uint32_t bsize, int rootfd, int ro, int cache_off,
+	     int kernel_cache, unsigned idle_devices)
 {
 	struct stat st;
 
 	if (fstatat(rootfd, "", &st, AT_EMPTY_PATH) < 0)
 		return -errno;
 	fs_cache = cache;
+	fs_bsize = bsize;
 	fs_ro = ro;
 	fs_cache_off = cache_off != 0;
 	fs_kernel_cache = kernel_cache != 0;

@@ -3,7 +3,8 @@
 # test-mount-meta.sh - clio mount of a directory, the operations besides
 # data and names: extended attributes (both ways, list, remove, the size
 # protocol, a symlink's own, ro), fallocate (grow, keep size, punch hole
-# and zero range, each over data still dirty in the cache, checked
+# and zero range, each over data still dirty in the cache, a punch hole
+# freeing the source's blocks as a local one does, checked
 # through the mount and in the source after unmount against references
 # made with dd), copy_file_range (cp, also of dirty data, and an
 # unaligned copy), readdirplus (ls -l of 200 files and a dirty one; every
@@ -155,6 +156,8 @@ cp "$tmp/pat" "$tmp/dp"; zero "$tmp/dp" 5000 70000
 cp "$tmp/pat" "$tmp/dz"; zero "$tmp/dz" 123000 40000
 cp "$tmp/pat" "$tmp/de"; zero "$tmp/de" 290000 10000; zero "$tmp/de" 299000 21000
 cp "$tmp/pat" "$tmp/dg"; zero "$tmp/dg" 300000 200000
+head -c 1048576 /dev/urandom >"$tmp/ph"
+cp "$tmp/ph" "$tmp/ph0"; zero "$tmp/ph0" 5000 1000000
 
 # dirty_checks PREFIX MIN: each mode over dirty data, and cp of it
 dirty_checks() {
@@ -196,8 +199,24 @@ dirty_checks() {
 		"$probe" "$mnt/${p}c3" "$mnt/${p}c4" || fail "$p: copy_file_range of a dirty file"
 	cmp "$tmp/pat" "$mnt/${p}c4" || fail "$p: copy_file_range of a dirty file: the copy differs"
 }
+# punch_frees PREFIX: a punch hole frees the source's blocks, as on a
+# local file system (not zeros written over them), and reads as zeros;
+# then a punch over data still dirty in the cache (an unaligned range)
+punch_frees() {
+	cp "$tmp/ph" "$mnt/$1ph"
+	[ "$(stat -c %b "$src/$1ph")" -ge 2048 ] || fail "$1: ph: $(stat -c %b "$src/$1ph") blocks before the punch"
+	fallocate -p -o 5000 -l 1000000 "$mnt/$1ph" || fail "$1: punch hole"
+	cmp "$mnt/$1ph" "$tmp/ph0" || fail "$1: punch hole: wrong data through the mount"
+	[ "$(stat -c %b "$src/$1ph")" -le 256 ] ||
+		fail "$1: punch hole: $(stat -c %b "$src/$1ph") blocks left underneath (1 MiB file, 1000000 bytes punched)"
+	dirty $2 $1pd fallocate -p -o 5000 -l 70000 "$mnt/$1pd" ||
+		fail "$1: punch hole over dirty data"
+	cmp "$mnt/$1pd" "$tmp/dp" || fail "$1: punch hole over dirty data: wrong data through the mount"
+}
 # after unmount: source_checks PREFIX
 source_checks() {
+	cmp "$src/$1ph" "$tmp/ph0" || fail "$1ph differs in the source after unmount"
+	cmp "$src/$1pd" "$tmp/dp" || fail "$1pd differs in the source after unmount"
 	for f in dp dz de dg; do
 		cmp "$src/$1$f" "$tmp/$f" || fail "$1$f differs in the source after unmount"
 	done
@@ -207,6 +226,7 @@ source_checks() {
 }
 
 dirty_checks u 300000
+punch_frees u 300000
 op_ok FALLOCATE
 
 # ---------------------------------------------------- copy_file_range
@@ -297,6 +317,7 @@ cmp "$src/c4" "$tmp/c4" || fail "c4 differs in the source after unmount"
 # make the kernel write them to clio first)
 mount_start "$src" "$mnt" -d -o $keep,kernel_cache=on
 dirty_checks k 0
+punch_frees k 0
 op_ok FALLOCATE
 op_ok COPY_FILE_RANGE
 stop

@@ -19,6 +19,11 @@
 # libfuse has no tmpfile request), and under the kernel's writeback
 # cache (kernel_cache=on, the default) the kernel keeps a file's times
 # itself and moves them at a truncation only when the size changes.
+# SEEK_DATA and SEEK_HOLE find the holes of a file with data not yet
+# written back as locally; with kernel_cache=off the kernel answers them
+# itself (all data up to the size), which is checked instead.  16
+# programs at once writing and asking for a hole (each such lseek makes
+# the kernel write its dirty pages to the daemon first) all end.
 # Where the source's file system has no FALLOC_FL_ZERO_RANGE (tmpfs),
 # the mount zeroes the range itself: those lines are compared only
 # where it has.
@@ -73,7 +78,11 @@ for o in "" kernel_cache=off cache=off xattr xattr,kernel_cache=off \
 	# the kernel's differences (see above)
 	skip='tmpfile|TMPFILE'
 	case $o in
-	*kernel_cache=off*) ;;
+	*kernel_cache=off*)
+		# SEEK_DATA and SEEK_HOLE: the kernel's answer, data to the end
+		grep -q '^lseek SEEK_DATA in the hole: 4096$' "$tmp/got" ||
+			fail "$o: $(grep '^lseek SEEK_DATA in the hole' "$tmp/got")"
+		skip="$skip|^lseek SEEK_(DATA in the hole|HOLE at 0|HOLE in the data):" ;;
 	*) skip="$skip|^truncate to the same size:" ;;
 	esac
 	# where the source has no ZERO_RANGE (tmpfs) the mount's own zeroing
@@ -88,3 +97,23 @@ for o in "" kernel_cache=off cache=off xattr xattr,kernel_cache=off \
 	fi
 	echo "ok: ${o:-default}: $(wc -l <"$tmp/got.cmp") results as locally"
 done
+
+# 16 lseeks at once, each waiting for the kernel's WRITEs of its file's
+# dirty pages, must not take every worker of the daemon
+xprobe=$(dirname "$CLIO")/tests/tools/xprobe
+mkdir "$tmp/srcs" "$tmp/mnts"
+mount_start "$tmp/srcs" "$tmp/mnts"
+pids=
+for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16; do
+	"$xprobe" seekhole "$tmp/mnts/f$i" &
+	pids="$pids $!"
+done
+( sleep 30; kill -TERM $pids 2>/dev/null ) &
+watchdog=$!
+for p in $pids; do
+	wait "$p" || { kill $watchdog; fail "lseek SEEK_HOLE by 16 programs at once: hung or failed"; }
+done
+kill $watchdog 2>/dev/null || true
+mount_stop "$tmp/mnts"
+echo "ok: 16 programs at once: SEEK_HOLE answered"
+

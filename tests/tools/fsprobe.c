@@ -404,6 +404,11 @@ sparse(void)
 	       st.st_blocks < 2048 ? "under 1 MiB" : "1 MiB or more");
 	resn("pread in the hole", pread(fd, buf, 4, 4096));
 	printf("hole bytes: %d %d %d %d\n", buf[0], buf[1], buf[2], buf[3]);
+	/* the data not yet written back, and the hole (kernel_cache=off:
+	 * the kernel's own answer, data up to the size) */
+	resn("lseek SEEK_DATA in the hole", lseek(fd, 4096, SEEK_DATA));
+	resn("lseek SEEK_HOLE at 0", lseek(fd, 0, SEEK_HOLE));
+	resn("lseek SEEK_HOLE in the data", lseek(fd, 10 << 20, SEEK_HOLE));
 	resn("ftruncate grow", ftruncate(fd, 20 << 20));
 	fsize("grown", fd);
 	resn("pread past end", pread(fd, buf, 4, 30 << 20));

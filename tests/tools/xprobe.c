@@ -6,6 +6,8 @@
  *   xprobe listxattr PATH SIZE        listxattr(2) with a buffer of SIZE
  *   xprobe copy IN OFF OUT OFF LEN    one copy_file_range(2)
  *   xprobe hold FILE DATA CMD...      CMD with FILE open and written, see below
+ *   xprobe seekhole FILE              20 rounds: write 64 blocks of 4 KiB
+ *                                     (every other 64 KiB), SEEK_HOLE from 0
  * Each call prints its result: the count, then the bytes (NULs as ','),
  * or ERANGE, or strerror's text.
  */
@@ -95,7 +97,24 @@ main(int argc, char **argv)
 			return perror("close"), 1;
 		return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
 	}
+	if (argc == 3 && strcmp(argv[1], "seekhole") == 0) {
+		static char blk[4096];
+		int fd = open(argv[2], O_RDWR | O_CREAT | O_TRUNC, 0644);
+
+		if (fd < 0)
+			return perror(argv[2]), 1;
+		memset(blk, 'q', sizeof(blk));
+		for (int r = 0; r < 20; r++) {
+			for (int i = 0; i < 64; i++)
+				if (pwrite(fd, blk, sizeof(blk),
+					   (off_t)(i * 2 + r % 2) * 65536) != (ssize_t)sizeof(blk))
+					return perror("pwrite"), 1;
+			if (lseek(fd, 0, SEEK_HOLE) < 0)
+				return perror("lseek SEEK_HOLE"), 1;
+		}
+		return close(fd) < 0 ? perror("close"), 1 : 0;
+	}
 	fprintf(stderr, "usage: xprobe getxattr PATH NAME SIZE | listxattr PATH SIZE |\n"
-		"  copy IN OFF OUT OFF LEN | hold FILE DATA CMD...\n");
+		"  copy IN OFF OUT OFF LEN | hold FILE DATA CMD... | seekhole FILE\n");
 	return 2;
 }
