@@ -1417,6 +1417,7 @@ obj_free_if_unused(clio_cache *c, struct cobj *o)
 		buf_discard(c, b);
 	}
 	obj_unlink(c, o);
+	atomic_fetch_sub(&o->o_dev->objects, 1);
 	free(o);
 }
 
@@ -1559,6 +1560,7 @@ clio_cache_free(clio_cache *c)
 	while (c->objs != NULL) {
 		struct cobj *o = c->objs;
 		c->objs = o->o_next;
+		atomic_fetch_sub(&o->o_dev->objects, 1);
 		free(o);
 	}
 	free(c->ohash);

@@ -1520,6 +1520,8 @@ clio_dev_close(clio_dev *d)
 
 	if (d == NULL)
 		return 0;
+	if (atomic_load(&d->objects) > 0)
+		return -EBUSY; /* a handle open, or an object kept */
 	int r = tier_detach(d);
 	pthread_mutex_lock(&d->lock);
 	while (d->outstanding > 0)

@@ -65,6 +65,7 @@
 #define CLIO_DEV_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
@@ -127,6 +128,8 @@ struct clio_dev {
 				   written back since the last flush (nfs:
 				   its close's COMMIT has no caller) */
 	char engine[96];	/* how pieces run: "inline", "uring", "threads (why)" */
+	atomic_uint objects;	/* caches' objects of it: clio_dev_close
+				   refuses (EBUSY) while there is one */
 
 	/* dev.c: statistics, pieces in flight, the free list of pieces */
 	pthread_mutex_t lock;	/* the back end's statistics, the queue, size */

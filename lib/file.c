@@ -114,6 +114,7 @@ obj_get(clio_cache *c, clio_dev *d)
 		free(o);
 		return NULL;
 	}
+	atomic_fetch_add(&d->objects, 1);
 	return o;
 }
 

@@ -2401,6 +2401,47 @@ test_view_whole(void **state)
 	free(data);
 }
 
+/* clio_dev_close of a device a cache still holds an object of (a handle
+ * open, an object kept) is refused with EBUSY and changes nothing: the
+ * handle reads and writes on, the dirty data is written back (it freed
+ * the device under them). */
+static void
+test_dev_close_busy(void **state)
+{
+	struct clio_conf conf = CLIO_CONF_DEFAULTS;
+	char buf[8192], back[8192];
+	clio_cache *c;
+	clio_dev *d = tu_dev_open("mem:size=1M", 0);
+	clio_file *f;
+
+	(void)state;
+	conf.bsize = 4096;
+	conf.cache_size = 1u << 20;
+	assert_int_equal(clio_cache_new(&conf, &c), 0);
+	f = tu_open(c, d, CLIO_RDWR | CLIO_KEEP);
+	memset(buf, 0x5a, sizeof(buf));
+	assert_int_equal(clio_pwrite(f, buf, sizeof(buf), 4096), (ssize_t)sizeof(buf));
+	assert_int_equal(clio_dev_close(d), -EBUSY);
+	assert_int_equal(clio_pread(f, back, sizeof(back), 4096), (ssize_t)sizeof(back));
+	assert_memory_equal(back, buf, sizeof(buf));
+	assert_int_equal(clio_fsync(f), 0);
+	assert_int_equal(clio_dev_pread(d, back, sizeof(back), 4096), (ssize_t)sizeof(back));
+	assert_memory_equal(back, buf, sizeof(buf));
+	assert_int_equal(clio_close(f), 0);
+	/* kept after its last close: still busy until forgotten */
+	assert_int_equal(clio_dev_close(d), -EBUSY);
+	assert_int_equal(clio_cache_forget(c, d), 0);
+	assert_int_equal(clio_dev_close(d), 0);
+
+	/* the object of a cache freed is gone too */
+	d = tu_dev_open("mem:size=1M", 0);
+	f = tu_open(c, d, CLIO_RDWR | CLIO_KEEP);
+	assert_int_equal(clio_close(f), 0);
+	assert_int_equal(clio_dev_close(d), -EBUSY);
+	assert_int_equal(clio_cache_free(c), 0);
+	assert_int_equal(clio_dev_close(d), 0);
+}
+
 int
 main(void)
 {
@@ -2424,6 +2465,7 @@ main(void)
 		cmocka_unit_test(test_revalidate_first_shrink),
 		cmocka_unit_test(test_prefault),
 		cmocka_unit_test(test_view_whole),
+		cmocka_unit_test(test_dev_close_busy),
 	};
 
 	if (getenv("CLIO_TEST") != NULL)
