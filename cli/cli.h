@@ -59,6 +59,8 @@ void wl_figures(const struct wl_result *res, struct wl_figures *fig);
 /* A device's open error without the device string or path it begins
  * with, for a message that names the device already. */
 const char *cli_reason(const char *err, const char *spec);
+/* s for a one-line message: control characters as '?' (in buf) */
+const char *cli_printable(const char *s, char *buf, size_t len);
 void fmt_bytes_human(char *out, size_t len, double bytes, int si);
 void print_iostat_line(FILE *fp, const char *name, const struct clio_iostat *b,
 		       const struct clio_iostat *front, double elapsed);

@@ -179,7 +179,10 @@ cmd_info(int argc, char **argv)
 	}
 	r = clio_dev_open_err(spec, CLIO_DEV_RDONLY, &d, err, sizeof(err));
 	if (r < 0) {
-		fprintf(stderr, "clio info: cannot open '%s': %s\n", spec,
+		char shown[512];
+
+		fprintf(stderr, "clio info: cannot open '%s': %s\n",
+			cli_printable(spec, shown, sizeof(shown)),
 			err[0] ? cli_reason(err, spec) : strerror(-r));
 		return r == -EINVAL ? EX_USAGE : EX_NOINPUT;
 	}

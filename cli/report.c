@@ -242,6 +242,19 @@ json_string(FILE *fp, const char *s)
 	fputc('"', fp);
 }
 
+/* s for a one-line message: its control characters (a newline) as '?',
+ * cut to fit buf. */
+const char *
+cli_printable(const char *s, char *buf, size_t len)
+{
+	size_t i;
+
+	for (i = 0; s[i] != '\0' && i + 1 < len; i++)
+		buf[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
+	buf[i] = '\0';
+	return buf;
+}
+
 /* The backend's reason without the path it starts with when that path is
  * the one named already: "PATH: No such file or directory". */
 const char *

@@ -399,8 +399,10 @@ serve(char **argv, int argc, struct clio_conf *conf, char **tunables, int ntun,
 	if (r == -EROFS || r == -EACCES) /* the plugin serves it read-only */
 		r = clio_dev_open_err(device, CLIO_DEV_RDONLY, &d, err, sizeof(err));
 	if (r < 0) {
-		fprintf(stderr, "clio serve: cannot open '%s': %s\n", device,
-			err[0] ? err : strerror(-r));
+		char shown[512];
+
+		fprintf(stderr, "clio serve: cannot open '%s': %s\n",
+			cli_printable(device, shown, sizeof(shown)), err[0] ? err : strerror(-r));
 		return r == -EINVAL ? EX_USAGE : EX_NOINPUT;
 	}
 	clio_dev_close(d);

@@ -30,7 +30,8 @@
 int parse_size(const char *s, uint64_t *out);
 int parse_uint(const char *s, uint64_t *out);
 int parse_double(const char *s, double *out);
-/* snprintf into err (if not NULL), for one-line messages naming a value */
+/* snprintf into err (if not NULL), for one-line messages naming a value:
+ * control characters (a newline in the value) become '?' */
 void set_err(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 

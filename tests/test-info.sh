@@ -108,6 +108,7 @@ bad 64 "mem:size=1M" "$tmp/f" mem:size=1M
 bad 64 "12Q" mem:size=12Q
 bad 64 "nope" sim:preset=nope
 bad 64 "aio" "file:$tmp/f?engine=aio"
+bad 64 "1M?x" "$(printf 'mem:size=1M\nx')" # a newline in the value: still one line
 bad 66 "$tmp/missing" "$tmp/missing"
 [ "$(grep -o -F "$tmp/missing" "$tmp/stderr" | wc -l)" -eq 1 ] ||
 	fail "a missing file is named more than once: $(cat "$tmp/stderr")"

@@ -373,6 +373,10 @@ test_dev_errors(void **state)
 			 -EINVAL);
 	assert_ptr_equal(d, (clio_dev *)buf);
 	assert_non_null(strstr(err, "0x4"));
+	/* a value with a newline: the message stays one line */
+	assert_true(clio_dev_open_err("mem:size=1M\nx", 0, &d, err, sizeof(err)) < 0);
+	assert_null(strchr(err, '\n'));
+	assert_non_null(strstr(err, "1M?x"));
 	/* exclusive creation: a device that is no file exists already */
 	assert_int_equal(clio_dev_open_err("mem:size=1M", CLIO_DEV_CREATE | CLIO_DEV_EXCL,
 					   &d, err, sizeof(err)), -EEXIST);
