@@ -519,6 +519,11 @@ dev_file_open(const char *path, const char *query, int flags, clio_dev **dp,
 		set_err(err, errlen, "%s: %s", path, strerror(errno));
 		return r;
 	}
+	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) { /* as O_RDWR finds it */
+		set_err(err, errlen, "%s: %s", path, strerror(EISDIR));
+		close(fd);
+		return -EISDIR;
+	}
 	if (fstat(fd, &st) < 0 || (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))) {
 		set_err(err, errlen, "%s: not a regular file or block device", path);
 		close(fd);

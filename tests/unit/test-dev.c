@@ -405,6 +405,9 @@ test_dev_strings(void **state)
 	alarm(0);
 	unlink(spec);
 	unlink(path);
+	/* a directory is EISDIR, read-only too (it was EINVAL then) */
+	assert_int_equal(clio_dev_open("/tmp", CLIO_DEV_RDONLY, &d), -EISDIR);
+	assert_int_equal(clio_dev_open("/tmp", 0, &d), -EISDIR);
 }
 
 static void
