@@ -332,9 +332,18 @@ static const struct symbol flags[] = {
 	{ NULL, 0 }
 };
 
+static const struct symbol statuses[] = {
+	{ "none", ST_NONE },
+	{ "noxfer", ST_NOXFER },
+	{ "progress", ST_PROGRESS },
+	{ NULL, 0 }
+};
+
+/* GNU's parse_symbols: a comma-separated list, the values or'ed, or
+ * (exclusive: status=) the last one taken */
 static int
 parse_symbols(const char *v, const struct symbol *table, const char *what,
-	      unsigned *bits)
+	      bool exclusive, unsigned *bits)
 {
 	const char *p = v;
 
@@ -350,7 +359,7 @@ parse_symbols(const char *v, const struct symbol *table, const char *what,
 			snprintf(name, sizeof(name), "%.*s", (int)n, p);
 			return usage_error("invalid %s: '%s'", what, name);
 		}
-		*bits |= s->bits;
+		*bits = exclusive ? s->bits : *bits | s->bits;
 		if (p[n] == '\0')
 			return 0;
 		p += n + 1;
@@ -401,21 +410,17 @@ parse_operand(struct dd *dd, struct raw *raw, const char *arg)
 		return number_operand(v, &raw->count, &raw->count_b, 0, INT64_MAX);
 	}
 	if (strcmp(key, "conv") == 0)
-		return parse_symbols(v, conversions, "conversion", &dd->conv);
+		return parse_symbols(v, conversions, "conversion", false, &dd->conv);
 	if (strcmp(key, "iflag") == 0)
-		return parse_symbols(v, flags, "input flag", &dd->in.flags);
+		return parse_symbols(v, flags, "input flag", false, &dd->in.flags);
 	if (strcmp(key, "oflag") == 0)
-		return parse_symbols(v, flags, "output flag", &dd->out.flags);
+		return parse_symbols(v, flags, "output flag", false, &dd->out.flags);
 	if (strcmp(key, "status") == 0) {
-		if (strcmp(v, "none") == 0)
-			dd->status = ST_NONE;
-		else if (strcmp(v, "noxfer") == 0)
-			dd->status = ST_NOXFER;
-		else if (strcmp(v, "progress") == 0)
-			dd->status = ST_PROGRESS;
-		else
-			return usage_error("invalid status level: '%s'%s", v, "");
-		return 0;
+		unsigned level = dd->status;
+		int r = parse_symbols(v, statuses, "status level", true, &level);
+
+		dd->status = (enum dd_status)level;
+		return r;
 	}
 	return usage_error("unrecognized operand '%s'%s", arg, "");
 }

@@ -287,6 +287,9 @@ new if=@IN@ of=@OUT@ conv=notrunc,bogus
 new if=@IN@ of=@OUT@ iflag=bogus
 new if=@IN@ of=@OUT@ oflag=direct,bogus
 new if=@IN@ of=@OUT@ status=loud
+new if=@IN@ of=@OUT@ status=noxfer,none
+new if=@IN@ of=@OUT@ status=none,progress,noxfer
+new if=@IN@ of=@OUT@ status=none,
 new if=@IN@ of=@OUT@ foo=1
 new if=@IN@ of=@OUT@ foo
 new if=@IN@ of=@OUT@ conv=block,unblock
