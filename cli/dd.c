@@ -262,9 +262,6 @@ open_endpoint(struct dd *dd, struct endpoint *ep, bool output)
 		ep->kind = EP_ZERO;
 		return 0;
 	}
-	if ((ep->flags & FLAG_NOFOLLOW) && lstat(ep->spec, &st) == 0 &&
-	    S_ISLNK(st.st_mode))
-		return open_error(ep, ELOOP, output);
 	if (is_fd_path(ep->spec, &st) || (ep->flags & FLAG_DIRECTORY)) {
 		ep->kind = EP_FD;
 		ep->fd = open(ep->spec, mode | open_flags(ep->flags) | O_CLOEXEC |
@@ -276,6 +273,11 @@ open_endpoint(struct dd *dd, struct endpoint *ep, bool output)
 		describe_fd(ep);
 		return 0;
 	}
+	/* open(2)'s O_NOFOLLOW for an input that a backend opens (an
+	 * output is created below with it, and says its own errno) */
+	if (!output && (ep->flags & FLAG_NOFOLLOW) && lstat(ep->spec, &st) == 0 &&
+	    S_ISLNK(st.st_mode))
+		return open_error(ep, ELOOP, output);
 	ep->kind = EP_CLIO;
 	if (output && is_plain_path(ep->spec)) {
 		/* create it as GNU dd does: mode 0666 less the umask, excl */

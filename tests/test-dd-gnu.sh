@@ -34,6 +34,7 @@ mkdir "$tmp/dir"
 cp "$tmp/short" "$tmp/dir/it's"
 cp "$tmp/short" "$tmp/dir/a=b"
 ln -s "$tmp/in" "$tmp/link"
+ln -s "$tmp/dir" "$tmp/dlink"
 mkfifo "$tmp/fifo"
 
 norm() { # stderr of either program, masked
@@ -52,7 +53,8 @@ n=0
 # standard input, a file), pipe (the input through a pipe), stdout
 # (the output on standard output, redirected to the file), pipeout (the
 # output on standard output, a pipe into the file).
-# In ARGS, @IN@ @TXT@ @ZEROS@ @DIR@ @LINK@ @SHORT@ name inputs, @OUT@ the output.
+# In ARGS, @IN@ @TXT@ @ZEROS@ @DIR@ @LINK@ (to in) @DLINK@ (to dir) @SHORT@
+# name inputs, @OUT@ the output.
 row() {
 	pre=$1
 	shift
@@ -71,7 +73,8 @@ row() {
 		# shellcheck disable=SC2086
 		set -- $(printf '%s\n' $args | sed -e "s|@IN@|$tmp/in|g" -e "s|@TXT@|$tmp/txt|g" \
 			-e "s|@ZEROS@|$tmp/zeros|g" -e "s|@DIR@|$tmp/dir|g" \
-			-e "s|@LINK@|$tmp/link|g" -e "s|@SHORT@|$tmp/short|g" \
+			-e "s|@LINK@|$tmp/link|g" -e "s|@DLINK@|$tmp/dlink|g" \
+			-e "s|@SHORT@|$tmp/short|g" \
 			-e "s|@OUT@|$out|g")
 		if [ $who = g ]; then prog=$GNU; else prog="$CLIO dd"; fi
 		rc=0
@@ -363,6 +366,14 @@ old if=@OUT@ of=@OUT@ bs=4k oflag=direct
 old if=@OUT@ of=@OUT@ bs=512 seek=20 skip=4 count=3 oflag=direct
 old if=@OUT@ of=@OUT@ bs=512 seek=80 skip=70 count=3 iflag=direct
 old if=@OUT@ of=@OUT@ bs=512 count=3 iflag=directory,direct
+# nofollow on a symbolic link: open(2)'s errno, which O_EXCL and
+# O_DIRECTORY decide before O_NOFOLLOW
+new if=@IN@ of=@LINK@ oflag=nofollow conv=excl
+new if=@IN@ of=@LINK@ oflag=nofollow conv=nocreat
+new if=@IN@ of=@LINK@ oflag=nofollow,directory
+new if=@DLINK@ of=@OUT@ iflag=nofollow,directory
+new if=@LINK@ of=@OUT@ iflag=nofollow,directory
+new if=@DLINK@ of=@OUT@ iflag=nofollow
 EOF
 [ "$n" -ge 180 ] || fail "only $n rows ran"
 echo "ok: $n rows"
