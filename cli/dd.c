@@ -37,6 +37,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <locale.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -444,12 +445,11 @@ skip_input(struct dd *dd, char *buf)
 	struct endpoint *ep = &dd->in;
 	uint64_t records = dd->skip / dd->ibs, rest = dd->skip % dd->ibs;
 	uint64_t got = 0;
-	char qb[512];
 	struct stat st;
 
 	if (dd->skip == DD_OFF_OVERFLOW && (ep->kind != EP_FD || ep->seekable)) {
 		fprintf(stderr, "clio dd: %s: cannot skip: %s\n",
-			dd_quotef(ep->name, qb, sizeof(qb)), strerror(EOVERFLOW));
+			dd_quotef(ep->name), strerror(EOVERFLOW));
 		dd->quit = true;
 		return EX_IOERR;
 	}
@@ -461,7 +461,7 @@ skip_input(struct dd *dd, char *buf)
 		if (size >= 0 && (uint64_t)size < dd->skip && ep->blockdev) {
 			/* GNU dd: lseek(2) past a block device's end fails */
 			fprintf(stderr, "clio dd: %s: cannot skip: %s\n",
-				dd_quotef(ep->name, qb, sizeof(qb)), strerror(EINVAL));
+				dd_quotef(ep->name), strerror(EINVAL));
 			dd->quit = true;
 			return EX_IOERR;
 		}
@@ -501,7 +501,7 @@ skip_input(struct dd *dd, char *buf)
 short_skip:
 	if (dd->status != ST_NONE)
 		fprintf(stderr, "clio dd: %s: cannot skip to specified offset\n",
-			dd_quotef(ep->name, qb, sizeof(qb)));
+			dd_quotef(ep->name));
 	return 0;
 }
 
@@ -709,11 +709,10 @@ static int
 seek_output(struct dd *dd)
 {
 	struct endpoint *ep = &dd->out;
-	char qb[512];
 
 	if (dd->seek == DD_OFF_OVERFLOW && (ep->kind != EP_FD || ep->seekable)) {
 		fprintf(stderr, "clio dd: %s: cannot seek: %s\n",
-			dd_quotef(ep->name, qb, sizeof(qb)), strerror(EOVERFLOW));
+			dd_quotef(ep->name), strerror(EOVERFLOW));
 		dd->quit = true;
 		return EX_IOERR;
 	}
@@ -722,7 +721,7 @@ seek_output(struct dd *dd)
 		if (!ep->blockdev || size < 0 || dd->seek <= (uint64_t)size)
 			return 0;
 		fprintf(stderr, "clio dd: %s: cannot seek: %s\n",
-			dd_quotef(ep->name, qb, sizeof(qb)), strerror(EINVAL));
+			dd_quotef(ep->name), strerror(EINVAL));
 		dd->quit = true;
 		return EX_IOERR;
 	}
@@ -732,7 +731,7 @@ seek_output(struct dd *dd)
 	if (ep->seekable && lseek(ep->fd, (off_t)dd->seek, SEEK_CUR) >= 0)
 		return 0;
 	fprintf(stderr, "clio dd: %s: cannot seek: %s\n",
-		dd_quotef(ep->name, qb, sizeof(qb)), strerror(ESPIPE));
+		dd_quotef(ep->name), strerror(ESPIPE));
 	dd->quit = true;
 	return EX_IOERR;
 }
@@ -1021,12 +1020,11 @@ close_files(struct dd *dd)
 static int
 discard_cache(const struct endpoint *ep)
 {
-	char qb[512];
 
 	if (!(ep->flags & FLAG_NOCACHE) || ep->kind != EP_FD || ep->seekable)
 		return 0;
 	fprintf(stderr, "clio dd: failed to discard cache for: %s: %s\n",
-		dd_quotef(ep->name, qb, sizeof(qb)), strerror(ESPIPE));
+		dd_quotef(ep->name), strerror(ESPIPE));
 	return EX_IOERR;
 }
 
@@ -1064,6 +1062,10 @@ cmd_dd(int argc, char **argv)
 	double elapsed;
 	bool quit_early, reopen_in;
 
+	/* the locale's character set, for quoting names and operands as
+	 * GNU dd does (printable multibyte characters, a UTF-8 locale's
+	 * quotation marks) */
+	(void)setlocale(LC_CTYPE, "");
 	memset(&dd, 0, sizeof(dd));
 	dd.conf = defaults;
 	dd.ibs = dd.obs = 512;

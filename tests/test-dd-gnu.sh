@@ -33,6 +33,7 @@ head -c 1000 /dev/urandom >"$tmp/short"
 mkdir "$tmp/dir"
 cp "$tmp/short" "$tmp/dir/it's"
 cp "$tmp/short" "$tmp/dir/a=b"
+cp "$tmp/short" "$tmp/dir/a:b"
 ln -s "$tmp/in" "$tmp/link"
 ln -s "$tmp/dir" "$tmp/dlink"
 mkfifo "$tmp/fifo"
@@ -350,6 +351,15 @@ new if=@DIR@/a=b of=@OUT@ bs=100 skip=50
 new if=@DIR@/it's.missing of=@OUT@
 new if=@DIR@/it's\$.missing of=@OUT@
 new if=@IN@ of=@DIR@/no/it's
+new if=@DIR@/a:b of=@OUT@ bs=100 skip=50
+new if=@DIR@/é.missing of=@OUT@
+# operands quoted as GNU's quote() quotes them: C escapes, the closing
+# quote escaped, never cut short
+new if=@IN@ of=@OUT@ conv=a\b
+new if=@IN@ of=@OUT@ count=it's
+new if=@IN@ of=@OUT@ conv=é
+new if=@IN@ of=@OUT@ fo'o\=1
+new if=@IN@ of=@OUT@ iflag=direct,aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
 # oflag=append: every write at the end, a sparse hole between two
 # writes is lost; O_DIRECT at an unaligned end fails
 old if=@ZEROS@ of=@OUT@ bs=2 seek=3 oflag=append conv=sparse
@@ -409,6 +419,25 @@ grep -q 'warning: partial read (100 bytes); suggest iflag=fullblock' "$tmp/cnorm
 	fail "no partial read warning: $(cat "$tmp/cerr")"
 cmp -s "$tmp/gnorm" "$tmp/cnorm" || fail "partial reads: stderr differs: $(diff "$tmp/gnorm" "$tmp/cnorm")"
 echo "ok: partial reads warn as GNU dd does: $(head -n 1 "$tmp/cnorm")"
+
+# In a UTF-8 locale GNU's quote() uses the locale's quotation marks, and
+# the printable characters of a name are left as they are.
+if locale -a 2>/dev/null | grep -qix 'c.utf-\{0,1\}8'; then
+	mkdir "$tmp/u"
+	cp "$tmp/short" "$tmp/u/é"
+	for args in "conv=bogus" "count=1é" "bs=0x1 count=0" "oflag=fullblock" "é=1" \
+		"if=$tmp/u/é skip=5 bs=1k" "if=$tmp/u/é\001 of=/dev/null" "status=a\vb"; do
+		# shellcheck disable=SC2086
+		set -- $(printf "$args")
+		LC_ALL=C.UTF-8 "$GNU" "$@" of=/dev/null </dev/null 2>"$tmp/gerr" >/dev/null || true
+		LC_ALL=C.UTF-8 $CLIO dd "$@" of=/dev/null </dev/null 2>"$tmp/cerr" >/dev/null || true
+		norm "$tmp/gerr" | head -n 1 >"$tmp/gnorm"
+		norm "$tmp/cerr" | head -n 1 >"$tmp/cnorm"
+		cmp -s "$tmp/gnorm" "$tmp/cnorm" ||
+			fail "C.UTF-8, $args: GNU: $(cat "$tmp/gnorm"), clio: $(cat "$tmp/cnorm")"
+		echo "ok: C.UTF-8, $args: $(cat "$tmp/cnorm")"
+	done
+fi
 
 # A FIFO named without a directory is read as a FIFO.
 (cd "$tmp" && { head -c 5000 in >fifo & "$CLIO" dd if=fifo of=fifo.out bs=1k 2>fifo.err; wait; }) ||
