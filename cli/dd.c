@@ -241,6 +241,27 @@ output_flags(const struct dd *dd, const struct endpoint *ep)
 	return CLIO_DEV_CREATE;
 }
 
+/* An output that may be written but not read (mode 0200), which the
+ * cache cannot take: as GNU dd, a file descriptor opened O_WRONLY,
+ * truncated at seek= unless conv=notrunc. */
+static int
+open_write_only(struct dd *dd, struct endpoint *ep)
+{
+	ep->fd = open(ep->spec, O_WRONLY | O_CLOEXEC | open_flags(ep->flags));
+	if (ep->fd < 0)
+		return open_error(ep, errno, true);
+	ep->kind = EP_FD;
+	describe_fd(ep);
+	if (!(dd->conv & CONV_NOTRUNC) && dd->seek != DD_OFF_OVERFLOW &&
+	    ftruncate(ep->fd, (off_t)dd->seek) < 0) {
+		fprintf(stderr, "clio dd: failed to truncate to %llu bytes in output "
+				"file %s: %s\n",
+			(unsigned long long)dd->seek, dd_quoteaf(ep->name), strerror(errno));
+		return EX_IOERR;
+	}
+	return 0;
+}
+
 static int
 open_endpoint(struct dd *dd, struct endpoint *ep, bool output)
 {
@@ -312,6 +333,9 @@ open_endpoint(struct dd *dd, struct endpoint *ep, bool output)
 		r = clio_dev_open_err(spec, output ? output_flags(dd, ep) : CLIO_DEV_RDONLY,
 				      &ep->dev, err, sizeof(err));
 	free(spec);
+	if (r == -EACCES && output && is_plain_path(ep->spec) &&
+	    !(ep->flags & FLAG_DIRECT))
+		return open_write_only(dd, ep);
 	if (r < 0) {
 		/* the file backend's message repeats the path: say the errno */
 		if (r != -EINVAL && err[0] && !is_plain_path(ep->spec)) {
