@@ -462,6 +462,22 @@ read_error(struct dd *dd, int e)
 		strerror(e));
 }
 
+/* The errno of lseek(2) to off on a regular file that a backend holds
+ * (EINVAL past the file system's largest file), 0 if it would do. */
+static int
+lseek_errno(const struct endpoint *ep, uint64_t off, bool output)
+{
+	int fd, e = 0;
+
+	if (!is_plain_path(ep->spec) || ep->blockdev ||
+	    (fd = open(ep->spec, (output ? O_WRONLY : O_RDONLY) | O_CLOEXEC)) < 0)
+		return 0;
+	if (lseek(fd, (off_t)off, SEEK_SET) < 0)
+		e = errno;
+	close(fd);
+	return e;
+}
+
 /* skip=: seek where the input can, else read and discard. */
 static int
 skip_input(struct dd *dd, char *buf)
@@ -470,6 +486,7 @@ skip_input(struct dd *dd, char *buf)
 	uint64_t records = dd->skip / dd->ibs, rest = dd->skip % dd->ibs;
 	uint64_t got = 0;
 	struct stat st;
+	int e;
 
 	if (dd->skip == DD_OFF_OVERFLOW && (ep->kind != EP_FD || ep->seekable)) {
 		fprintf(stderr, "clio dd: %s: cannot skip: %s\n",
@@ -489,6 +506,9 @@ skip_input(struct dd *dd, char *buf)
 			dd->quit = true;
 			return EX_IOERR;
 		}
+		if (size >= 0 && (uint64_t)size < dd->skip &&
+		    (e = lseek_errno(ep, dd->skip, false)) != 0)
+			goto cannot_skip;
 		if (size >= 0 && (uint64_t)size < dd->skip) {
 			ep->off = (uint64_t)size;
 			goto short_skip;
@@ -502,6 +522,10 @@ skip_input(struct dd *dd, char *buf)
 				goto short_skip;
 			return 0;
 		}
+		/* GNU dd: a file with an end refuses the offset */
+		e = errno;
+		if (lseek(ep->fd, 0, SEEK_END) >= 0)
+			goto cannot_skip;
 	}
 	while (records > 0 || rest > 0) {
 		ssize_t n = read_block(dd, buf, records ? dd->ibs : rest);
@@ -522,6 +546,12 @@ skip_input(struct dd *dd, char *buf)
 	}
 	if (records == 0 && rest == 0 && got == dd->skip)
 		return 0;
+	goto short_skip;
+cannot_skip:
+	fprintf(stderr, "clio dd: %s: cannot skip: %s\n", dd_quotef(ep->name),
+		strerror(e));
+	dd->quit = true;
+	return EX_IOERR;
 short_skip:
 	if (dd->status != ST_NONE)
 		fprintf(stderr, "clio dd: %s: cannot skip to specified offset\n",
@@ -697,6 +727,8 @@ write_error(struct dd *dd, int e, bool gathered)
 		dd_quoteaf(dd->out.name), strerror(e));
 }
 
+static bool trunc_failed;
+
 /* seek=, before skip= as GNU dd truncates at its open: truncate the
  * output there unless conv=notrunc. */
 static int
@@ -711,11 +743,12 @@ truncate_output(struct dd *dd)
 		    (uint64_t)size != dd->seek) {
 			r = clio_ftruncate(ep->file, dd->seek);
 			if (r < 0 && r != -EINVAL && r != -ENOTSUP) {
+				/* GNU dd goes on to the seek, and fails at the end */
 				fprintf(stderr, "clio dd: failed to truncate to %llu bytes "
 						"in output file %s: %s\n",
 					(unsigned long long)dd->seek, dd_quoteaf(ep->name),
 					strerror(-r));
-				return EX_IOERR;
+				trunc_failed = true;
 			}
 		}
 		ep->off = dd->seek;
@@ -733,6 +766,7 @@ static int
 seek_output(struct dd *dd)
 {
 	struct endpoint *ep = &dd->out;
+	int e = 0;
 
 	if (dd->seek == DD_OFF_OVERFLOW && (ep->kind != EP_FD || ep->seekable)) {
 		fprintf(stderr, "clio dd: %s: cannot seek: %s\n",
@@ -742,10 +776,11 @@ seek_output(struct dd *dd)
 	}
 	if (ep->kind == EP_CLIO) {
 		int64_t size = clio_fsize(ep->file);
-		if (!ep->blockdev || size < 0 || dd->seek <= (uint64_t)size)
+		if (size < 0 || dd->seek <= (uint64_t)size ||
+		    (!ep->blockdev && (e = lseek_errno(ep, dd->seek, true)) == 0))
 			return 0;
 		fprintf(stderr, "clio dd: %s: cannot seek: %s\n",
-			dd_quotef(ep->name), strerror(EINVAL));
+			dd_quotef(ep->name), strerror(ep->blockdev ? EINVAL : e));
 		dd->quit = true;
 		return EX_IOERR;
 	}
@@ -755,7 +790,7 @@ seek_output(struct dd *dd)
 	if (ep->seekable && lseek(ep->fd, (off_t)dd->seek, SEEK_CUR) >= 0)
 		return 0;
 	fprintf(stderr, "clio dd: %s: cannot seek: %s\n",
-		dd_quotef(ep->name), strerror(ESPIPE));
+		dd_quotef(ep->name), strerror(ep->seekable ? errno : ESPIPE));
 	dd->quit = true;
 	return EX_IOERR;
 }
@@ -1168,6 +1203,8 @@ cmd_dd(int argc, char **argv)
 	rc = truncate_output(&dd);
 	if (rc == 0)
 		rc = copy(&dd);
+	if (rc == 0 && trunc_failed)
+		rc = EX_IOERR;
 	r = sync_output(&dd);
 	if (rc == 0)
 		rc = r;

@@ -337,6 +337,13 @@ old if=@IN@ of=@OUT@ bs=2 seek=9223372036854775807 count=1
 new if=@IN@ of=@OUT@ bs=2 seek=9223372036854775807 count=1
 old if=@IN@ of=@OUT@ bs=2 seek=9223372036854775807 count=1 conv=notrunc
 new if=@IN@ of=/dev/null bs=2 seek=9223372036854775807 count=1 conv=notrunc
+# offsets past the file system's largest file (where it has one below
+# 2^63-1): lseek(2) and ftruncate(2) fail, GNU dd says so and quits
+new if=@IN@ of=@OUT@ skip=9223372036854775807B count=1
+stdin of=@OUT@ bs=1000 skip=9223372036854775807B count=1
+new if=@IN@ of=@OUT@ seek=9223372036854775806B count=0
+old if=@IN@ of=@OUT@ bs=1M seek=4294967296 count=1 conv=notrunc
+stdout if=@IN@ bs=1000 seek=9223372036854775806B count=1 conv=notrunc
 # getopt: options before operands, '--' ends them, '-x' is no option
 new -- if=@IN@ of=@OUT@ count=3
 new if=@IN@ -- of=@OUT@ count=3
