@@ -37,6 +37,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <locale.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -240,6 +241,27 @@ output_flags(const struct dd *dd, const struct endpoint *ep)
 	return CLIO_DEV_CREATE;
 }
 
+/* An output that may be written but not read (mode 0200), which the
+ * cache cannot take: as GNU dd, a file descriptor opened O_WRONLY,
+ * truncated at seek= unless conv=notrunc. */
+static int
+open_write_only(struct dd *dd, struct endpoint *ep)
+{
+	ep->fd = open(ep->spec, O_WRONLY | O_CLOEXEC | open_flags(ep->flags));
+	if (ep->fd < 0)
+		return open_error(ep, errno, true);
+	ep->kind = EP_FD;
+	describe_fd(ep);
+	if (!(dd->conv & CONV_NOTRUNC) && dd->seek != DD_OFF_OVERFLOW &&
+	    ftruncate(ep->fd, (off_t)dd->seek) < 0) {
+		fprintf(stderr, "clio dd: failed to truncate to %llu bytes in output "
+				"file %s: %s\n",
+			(unsigned long long)dd->seek, dd_quoteaf(ep->name), strerror(errno));
+		return EX_IOERR;
+	}
+	return 0;
+}
+
 static int
 open_endpoint(struct dd *dd, struct endpoint *ep, bool output)
 {
@@ -262,9 +284,6 @@ open_endpoint(struct dd *dd, struct endpoint *ep, bool output)
 		ep->kind = EP_ZERO;
 		return 0;
 	}
-	if ((ep->flags & FLAG_NOFOLLOW) && lstat(ep->spec, &st) == 0 &&
-	    S_ISLNK(st.st_mode))
-		return open_error(ep, ELOOP, output);
 	if (is_fd_path(ep->spec, &st) || (ep->flags & FLAG_DIRECTORY)) {
 		ep->kind = EP_FD;
 		ep->fd = open(ep->spec, mode | open_flags(ep->flags) | O_CLOEXEC |
@@ -276,6 +295,11 @@ open_endpoint(struct dd *dd, struct endpoint *ep, bool output)
 		describe_fd(ep);
 		return 0;
 	}
+	/* open(2)'s O_NOFOLLOW for an input that a backend opens (an
+	 * output is created below with it, and says its own errno) */
+	if (!output && (ep->flags & FLAG_NOFOLLOW) && lstat(ep->spec, &st) == 0 &&
+	    S_ISLNK(st.st_mode))
+		return open_error(ep, ELOOP, output);
 	ep->kind = EP_CLIO;
 	if (output && is_plain_path(ep->spec)) {
 		/* create it as GNU dd does: mode 0666 less the umask, excl */
@@ -309,6 +333,9 @@ open_endpoint(struct dd *dd, struct endpoint *ep, bool output)
 		r = clio_dev_open_err(spec, output ? output_flags(dd, ep) : CLIO_DEV_RDONLY,
 				      &ep->dev, err, sizeof(err));
 	free(spec);
+	if (r == -EACCES && output && is_plain_path(ep->spec) &&
+	    !(ep->flags & FLAG_DIRECT))
+		return open_write_only(dd, ep);
 	if (r < 0) {
 		/* the file backend's message repeats the path: say the errno */
 		if (r != -EINVAL && err[0] && !is_plain_path(ep->spec)) {
@@ -435,6 +462,22 @@ read_error(struct dd *dd, int e)
 		strerror(e));
 }
 
+/* The errno of lseek(2) to off on a regular file that a backend holds
+ * (EINVAL past the file system's largest file), 0 if it would do. */
+static int
+lseek_errno(const struct endpoint *ep, uint64_t off, bool output)
+{
+	int fd, e = 0;
+
+	if (!is_plain_path(ep->spec) || ep->blockdev ||
+	    (fd = open(ep->spec, (output ? O_WRONLY : O_RDONLY) | O_CLOEXEC)) < 0)
+		return 0;
+	if (lseek(fd, (off_t)off, SEEK_SET) < 0)
+		e = errno;
+	close(fd);
+	return e;
+}
+
 /* skip=: seek where the input can, else read and discard. */
 static int
 skip_input(struct dd *dd, char *buf)
@@ -442,12 +485,12 @@ skip_input(struct dd *dd, char *buf)
 	struct endpoint *ep = &dd->in;
 	uint64_t records = dd->skip / dd->ibs, rest = dd->skip % dd->ibs;
 	uint64_t got = 0;
-	char qb[512];
 	struct stat st;
+	int e;
 
 	if (dd->skip == DD_OFF_OVERFLOW && (ep->kind != EP_FD || ep->seekable)) {
 		fprintf(stderr, "clio dd: %s: cannot skip: %s\n",
-			dd_quotef(ep->name, qb, sizeof(qb)), strerror(EOVERFLOW));
+			dd_quotef(ep->name), strerror(EOVERFLOW));
 		dd->quit = true;
 		return EX_IOERR;
 	}
@@ -459,10 +502,13 @@ skip_input(struct dd *dd, char *buf)
 		if (size >= 0 && (uint64_t)size < dd->skip && ep->blockdev) {
 			/* GNU dd: lseek(2) past a block device's end fails */
 			fprintf(stderr, "clio dd: %s: cannot skip: %s\n",
-				dd_quotef(ep->name, qb, sizeof(qb)), strerror(EINVAL));
+				dd_quotef(ep->name), strerror(EINVAL));
 			dd->quit = true;
 			return EX_IOERR;
 		}
+		if (size >= 0 && (uint64_t)size < dd->skip &&
+		    (e = lseek_errno(ep, dd->skip, false)) != 0)
+			goto cannot_skip;
 		if (size >= 0 && (uint64_t)size < dd->skip) {
 			ep->off = (uint64_t)size;
 			goto short_skip;
@@ -476,6 +522,10 @@ skip_input(struct dd *dd, char *buf)
 				goto short_skip;
 			return 0;
 		}
+		/* GNU dd: a file with an end refuses the offset */
+		e = errno;
+		if (lseek(ep->fd, 0, SEEK_END) >= 0)
+			goto cannot_skip;
 	}
 	while (records > 0 || rest > 0) {
 		ssize_t n = read_block(dd, buf, records ? dd->ibs : rest);
@@ -496,10 +546,16 @@ skip_input(struct dd *dd, char *buf)
 	}
 	if (records == 0 && rest == 0 && got == dd->skip)
 		return 0;
+	goto short_skip;
+cannot_skip:
+	fprintf(stderr, "clio dd: %s: cannot skip: %s\n", dd_quotef(ep->name),
+		strerror(e));
+	dd->quit = true;
+	return EX_IOERR;
 short_skip:
 	if (dd->status != ST_NONE)
 		fprintf(stderr, "clio dd: %s: cannot skip to specified offset\n",
-			dd_quotef(ep->name, qb, sizeof(qb)));
+			dd_quotef(ep->name));
 	return 0;
 }
 
@@ -671,6 +727,8 @@ write_error(struct dd *dd, int e, bool gathered)
 		dd_quoteaf(dd->out.name), strerror(e));
 }
 
+static bool trunc_failed;
+
 /* seek=, before skip= as GNU dd truncates at its open: truncate the
  * output there unless conv=notrunc. */
 static int
@@ -685,11 +743,12 @@ truncate_output(struct dd *dd)
 		    (uint64_t)size != dd->seek) {
 			r = clio_ftruncate(ep->file, dd->seek);
 			if (r < 0 && r != -EINVAL && r != -ENOTSUP) {
+				/* GNU dd goes on to the seek, and fails at the end */
 				fprintf(stderr, "clio dd: failed to truncate to %llu bytes "
 						"in output file %s: %s\n",
 					(unsigned long long)dd->seek, dd_quoteaf(ep->name),
 					strerror(-r));
-				return EX_IOERR;
+				trunc_failed = true;
 			}
 		}
 		ep->off = dd->seek;
@@ -707,20 +766,21 @@ static int
 seek_output(struct dd *dd)
 {
 	struct endpoint *ep = &dd->out;
-	char qb[512];
+	int e = 0;
 
 	if (dd->seek == DD_OFF_OVERFLOW && (ep->kind != EP_FD || ep->seekable)) {
 		fprintf(stderr, "clio dd: %s: cannot seek: %s\n",
-			dd_quotef(ep->name, qb, sizeof(qb)), strerror(EOVERFLOW));
+			dd_quotef(ep->name), strerror(EOVERFLOW));
 		dd->quit = true;
 		return EX_IOERR;
 	}
 	if (ep->kind == EP_CLIO) {
 		int64_t size = clio_fsize(ep->file);
-		if (!ep->blockdev || size < 0 || dd->seek <= (uint64_t)size)
+		if (size < 0 || dd->seek <= (uint64_t)size ||
+		    (!ep->blockdev && (e = lseek_errno(ep, dd->seek, true)) == 0))
 			return 0;
 		fprintf(stderr, "clio dd: %s: cannot seek: %s\n",
-			dd_quotef(ep->name, qb, sizeof(qb)), strerror(EINVAL));
+			dd_quotef(ep->name), strerror(ep->blockdev ? EINVAL : e));
 		dd->quit = true;
 		return EX_IOERR;
 	}
@@ -730,7 +790,7 @@ seek_output(struct dd *dd)
 	if (ep->seekable && lseek(ep->fd, (off_t)dd->seek, SEEK_CUR) >= 0)
 		return 0;
 	fprintf(stderr, "clio dd: %s: cannot seek: %s\n",
-		dd_quotef(ep->name, qb, sizeof(qb)), strerror(ESPIPE));
+		dd_quotef(ep->name), strerror(ep->seekable ? errno : ESPIPE));
 	dd->quit = true;
 	return EX_IOERR;
 }
@@ -1019,12 +1079,11 @@ close_files(struct dd *dd)
 static int
 discard_cache(const struct endpoint *ep)
 {
-	char qb[512];
 
 	if (!(ep->flags & FLAG_NOCACHE) || ep->kind != EP_FD || ep->seekable)
 		return 0;
 	fprintf(stderr, "clio dd: failed to discard cache for: %s: %s\n",
-		dd_quotef(ep->name, qb, sizeof(qb)), strerror(ESPIPE));
+		dd_quotef(ep->name), strerror(ESPIPE));
 	return EX_IOERR;
 }
 
@@ -1062,6 +1121,10 @@ cmd_dd(int argc, char **argv)
 	double elapsed;
 	bool quit_early, reopen_in;
 
+	/* the locale's character set, for quoting names and operands as
+	 * GNU dd does (printable multibyte characters, a UTF-8 locale's
+	 * quotation marks) */
+	(void)setlocale(LC_CTYPE, "");
 	memset(&dd, 0, sizeof(dd));
 	dd.conf = defaults;
 	dd.ibs = dd.obs = 512;
@@ -1140,6 +1203,8 @@ cmd_dd(int argc, char **argv)
 	rc = truncate_output(&dd);
 	if (rc == 0)
 		rc = copy(&dd);
+	if (rc == 0 && trunc_failed)
+		rc = EX_IOERR;
 	r = sync_output(&dd);
 	if (rc == 0)
 		rc = r;

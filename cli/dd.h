@@ -111,8 +111,11 @@ struct dd {
 /* ddargs.c */
 int dd_parse(struct dd *dd, int argc, char **argv);
 void dd_usage(FILE *fp);
-const char *dd_quotef(const char *name, char *buf, size_t len);
-const char *dd_quoteaf(const char *name);	/* always quoted */
+/* GNU's quotef, quoteaf (always quoted) and quote (an operand); each
+ * result lasts for the next three calls */
+const char *dd_quotef(const char *name);
+const char *dd_quoteaf(const char *name);
+const char *dd_quote(const char *str);
 
 /* ddconv.c: the conversions of conv= between reading and writing.
  * dd_conv_setup builds the table; dd_convert pushes n input bytes through

@@ -14,9 +14,13 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <langinfo.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sysexits.h>
+#include <wchar.h>
+#include <wctype.h>
 
 #include "dd.h"
 #include "util.h"
@@ -60,97 +64,176 @@ usage_error(const char *fmt, const char *a, const char *b)
 	return EX_USAGE;
 }
 
-/* gnulib's quotearg in the C locale, as GNU dd quotes file names: the
- * shell_escape style (quotef: quoted only where a shell needs it) or its
- * "always" form (quoteaf): 'name', "name" for a name with a ' that needs
- * nothing else, and $'\t' for the bytes that are not printable. */
-static void
-quote_name(const char *name, char *buf, size_t len, bool always)
+/* One character of s in the locale's encoding (LC_CTYPE, as GNU dd sets
+ * it): its length, and whether it is printable.  A byte that begins no
+ * valid character is one unprintable byte. */
+static size_t
+char_at(const unsigned char *s, bool *printable)
+{
+	mbstate_t st;
+	wchar_t w;
+	size_t n;
+
+	if (*s < 0x80 || MB_CUR_MAX == 1) {
+		*printable = isprint(*s) != 0;
+		return 1;
+	}
+	memset(&st, 0, sizeof(st));
+	n = mbrtowc(&w, (const char *)s, strlen((const char *)s), &st);
+	if (n == 0 || n == (size_t)-1 || n == (size_t)-2) {
+		*printable = false;
+		return 1;
+	}
+	*printable = iswprint((wint_t)w) != 0;
+	return n;
+}
+
+/* A buffer for a quoted name: each byte of it takes at most 8 (a
+ * shell's '$'\ooo''), kept until the slot is used again. */
+static char *
+quote_buf(const char *name)
+{
+	static char *bufs[4];
+	static int n;
+
+	n = (n + 1) % 4;
+	free(bufs[n]);
+	bufs[n] = malloc(strlen(name) * 8 + 16);
+	if (bufs[n] == NULL)
+		abort();
+	return bufs[n];
+}
+
+/* An unprintable character of n bytes as C escapes: \t or \ooo\ooo.. */
+static size_t
+escape(char *buf, const unsigned char *s, size_t n)
+{
+	const char *esc = strchr("\aa\bb\ff\nn\rr\tt\vv", *s);
+	size_t k, o = 0;
+
+	if (esc != NULL)
+		return (size_t)sprintf(buf, "\\%c", esc[1]);
+	for (k = 0; k < n; k++)
+		o += (size_t)sprintf(buf + o, "\\%03o", s[k]);
+	return o;
+}
+
+/* gnulib's quotearg, as GNU dd quotes file names: the shell_escape
+ * style (quotef: quoted only where a shell needs it) or its "always" form
+ * (quoteaf): 'name', "name" for a name with a ' that needs nothing else,
+ * and $'\t' for what is not printable. */
+static const char *
+quote_name(const char *name, bool always)
 {
 	const unsigned char *s = (const unsigned char *)name;
-	bool squote = false, compat_all = true, pending = false;
-	size_t i, o = 0;
+	bool squote = false, compat_all = true, pending = false, printable;
+	size_t i, k, n, o = 0;
+	char *buf = quote_buf(name);
 
-#define PUT(ch) do { if (o + 1 < len) buf[o++] = (char)(ch); } while (0)
 	always |= *s == '\0';
-	for (i = 0; s[i]; i++) {
+	for (i = 0; s[i]; i += n) {
 		unsigned char c = s[i];
 		bool compat = false;
 
-		if (!isprint(c)) {
+		n = char_at(s + i, &printable);
+		if (!printable) {
 			always = true;
+		} else if (n > 1) {
+			compat = true;
 		} else if (c == '{' || c == '}') {
 			always |= i == 0 && s[1] == '\0';
 		} else if (c == '#' || c == '~') {
 			always |= i == 0;
-		} else if (c == ' ' || c == '\'') {
+		} else if (c == ' ' || c == '\'' || c == ':') {
+			/* quotef also quotes a colon (quotearg_n_style_colon) */
 			compat = always = true;
 			squote |= c == '\'';
 		} else if (strchr("!\"$&()*;<=>[^`|\\?", c) != NULL) {
 			always = true;
 		} else {
-			compat = true; /* letters, digits, %+,-./:]_ and @ */
+			compat = true; /* letters, digits, %+,-./]_ and @ */
 		}
 		compat_all &= compat;
 	}
-	if (!always) {
-		snprintf(buf, len, "%s", name);
-		return;
-	}
+	if (!always)
+		return strcpy(buf, name);
 	if (squote && compat_all) {
-		snprintf(buf, len, "\"%s\"", name);
-		return;
+		sprintf(buf, "\"%s\"", name);
+		return buf;
 	}
-	PUT('\'');
-	for (i = 0; s[i]; i++) {
+	buf[o++] = '\'';
+	for (i = 0; s[i]; i += n) {
 		unsigned char c = s[i];
-		const char *esc = strchr("\aa\bb\ff\nn\rr\tt\vv", c);
 
-		if (!isprint(c)) {
+		n = char_at(s + i, &printable);
+		if (!printable) {
 			if (!pending) {
-				PUT('\''); PUT('$'); PUT('\'');
+				o += (size_t)sprintf(buf + o, "'$'");
 				pending = true;
 			}
-			PUT('\\');
-			if (esc != NULL && c != '\0') {
-				PUT(esc[1]);
-			} else {
-				PUT('0' + (c >> 6));
-				PUT('0' + ((c >> 3) & 7));
-				PUT('0' + (c & 7));
-			}
+			o += escape(buf + o, s + i, n);
 			continue;
 		}
-		if (c == '\'') {
-			PUT('\''); PUT('\\'); PUT('\'');
-		} else if (pending) {
-			PUT('\''); PUT('\'');
-		}
+		if (c == '\'')
+			o += (size_t)sprintf(buf + o, "'\\'");
+		else if (pending)
+			o += (size_t)sprintf(buf + o, "''");
 		pending = false;
-		PUT(c);
+		for (k = 0; k < n; k++)
+			buf[o++] = (char)s[i + k];
 	}
-	PUT('\'');
-	buf[o < len ? o : len - 1] = '\0';
-#undef PUT
-}
-
-const char *
-dd_quotef(const char *name, char *buf, size_t len)
-{
-	quote_name(name, buf, len, false);
+	buf[o++] = '\'';
+	buf[o] = '\0';
 	return buf;
 }
 
-/* quoteaf: for one message at a time (two names at most) */
+const char *
+dd_quotef(const char *name)
+{
+	return quote_name(name, false);
+}
+
 const char *
 dd_quoteaf(const char *name)
 {
-	static char bufs[2][1024];
-	static int n;
+	return quote_name(name, true);
+}
 
-	n = !n;
-	quote_name(name, bufs[n], sizeof(bufs[n]), true);
-	return bufs[n];
+static bool
+utf8_locale(void)
+{
+	const char *cs = nl_langinfo(CODESET);
+
+	return strcasecmp(cs, "UTF-8") == 0 || strcasecmp(cs, "UTF8") == 0;
+}
+
+/* gnulib's quote(), as GNU dd quotes an operand: the locale style,
+ * 'x' (or in a UTF-8 locale ‘x’) with C's backslash escapes, and the
+ * closing quote escaped. */
+const char *
+dd_quote(const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	const char *lq = utf8_locale() ? "\xe2\x80\x98" : "'";
+	const char *rq = utf8_locale() ? "\xe2\x80\x99" : "'";
+	char *buf = quote_buf(str);
+	size_t i, k, n, o;
+	bool printable;
+
+	o = (size_t)sprintf(buf, "%s", lq);
+	for (i = 0; s[i]; i += n) {
+		n = char_at(s + i, &printable);
+		if (strncmp((const char *)s + i, rq, strlen(rq)) == 0 || s[i] == '\\') {
+			buf[o++] = '\\';
+		} else if (!printable) {
+			o += escape(buf + o, s + i, n);
+			continue;
+		}
+		for (k = 0; k < n; k++)
+			buf[o++] = (char)s[i + k];
+	}
+	sprintf(buf + o, "%s", rq);
+	return buf;
 }
 
 /* ------------------------------------------------------------ numbers */
@@ -249,8 +332,9 @@ parse_integer(const char *str, int64_t *out)
 			result = INT64_MAX;
 		} else {
 			if (result == 0 && strncmp(str, "0x", 2) == 0)
-				fprintf(stderr, "clio dd: warning: '0x' is a zero "
-					"multiplier; use '00x' if that is intended\n");
+				fprintf(stderr, "clio dd: warning: %s is a zero "
+					"multiplier; use %s if that is intended\n",
+					dd_quote("0x"), dd_quote("00x"));
 			e = 0;
 		}
 	} else if (n <= INT64_MAX) {
@@ -279,10 +363,10 @@ number_operand(const char *v, uint64_t *out, bool *bytes, int64_t min,
 	else if (n > max)
 		e = NUM_OVERFLOW;
 	if (e == NUM_OVERFLOW)
-		return usage_error("invalid number: '%s': %s", v,
+		return usage_error("invalid number: %s: %s", dd_quote(v),
 				   "Value too large for defined data type");
 	if (e != 0)
-		return usage_error("invalid number: '%s'%s", v, "");
+		return usage_error("invalid number: %s%s", dd_quote(v), "");
 	*out = (uint64_t)n;
 	return 0;
 }
@@ -332,25 +416,36 @@ static const struct symbol flags[] = {
 	{ NULL, 0 }
 };
 
+static const struct symbol statuses[] = {
+	{ "none", ST_NONE },
+	{ "noxfer", ST_NOXFER },
+	{ "progress", ST_PROGRESS },
+	{ NULL, 0 }
+};
+
+/* GNU's parse_symbols: a comma-separated list, the values or'ed, or
+ * (exclusive: status=) the last one taken */
 static int
 parse_symbols(const char *v, const struct symbol *table, const char *what,
-	      unsigned *bits)
+	      bool exclusive, unsigned *bits)
 {
 	const char *p = v;
 
 	for (;;) {
 		size_t n = strcspn(p, ",");
 		const struct symbol *s;
-		char name[32];
 
 		for (s = table; s->name; s++)
 			if (strlen(s->name) == n && strncmp(s->name, p, n) == 0)
 				break;
 		if (s->name == NULL) {
-			snprintf(name, sizeof(name), "%.*s", (int)n, p);
-			return usage_error("invalid %s: '%s'", what, name);
+			char *name = strndup(p, n);
+			int r = usage_error("invalid %s: %s", what,
+					    name ? dd_quote(name) : "");
+			free(name);
+			return r;
 		}
-		*bits |= s->bits;
+		*bits = exclusive ? s->bits : *bits | s->bits;
 		if (p[n] == '\0')
 			return 0;
 		p += n + 1;
@@ -372,7 +467,7 @@ parse_operand(struct dd *dd, struct raw *raw, const char *arg)
 	char key[16];
 
 	if (eq == NULL || (size_t)(eq - arg) >= sizeof(key))
-		return usage_error("unrecognized operand '%s'%s", arg, "");
+		return usage_error("unrecognized operand %s%s", dd_quote(arg), "");
 	memcpy(key, arg, (size_t)(eq - arg));
 	key[eq - arg] = '\0';
 	v = eq + 1;
@@ -401,23 +496,19 @@ parse_operand(struct dd *dd, struct raw *raw, const char *arg)
 		return number_operand(v, &raw->count, &raw->count_b, 0, INT64_MAX);
 	}
 	if (strcmp(key, "conv") == 0)
-		return parse_symbols(v, conversions, "conversion", &dd->conv);
+		return parse_symbols(v, conversions, "conversion", false, &dd->conv);
 	if (strcmp(key, "iflag") == 0)
-		return parse_symbols(v, flags, "input flag", &dd->in.flags);
+		return parse_symbols(v, flags, "input flag", false, &dd->in.flags);
 	if (strcmp(key, "oflag") == 0)
-		return parse_symbols(v, flags, "output flag", &dd->out.flags);
+		return parse_symbols(v, flags, "output flag", false, &dd->out.flags);
 	if (strcmp(key, "status") == 0) {
-		if (strcmp(v, "none") == 0)
-			dd->status = ST_NONE;
-		else if (strcmp(v, "noxfer") == 0)
-			dd->status = ST_NOXFER;
-		else if (strcmp(v, "progress") == 0)
-			dd->status = ST_PROGRESS;
-		else
-			return usage_error("invalid status level: '%s'%s", v, "");
-		return 0;
+		unsigned level = dd->status;
+		int r = parse_symbols(v, statuses, "status level", true, &level);
+
+		dd->status = (enum dd_status)level;
+		return r;
 	}
-	return usage_error("unrecognized operand '%s'%s", arg, "");
+	return usage_error("unrecognized operand %s%s", dd_quote(arg), "");
 }
 
 /* --key=value or --key value; returns the arguments used, or -EX_USAGE
@@ -502,7 +593,7 @@ settle(struct dd *dd, struct raw *raw)
 	int r;
 
 	if (dd->out.flags & FLAG_FULLBLOCK) /* before the exclusions, as GNU's */
-		return usage_error("invalid output flag: '%s'%s", "fullblock", "");
+		return usage_error("invalid output flag: %s%s", dd_quote("fullblock"), "");
 	if (raw->cbs == 0) /* block and unblock need cbs= */
 		dd->conv &= ~(unsigned)(CONV_BLOCK | CONV_UNBLOCK);
 	c = dd->conv;

@@ -14,7 +14,8 @@
 # refuses), count=0 with nocache on a pipe (GNU cannot drop its cache),
 # skip= before seek= (the warning, and what is left of a piped input,
 # when the seek fails), a failed conv=fsync after an error GNU dd quits
-# on (no summary); then status=progress on a copy of
+# on (no summary), an output that its user may write but not read; then
+# status=progress on a copy of
 # about two seconds: GNU's progress lines, each rewritten with a
 # carriage return, in whole seconds, then the summary.
 . "$(dirname "$0")/functions.sh"
@@ -97,5 +98,27 @@ grep -q '^101+0 records in$' "$tmp/perr" && grep -q '^101000 bytes (101 kB, 99 K
 head -c 50000 "$tmp/in" >"$tmp/pwant"; head -c 50000 "$tmp/in" >>"$tmp/pwant"; head -c 1000 "$tmp/in" >>"$tmp/pwant"
 cmp -s "$tmp/pout" "$tmp/pwant" || fail "status=progress: the copy differs"
 echo "ok: status=progress: $(wc -l <"$tmp/plines") progress lines in GNU's form, then the summary"
+# An output its user may write but not read (mode 0200): GNU dd writes
+# it through a write-only descriptor, truncated at seek=
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null 2>&1; then
+	mkdir "$tmp/wo"
+	chmod 755 "$tmp"
+	chmod 777 "$tmp/wo"
+	for args in "bs=1000 count=2 seek=1 conv=notrunc" "bs=1000 count=2 seek=3" \
+		"bs=1000 seek=3 conv=sparse" "ibs=700 obs=3000 count=9 seek=2"; do
+		for who in g c; do
+			if [ $who = g ]; then prog=$GNU; else prog="$CLIO dd"; fi
+			cp "$tmp/old" "$tmp/wo/${who}out"
+			chown 65534 "$tmp/wo/${who}out"
+			chmod 200 "$tmp/wo/${who}out"
+			# shellcheck disable=SC2086
+			setpriv --reuid=65534 --regid=65534 --clear-groups $prog if="$tmp/zeros" \
+				of="$tmp/wo/${who}out" $args 2>"$tmp/${who}err" ||
+				fail "write-only output, $args: $who failed: $(cat "$tmp/${who}err")"
+		done
+		cmp "$tmp/wo/gout" "$tmp/wo/cout" || fail "write-only output, $args: the outputs differ"
+		echo "ok: write-only output, $args"
+	done
+fi
 echo "ok: $rows rows"
 exit 0

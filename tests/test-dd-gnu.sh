@@ -33,7 +33,9 @@ head -c 1000 /dev/urandom >"$tmp/short"
 mkdir "$tmp/dir"
 cp "$tmp/short" "$tmp/dir/it's"
 cp "$tmp/short" "$tmp/dir/a=b"
+cp "$tmp/short" "$tmp/dir/a:b"
 ln -s "$tmp/in" "$tmp/link"
+ln -s "$tmp/dir" "$tmp/dlink"
 mkfifo "$tmp/fifo"
 
 norm() { # stderr of either program, masked
@@ -52,7 +54,8 @@ n=0
 # standard input, a file), pipe (the input through a pipe), stdout
 # (the output on standard output, redirected to the file), pipeout (the
 # output on standard output, a pipe into the file).
-# In ARGS, @IN@ @TXT@ @ZEROS@ @DIR@ @LINK@ @SHORT@ name inputs, @OUT@ the output.
+# In ARGS, @IN@ @TXT@ @ZEROS@ @DIR@ @LINK@ (to in) @DLINK@ (to dir) @SHORT@
+# name inputs, @OUT@ the output.
 row() {
 	pre=$1
 	shift
@@ -71,7 +74,8 @@ row() {
 		# shellcheck disable=SC2086
 		set -- $(printf '%s\n' $args | sed -e "s|@IN@|$tmp/in|g" -e "s|@TXT@|$tmp/txt|g" \
 			-e "s|@ZEROS@|$tmp/zeros|g" -e "s|@DIR@|$tmp/dir|g" \
-			-e "s|@LINK@|$tmp/link|g" -e "s|@SHORT@|$tmp/short|g" \
+			-e "s|@LINK@|$tmp/link|g" -e "s|@DLINK@|$tmp/dlink|g" \
+			-e "s|@SHORT@|$tmp/short|g" \
 			-e "s|@OUT@|$out|g")
 		if [ $who = g ]; then prog=$GNU; else prog="$CLIO dd"; fi
 		rc=0
@@ -287,6 +291,9 @@ new if=@IN@ of=@OUT@ conv=notrunc,bogus
 new if=@IN@ of=@OUT@ iflag=bogus
 new if=@IN@ of=@OUT@ oflag=direct,bogus
 new if=@IN@ of=@OUT@ status=loud
+new if=@IN@ of=@OUT@ status=noxfer,none
+new if=@IN@ of=@OUT@ status=none,progress,noxfer
+new if=@IN@ of=@OUT@ status=none,
 new if=@IN@ of=@OUT@ foo=1
 new if=@IN@ of=@OUT@ foo
 new if=@IN@ of=@OUT@ conv=block,unblock
@@ -330,6 +337,13 @@ old if=@IN@ of=@OUT@ bs=2 seek=9223372036854775807 count=1
 new if=@IN@ of=@OUT@ bs=2 seek=9223372036854775807 count=1
 old if=@IN@ of=@OUT@ bs=2 seek=9223372036854775807 count=1 conv=notrunc
 new if=@IN@ of=/dev/null bs=2 seek=9223372036854775807 count=1 conv=notrunc
+# offsets past the file system's largest file (where it has one below
+# 2^63-1): lseek(2) and ftruncate(2) fail, GNU dd says so and quits
+new if=@IN@ of=@OUT@ skip=9223372036854775807B count=1
+stdin of=@OUT@ bs=1000 skip=9223372036854775807B count=1
+new if=@IN@ of=@OUT@ seek=9223372036854775806B count=0
+old if=@IN@ of=@OUT@ bs=1M seek=4294967296 count=1 conv=notrunc
+stdout if=@IN@ bs=1000 seek=9223372036854775806B count=1 conv=notrunc
 # getopt: options before operands, '--' ends them, '-x' is no option
 new -- if=@IN@ of=@OUT@ count=3
 new if=@IN@ -- of=@OUT@ count=3
@@ -344,6 +358,15 @@ new if=@DIR@/a=b of=@OUT@ bs=100 skip=50
 new if=@DIR@/it's.missing of=@OUT@
 new if=@DIR@/it's\$.missing of=@OUT@
 new if=@IN@ of=@DIR@/no/it's
+new if=@DIR@/a:b of=@OUT@ bs=100 skip=50
+new if=@DIR@/é.missing of=@OUT@
+# operands quoted as GNU's quote() quotes them: C escapes, the closing
+# quote escaped, never cut short
+new if=@IN@ of=@OUT@ conv=a\b
+new if=@IN@ of=@OUT@ count=it's
+new if=@IN@ of=@OUT@ conv=é
+new if=@IN@ of=@OUT@ fo'o\=1
+new if=@IN@ of=@OUT@ iflag=direct,aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
 # oflag=append: every write at the end, a sparse hole between two
 # writes is lost; O_DIRECT at an unaligned end fails
 old if=@ZEROS@ of=@OUT@ bs=2 seek=3 oflag=append conv=sparse
@@ -360,6 +383,14 @@ old if=@OUT@ of=@OUT@ bs=4k oflag=direct
 old if=@OUT@ of=@OUT@ bs=512 seek=20 skip=4 count=3 oflag=direct
 old if=@OUT@ of=@OUT@ bs=512 seek=80 skip=70 count=3 iflag=direct
 old if=@OUT@ of=@OUT@ bs=512 count=3 iflag=directory,direct
+# nofollow on a symbolic link: open(2)'s errno, which O_EXCL and
+# O_DIRECTORY decide before O_NOFOLLOW
+new if=@IN@ of=@LINK@ oflag=nofollow conv=excl
+new if=@IN@ of=@LINK@ oflag=nofollow conv=nocreat
+new if=@IN@ of=@LINK@ oflag=nofollow,directory
+new if=@DLINK@ of=@OUT@ iflag=nofollow,directory
+new if=@LINK@ of=@OUT@ iflag=nofollow,directory
+new if=@DLINK@ of=@OUT@ iflag=nofollow
 EOF
 [ "$n" -ge 180 ] || fail "only $n rows ran"
 echo "ok: $n rows"
@@ -395,6 +426,25 @@ grep -q 'warning: partial read (100 bytes); suggest iflag=fullblock' "$tmp/cnorm
 	fail "no partial read warning: $(cat "$tmp/cerr")"
 cmp -s "$tmp/gnorm" "$tmp/cnorm" || fail "partial reads: stderr differs: $(diff "$tmp/gnorm" "$tmp/cnorm")"
 echo "ok: partial reads warn as GNU dd does: $(head -n 1 "$tmp/cnorm")"
+
+# In a UTF-8 locale GNU's quote() uses the locale's quotation marks, and
+# the printable characters of a name are left as they are.
+if locale -a 2>/dev/null | grep -qix 'c.utf-\{0,1\}8'; then
+	mkdir "$tmp/u"
+	cp "$tmp/short" "$tmp/u/é"
+	for args in "conv=bogus" "count=1é" "bs=0x1 count=0" "oflag=fullblock" "é=1" \
+		"if=$tmp/u/é skip=5 bs=1k" "if=$tmp/u/é\001 of=/dev/null" "status=a\vb"; do
+		# shellcheck disable=SC2086
+		set -- $(printf "$args")
+		LC_ALL=C.UTF-8 "$GNU" "$@" of=/dev/null </dev/null 2>"$tmp/gerr" >/dev/null || true
+		LC_ALL=C.UTF-8 $CLIO dd "$@" of=/dev/null </dev/null 2>"$tmp/cerr" >/dev/null || true
+		norm "$tmp/gerr" | head -n 1 >"$tmp/gnorm"
+		norm "$tmp/cerr" | head -n 1 >"$tmp/cnorm"
+		cmp -s "$tmp/gnorm" "$tmp/cnorm" ||
+			fail "C.UTF-8, $args: GNU: $(cat "$tmp/gnorm"), clio: $(cat "$tmp/cnorm")"
+		echo "ok: C.UTF-8, $args: $(cat "$tmp/cnorm")"
+	done
+fi
 
 # A FIFO named without a directory is read as a FIFO.
 (cd "$tmp" && { head -c 5000 in >fifo & "$CLIO" dd if=fifo of=fifo.out bs=1k 2>fifo.err; wait; }) ||

@@ -7,6 +7,7 @@
 # lines; --json parses and has its keys.
 set -e
 . "$(dirname "$0")/functions.sh"
+export LC_ALL=C # the messages quote as in the C locale
 
 # A GNU dd to compare with, if the machine has one.
 gnu_dd=no
