@@ -629,6 +629,28 @@ check_writeback(struct dd *dd)
 	return 0;
 }
 
+/* A write across the largest file the output takes (clio_pwrite refuses
+ * it whole, changing nothing): as write(2) does for GNU dd, the bytes
+ * up to the limit, found by halving, or -EFBIG when none fit. */
+static ssize_t
+write_to_limit(clio_file *f, const char *buf, size_t len, uint64_t off)
+{
+	size_t fits = 0, fails = len;
+
+	while (fails - fits > 1) {
+		size_t mid = fits + (fails - fits) / 2;
+		ssize_t w = clio_pwrite(f, buf, mid, off);
+
+		if (w == (ssize_t)mid)
+			fits = mid;
+		else if (w == -EFBIG)
+			fails = mid;
+		else
+			return w < 0 ? w : (ssize_t)fits;
+	}
+	return fits > 0 ? (ssize_t)fits : -EFBIG;
+}
+
 static ssize_t
 write_clio(struct dd *dd, const char *buf, size_t len)
 {
@@ -653,6 +675,8 @@ write_clio(struct dd *dd, const char *buf, size_t len)
 			return r;
 	}
 	w = clio_pwrite(ep->tail ? ep->tail : ep->file, buf, len, ep->off);
+	if (w == -EFBIG)
+		w = write_to_limit(ep->tail ? ep->tail : ep->file, buf, len, ep->off);
 	if (w > 0 && (r = check_writeback(dd)) < 0)
 		return r;
 	if (w > 0 && (ep->flags & (FLAG_DSYNC | FLAG_SYNC))) {
@@ -694,16 +718,23 @@ write_block(struct dd *dd, const char *buf, size_t len, bool full)
 		}
 		dd->conv &= ~(unsigned)CONV_SPARSE;
 	}
-	w = ep->kind == EP_CLIO ? write_clio(dd, buf, len) : write_fd(dd, buf, len);
-	if (w < 0)
-		return (int)w;
+	/* as GNU's full_write: after a short write the rest again, whose
+	 * error (EFBIG at the largest file, ENOSPC) is the one said */
+	for (size_t put = 0; put < len; put += (size_t)w) {
+		w = ep->kind == EP_CLIO ? write_clio(dd, buf + put, len - put)
+					: write_fd(dd, buf + put, len - put);
+		if (w <= 0) {
+			short_written = put;
+			return w < 0 ? (int)w : -ENOSPC;
+		}
+		ep->off += (uint64_t)w;
+		dd->bytes += (uint64_t)w;
+	}
+	goto counted;
 done:
 	ep->off += (uint64_t)w;
 	dd->bytes += (uint64_t)w;
-	if ((size_t)w != len) {
-		short_written = (size_t)w;
-		return -ENOSPC;
-	}
+counted:
 	if (full)
 		dd->full_out++;
 	else
@@ -833,7 +864,7 @@ emit_out(struct dd *dd, const char *p, size_t n)
 			bufs.opos = 0;
 			if (r < 0) {
 				/* a short write counts as a partial record */
-				if (r == -ENOSPC && short_written > 0)
+				if (short_written > 0)
 					dd->part_out++;
 				bufs.gathered = true;
 				return bufs.werr = r;
@@ -974,7 +1005,7 @@ copy(struct dd *dd)
 			r = write_block(dd, bufs.obuf, bufs.opos, false);
 			bufs.opos = 0;
 			if (r < 0) {
-				if (r == -ENOSPC && short_written > 0)
+				if (short_written > 0)
 					dd->part_out++;
 				bufs.werr = r;
 			}

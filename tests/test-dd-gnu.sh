@@ -446,6 +446,35 @@ if locale -a 2>/dev/null | grep -qix 'c.utf-\{0,1\}8'; then
 	done
 fi
 
+# A write across the largest file the file system takes (ext4: 16 TiB
+# less 4 KiB) writes up to it, then fails with EFBIG, as GNU's does (clio
+# wrote nothing, or said ENOSPC); the files, sparse, are compared by their
+# sizes and their last bytes.  Where the limit lies further, both write it all.
+lim_off=17592186039320
+for who in gnu clio; do
+	rm -f "$tmp/lim.$who"
+	rc=0
+	if [ $who = gnu ]; then
+		"$GNU" if="$tmp/in" of="$tmp/lim.$who" seek=${lim_off}B ibs=1000 obs=3000 count=10 \
+			conv=notrunc 2>"$tmp/lim.$who.err" || rc=$?
+	else
+		$CLIO dd if="$tmp/in" of="$tmp/lim.$who" seek=${lim_off}B ibs=1000 obs=3000 count=10 \
+			conv=notrunc 2>"$tmp/lim.$who.err" || rc=$?
+	fi
+	# the statuses as dd-compare.sh takes them: success or failure
+	echo "$([ $rc -eq 0 ] && echo ok || echo failed) $(stat -c %s "$tmp/lim.$who")" >"$tmp/lim.$who.rc"
+	tail -c 5000 "$tmp/lim.$who" >"$tmp/lim.$who.tail"
+	rm -f "$tmp/lim.$who"
+done
+norm "$tmp/lim.gnu.err" | sed "s/lim\.gnu/lim.X/" >"$tmp/gnorm"
+norm "$tmp/lim.clio.err" | sed "s/lim\.clio/lim.X/" >"$tmp/cnorm"
+cmp -s "$tmp/gnorm" "$tmp/cnorm" ||
+	fail "a write across the largest file: stderr differs: $(diff "$tmp/gnorm" "$tmp/cnorm")"
+cmp -s "$tmp/lim.gnu.rc" "$tmp/lim.clio.rc" ||
+	fail "a write across the largest file: status and size: GNU $(cat "$tmp/lim.gnu.rc"), clio $(cat "$tmp/lim.clio.rc")"
+cmp -s "$tmp/lim.gnu.tail" "$tmp/lim.clio.tail" || fail "a write across the largest file: the last bytes differ"
+echo "ok: a write across the largest file: $(head -n 1 "$tmp/cnorm"), status and size $(cat "$tmp/lim.clio.rc")"
+
 # A FIFO named without a directory is read as a FIFO.
 (cd "$tmp" && { head -c 5000 in >fifo & "$CLIO" dd if=fifo of=fifo.out bs=1k 2>fifo.err; wait; }) ||
 	fail "if=fifo (relative) failed: $(cat "$tmp/fifo.err")"
