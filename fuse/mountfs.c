@@ -35,9 +35,8 @@
  * is refused with EFBIG, or cut short there, as the source would do it
  * (its limit is found once per file with lseek, for writes beyond 2 GiB),
  * so that no dirty data is cached that can never be written back.  The O_DIRECT
- * flag of an open on the mount is ignored (all data goes through clio
- * anyway) but for the alignment the source's file system asks of its
- * offsets and lengths (STATX_DIOALIGN): off it, EINVAL, as locally.
+ * flag of an open on the mount is ignored: all data goes through clio
+ * anyway.
  * Direct handles are the exception: a writer of an append-only source
  * (chattr +a), and a write-only open of a file the daemon may write but
  * not read (mode 0200 in a user's mount).  Such a handle has a
@@ -188,8 +187,6 @@ struct mhandle {
 	bool internal;		/* opened by the kick thread (mountahead.c) */
 	bool writer;		/* opened for writing */
 	bool direct;		/* its own fd and direct_io (see handle_open) */
-	uint32_t dio_align;	/* opened O_DIRECT: the source's alignment of
-				   offsets and lengths (dio_misaligned), or 0 */
 	bool append;		/* that fd has O_APPEND (an append-only source) */
 	clio_file *cf;		/* NULL with cache=off */
 	int fd;			/* cache=off: the file, else -1 */
@@ -662,27 +659,6 @@ node_attr_flag(struct mnode *n, uint64_t flag)
 	return (sx.stx_attributes_mask & flag) && (sx.stx_attributes & flag);
 }
 
-/* The alignment the source's file system asks of O_DIRECT offsets and
- * lengths (STATX_DIOALIGN); 0 where it has none or does not say. */
-static uint32_t
-node_dio_align(struct mnode *n)
-{
-	struct statx sx;
-
-	if (statx(n->fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_DIOALIGN, &sx) < 0 ||
-	    !(sx.stx_mask & STATX_DIOALIGN))
-		return 0;
-	return sx.stx_dio_offset_align;
-}
-
-/* An O_DIRECT handle's request off the source's alignment: refused as the
- * source refuses it (EINVAL), though the data goes through clio. */
-static bool
-dio_misaligned(const struct mhandle *h, uint64_t off, size_t size)
-{
-	return h->dio_align > 1 && (off % h->dio_align != 0 || size % h->dio_align != 0);
-}
-
 /* After a direct handle's write reached the source: an open clio
  * handle of the node takes the source's new data and size (its clean
  * buffers dropped); n->v stays, so the next open finds the data changed
@@ -735,8 +711,6 @@ handle_open(struct mnode *n, struct fuse_file_info *fi, bool internal,
 	if (h == NULL)
 		return -ENOMEM;
 	h->fd = -1;
-	if (fi->flags & O_DIRECT)
-		h->dio_align = node_dio_align(n);
 	pthread_cond_init(&h->reads_done, NULL);
 	mode = acc == O_WRONLY ? CLIO_WRONLY : acc == O_RDWR ? CLIO_RDWR : CLIO_RDONLY;
 	pthread_mutex_lock(&n->lock);
@@ -1571,10 +1545,6 @@ fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		mount_stats_read(req, size, off, fi);
 		return;
 	}
-	if (dio_misaligned(h, (uint64_t)off, size)) {
-		fuse_reply_err(req, EINVAL);
-		return;
-	}
 	n = h->node;
 	t0 = mount_io_begin();
 	/* before the reply: after it, the handle may be released; not for
@@ -1659,10 +1629,6 @@ fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 
 	if (ino == mount_stats_ino()) {
 		fuse_reply_err(req, EBADF);
-		return;
-	}
-	if (dio_misaligned(h, (uint64_t)off, size)) {
-		fuse_reply_err(req, EINVAL);
 		return;
 	}
 	t0 = mount_io_begin();

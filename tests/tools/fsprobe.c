@@ -705,34 +705,6 @@ xattrs(void)
 	close(fd);
 }
 
-/* O_DIRECT: offsets and lengths off the file system's alignment are
- * refused (EINVAL), aligned ones go through. */
-static void
-direct(void)
-{
-	void *buf;
-	int fd = openat(dfd, "dio", O_RDWR | O_CREAT | O_TRUNC | O_DIRECT, 0644);
-
-	res("open O_DIRECT", fd);
-	if (fd < 0)
-		return;
-	if (posix_memalign(&buf, 4096, 8192) != 0) {
-		close(fd);
-		return;
-	}
-	memset(buf, 'd', 8192);
-	resn("O_DIRECT pwrite 4096 at 0", pwrite(fd, buf, 4096, 0));
-	resn("O_DIRECT pwrite 100 at 1", pwrite(fd, buf, 100, 1));
-	resn("O_DIRECT pwrite 4095 at 4096", pwrite(fd, buf, 4095, 4096));
-	resn("O_DIRECT pwrite 4096 at 4096", pwrite(fd, buf, 4096, 4096));
-	resn("O_DIRECT pread 4096 at 0", pread(fd, buf, 4096, 0));
-	resn("O_DIRECT pread 100 at 1", pread(fd, buf, 100, 1));
-	resn("O_DIRECT pread 4096 at 6000", pread(fd, buf, 4096, 6000));
-	close(fd);
-	free(buf);
-	digest("O_DIRECT file", "dio");
-}
-
 int
 main(int argc, char **argv)
 {
@@ -745,7 +717,6 @@ main(int argc, char **argv)
 	names();
 	open_files();
 	sparse();
-	direct();
 	falloc();
 	times();
 	moved();
