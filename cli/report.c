@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "util.h"
 
 /* "90 MB" (si) or "86 MiB", with dd's rounding: 3 significant digits. */
 void
@@ -247,11 +248,8 @@ json_string(FILE *fp, const char *s)
 const char *
 cli_printable(const char *s, char *buf, size_t len)
 {
-	size_t i;
-
-	for (i = 0; s[i] != '\0' && i + 1 < len; i++)
-		buf[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
-	buf[i] = '\0';
+	snprintf(buf, len, "%s", s);
+	one_line(buf);
 	return buf;
 }
 

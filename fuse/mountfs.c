@@ -1572,18 +1572,30 @@ fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
  * per file on some: ext4's files without extents), found once by
  * bisection with lseek(2), which refuses an offset beyond it; UINT64_MAX
  * if it cannot be asked. */
+/* A descriptor of the file underneath, for reading or, where it may
+ * not be read, for writing; or -errno. */
+static int
+node_open_any(struct mnode *n)
+{
+	char path[64];
+	int fd;
+
+	proc_path(path, sizeof(path), n->fd);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 &&
+	    (fd = open(path, O_WRONLY | O_CLOEXEC)) < 0)
+		return -errno;
+	return fd;
+}
+
 static uint64_t
 node_maxbytes(struct mnode *n)
 {
 	uint64_t max = atomic_load(&n->maxbytes), lo, hi;
-	char path[64];
 	int fd;
 
 	if (max != 0)
 		return max;
-	proc_path(path, sizeof(path), n->fd);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 &&
-	    (fd = open(path, O_WRONLY | O_CLOEXEC)) < 0)
+	if ((fd = node_open_any(n)) < 0)
 		return UINT64_MAX;
 	lo = MAXBYTES_FLOOR;	/* lseek to lo works, to hi + 1 fails */
 	hi = INT64_MAX;
@@ -2287,7 +2299,6 @@ fs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 {
 	struct mhandle *h;
 	struct mnode *n;
-	char path[64];
 	off_t r;
 	int fd, err = 0;
 
@@ -2325,12 +2336,8 @@ fs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 		fuse_reply_err(req, err);
 		return;
 	}
-	proc_path(path, sizeof(path), n->fd);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 && errno == EACCES)
-		fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0) {
-		fuse_reply_err(req, errno);
+	if ((fd = node_open_any(n)) < 0) {
+		fuse_reply_err(req, -fd);
 		return;
 	}
 	r = lseek(fd, off, whence);

@@ -34,6 +34,8 @@ int parse_double(const char *s, double *out);
  * control characters (a newline in the value) become '?' */
 void set_err(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* s made one line: its control characters (a newline) become '?' */
+void one_line(char *s);
 
 double now_monotonic(void); /* CLOCK_MONOTONIC, in seconds */
 /* fastclock.c: CLOCK_MONOTONIC's seconds for durations, cheaper to read */

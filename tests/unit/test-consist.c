@@ -177,6 +177,22 @@ test_revalidate(void **state)
 	clio_dev_close(d);
 }
 
+/* v, another version than f's: taken (the cache dropped), then kept at
+ * the next look (32 KiB read again without a read of d). */
+static void
+kept_at_next_look(clio_file *f, clio_dev *d, const struct clio_validator *v)
+{
+	unsigned char buf[32 * 1024];
+	uint64_t reads;
+
+	assert_int_equal(clio_revalidate(f, v), 1);
+	assert_int_equal(clio_pread(f, buf, 32 * KiB, 0), 32 * KiB);
+	reads = back_reads(d);
+	assert_int_equal(clio_revalidate(f, v), 0);
+	assert_int_equal(clio_pread(f, buf, 32 * KiB, 0), 32 * KiB);
+	assert_true(back_reads(d) == reads);
+}
+
 /* Whole-second times seen less than 2 s after the change: a change
  * later in that second leaves them as they are (same size), so the next
  * look drops the cache, as it does for another version (it kept the
@@ -192,7 +208,6 @@ test_revalidate_whole_seconds(void **state)
 	clio_cache *c = small_cache();
 	clio_dev *d = tu_dev_open("mem:size=0", 0);
 	clio_file *f;
-	uint64_t reads;
 
 	(void)state;
 	clock_gettime(CLOCK_REALTIME, &now);
@@ -218,21 +233,10 @@ test_revalidate_whole_seconds(void **state)
 
 	/* nanoseconds tell: the cache is kept */
 	v.mtime_ns = v.ctime_ns = (int64_t)now.tv_sec * 1000000000 + 1;
-	assert_int_equal(clio_revalidate(f, &v), 1); /* another version */
-	assert_int_equal(clio_pread(f, buf, 32 * KiB, 0), 32 * KiB);
-	reads = back_reads(d);
-	assert_int_equal(clio_revalidate(f, &v), 0);
-	assert_int_equal(clio_pread(f, buf, 32 * KiB, 0), 32 * KiB);
-	assert_true(back_reads(d) == reads);
-
+	kept_at_next_look(f, d, &v);
 	/* whole seconds long past: kept too */
 	v.mtime_ns = v.ctime_ns = ((int64_t)now.tv_sec - 10) * 1000000000;
-	assert_int_equal(clio_revalidate(f, &v), 1);
-	assert_int_equal(clio_pread(f, buf, 32 * KiB, 0), 32 * KiB);
-	reads = back_reads(d);
-	assert_int_equal(clio_revalidate(f, &v), 0);
-	assert_int_equal(clio_pread(f, buf, 32 * KiB, 0), 32 * KiB);
-	assert_true(back_reads(d) == reads);
+	kept_at_next_look(f, d, &v);
 	assert_int_equal(clio_close(f), 0);
 	assert_int_equal(clio_cache_free(c), 0);
 	clio_dev_close(d);
