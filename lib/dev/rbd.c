@@ -11,15 +11,17 @@
  * seconds), osd_timeout the seconds an OSD operation may take before it
  * fails with ETIMEDOUT (default 0: wait for the OSD, librados's default).
  * librbd's own cache is off (rbd_cache=false before rados_connect): clio
- * is the cache.  librbd and librados are loaded at the first open
+ * is the cache; librbd copies the data of each write when it starts
+ * (rbd_disable_zero_copy_writes=true, threading rule 8).  librbd and librados are loaded at the first open
  * (rbdlib.h): a program that opens no rbd: device does not load them.
  *
  * What the image says is the device: its size, its object size
  * (params(), and maxio: a piece is at most one object's worth, so the
  * cache's clusters, aligned powers of two no larger than an object, map
  * each to one RADOS object).  A snapshot, or an image opened read-only,
- * is opened with rbd_open_read_only and is a fixed-size read-only device;
- * an image opened for writing is resizable: ftruncate is rbd_resize, and
+ * is opened with rbd_open_read_only and is a fixed-size read-only device
+ * (whose reads fail with ESTALE once another client deleted the snapshot:
+ * rbd_read_check()); an image opened for writing is resizable: ftruncate is rbd_resize, and
  * a write past the end (which librbd refuses) first grows the image to
  * the write's end.
  *
@@ -34,32 +36,45 @@
  *     lock.  A command that cannot start is queued there too, with its
  *     error: submit() never calls dev_piece_done() (dev.h rule 2b).
  *  3. io() (synchronous pieces, dev.h rule 5, and deferred ones) starts
- *     the same calls and waits for its own callback, which signals the
- *     waiter instead of queueing: it works in any thread, rbd_main
- *     included.
+ *     the same calls and waits for its own callback, which wakes the
+ *     waiters (rd->sync_cv) instead of queueing: it works in any thread,
+ *     rbd_main included.
  *  4. A write past the image's end is deferred to io() on the worker
  *     pool, which grows the image under rd->resize_lock (never smaller
  *     than the largest end asked for) before writing.  rd->size is the
  *     image's size as this device last set or read it (rd->lock).
  *  5. close() runs with nothing outstanding (dev.h rule 6): it stops
- *     rbd_main, then closes the image, the pool and the connection.
+ *     rbd_main, then closes the image, the pool and the connection
+ *     (unless librbd holds abandoned commands: rule 8).
  *  6. rbd_seq (release before a command starts, acquire in its
  *     callback) orders the submitter's writes to the command before the
  *     callback's accesses; librbd's own hand-off between its threads
  *     gives no edge that thread sanitizers can see.
- *  7. Another client may shrink the image under rd->size: librbd then
- *     clips a write across its end with no error (it returns 0), and one
- *     past it may fail with -EINVAL or abort the process (librbd 16
- *     asserts in its object map).  So a write starts only when librbd's
- *     size covers its end (else io() grows the image first, rule 4), and
- *     is done only when it still does (else io() grows it and writes it
- *     again).  A read that librbd refuses because it starts past its end
- *     reads 0 bytes.
+ *  8. With osd_timeout, a write or flush that librbd has not finished
+ *     RBD_STUCK_FACTOR times osd_timeout after it started fails with
+ *     ETIMEDOUT.  librbd delays writes for the image's exclusive lock, and
+ *     while it cannot watch the image's header (an OSD that stopped
+ *     answering but kept its connections) it retries that without end:
+ *     osd_timeout alone would not bound them.  Such a command is
+ *     abandoned: it leaves rd->live, its piece completes with -ETIMEDOUT
+ *     (from rbd_main, or io()'s waiter returns it), and rbd_main frees it
+ *     when librbd's callback comes at last.  Its piece's buffers are free
+ *     at once: librbd copied a write's data when it started
+ *     (rbd_disable_zero_copy_writes, above), and reads are never
+ *     abandoned.  While librbd holds abandoned commands, later writes and
+ *     flushes fail at once with -ETIMEDOUT, never started: a cluster that
+ *     cannot answer fails an fsync in one deadline, not one per round of
+ *     queue_depth pieces, and a write that failed this way and lands late
+ *     never lands after a newer write of the same bytes.  close() waits
+ *     up to timeout seconds for the abandoned; if some are left it leaks
+ *     the image and the connection, which librbd still uses, rather than
+ *     block.
  */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "internal.h"
 #include "rbdlib.h"
@@ -67,6 +82,7 @@
 #define RBD_DEFAULT_QD 16
 #define RBD_MAX_QD 1024
 #define RBD_DEFAULT_TIMEOUT 10
+#define RBD_STUCK_FACTOR 4 /* threading rule 8 */
 
 struct rbd_dev;
 
@@ -76,14 +92,19 @@ struct rbd_cmd {
 	rbd_completion_t comp;
 	ssize_t ret;		/* librbd's return value, or the start's error */
 	struct rbd_cmd *next;	/* rd->done */
-	/* io(): the waiter, instead of rd->done */
+	/* threading rule 8: a deadline, and for submit()'s commands rd->live,
+	 * oldest first (rd->lock) */
+	bool timed, listed, abandoned;
+	struct timespec deadline;	/* CLOCK_MONOTONIC */
+	struct rbd_cmd *live_prev, *live_next, *expired_next;
+	/* io(): the waiter (rd->sync_cv), instead of rd->done */
 	bool sync, finished;
-	pthread_mutex_t *m;
-	pthread_cond_t *cv;
 };
 
 struct rbd_dev {
 	char *pool, *image, *snap, *conf, *id, *cluster_name;
+	uint64_t snap_id;	/* snap's id when it opened */
+	char header[RBD_MAX_BLOCK_NAME_SIZE + 16];	/* the image's header object */
 	uint32_t qd;
 	uint64_t timeout, osd_timeout;
 	rados_t cluster;
@@ -93,9 +114,12 @@ struct rbd_dev {
 	uint64_t obj_size, stripe_unit, stripe_count, features;
 	char prefix[RBD_MAX_BLOCK_NAME_SIZE];
 
-	pthread_mutex_t lock;	/* done, stop, size */
-	pthread_cond_t cv;	/* done or stop changed */
+	pthread_mutex_t lock;	/* done, stop, size, live, abandoned */
+	pthread_cond_t cv;	/* done, stop or live changed */
+	pthread_cond_t sync_cv;	/* an io() command finished, or abandoned fell */
 	struct rbd_cmd *done_head, *done_tail;
+	struct rbd_cmd *live_head, *live_tail;
+	unsigned abandoned;	/* abandoned commands librbd still holds */
 	bool stop;
 	uint64_t size;
 	pthread_mutex_t resize_lock;
@@ -105,36 +129,110 @@ struct rbd_dev {
 
 static atomic_uint_fast64_t rbd_seq; /* threading rule 6 */
 
-static void
-rbd_queue_done(struct rbd_dev *rd, struct rbd_cmd *cmd)
+static bool
+rbd_timed(const struct rbd_dev *rd, const struct dev_io *p)
 {
-	cmd->next = NULL;
+	return rd->osd_timeout > 0 && p->op != CLIO_OP_READ;
+}
+
+static void
+rbd_deadline(const struct rbd_dev *rd, struct timespec *ts)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	ts->tv_sec += (time_t)(rd->osd_timeout * RBD_STUCK_FACTOR);
+}
+
+/* Threading rule 8: writes and flushes fail while librbd holds abandoned
+ * ones. */
+static bool
+rbd_stuck(struct rbd_dev *rd)
+{
+	bool stuck;
+
 	pthread_mutex_lock(&rd->lock);
+	stuck = rd->abandoned > 0;
+	pthread_mutex_unlock(&rd->lock);
+	return stuck;
+}
+
+/* Threading rule 8: a write or flush gets its deadline when it starts;
+ * submit()'s join rd->live (rd->lock held), io()'s waiter keeps its own. */
+static void
+rbd_live_add(struct rbd_dev *rd, struct rbd_cmd *cmd)
+{
+	cmd->timed = rbd_timed(rd, cmd->p);
+	if (!cmd->timed)
+		return;
+	rbd_deadline(rd, &cmd->deadline);
+	if (cmd->sync)
+		return;
+	cmd->live_next = NULL;
+	cmd->live_prev = rd->live_tail;
+	if (rd->live_tail != NULL)
+		rd->live_tail->live_next = cmd;
+	else
+		rd->live_head = cmd;
+	rd->live_tail = cmd;
+	cmd->listed = true;
+}
+
+static void
+rbd_live_remove(struct rbd_dev *rd, struct rbd_cmd *cmd)
+{
+	if (!cmd->listed)
+		return;
+	if (cmd->live_prev != NULL)
+		cmd->live_prev->live_next = cmd->live_next;
+	else
+		rd->live_head = cmd->live_next;
+	if (cmd->live_next != NULL)
+		cmd->live_next->live_prev = cmd->live_prev;
+	else
+		rd->live_tail = cmd->live_prev;
+	cmd->listed = false;
+}
+
+/* rd->lock held. */
+static void
+rbd_queue_done_locked(struct rbd_dev *rd, struct rbd_cmd *cmd)
+{
+	rbd_live_remove(rd, cmd);
+	cmd->next = NULL;
 	if (rd->done_tail != NULL)
 		rd->done_tail->next = cmd;
 	else
 		rd->done_head = cmd;
 	rd->done_tail = cmd;
 	pthread_cond_signal(&rd->cv);
+}
+
+static void
+rbd_queue_done(struct rbd_dev *rd, struct rbd_cmd *cmd)
+{
+	pthread_mutex_lock(&rd->lock);
+	rbd_queue_done_locked(rd, cmd);
 	pthread_mutex_unlock(&rd->lock);
 }
 
-/* Threading rule 1: on a librbd thread. */
+/* Threading rule 1: on a librbd thread.  An abandoned io() command goes
+ * to rbd_main, which frees it (rule 8). */
 static void
 rbd_callback(rbd_completion_t c, void *arg)
 {
 	struct rbd_cmd *cmd = arg;
+	struct rbd_dev *rd = cmd->rd;
 
 	(void)atomic_load_explicit(&rbd_seq, memory_order_acquire);
 	cmd->ret = RBD(rbd_aio_get_return_value)(c);
-	if (cmd->sync) {
-		pthread_mutex_lock(cmd->m);
+	pthread_mutex_lock(&rd->lock);
+	if (cmd->sync && !cmd->abandoned) {
+		rbd_live_remove(rd, cmd);
 		cmd->finished = true;
-		pthread_cond_signal(cmd->cv);
-		pthread_mutex_unlock(cmd->m);
+		pthread_cond_broadcast(&rd->sync_cv);
 	} else {
-		rbd_queue_done(cmd->rd, cmd);
+		rbd_queue_done_locked(rd, cmd);
 	}
+	pthread_mutex_unlock(&rd->lock);
 }
 
 static uint64_t
@@ -171,6 +269,9 @@ rbd_cmd_start(struct rbd_cmd *cmd)
 	if (r < 0)
 		return r;
 	cmd->comp = comp;
+	pthread_mutex_lock(&rd->lock);
+	rbd_live_add(rd, cmd);
+	pthread_mutex_unlock(&rd->lock);
 	/* threading rule 6: neither cmd nor p is touched from here on,
 	 * unless librbd refused the command */
 	atomic_fetch_add_explicit(&rbd_seq, 1, memory_order_release);
@@ -187,6 +288,9 @@ rbd_cmd_start(struct rbd_cmd *cmd)
 		break;
 	}
 	if (r < 0) {
+		pthread_mutex_lock(&rd->lock);
+		rbd_live_remove(rd, cmd);
+		pthread_mutex_unlock(&rd->lock);
 		RBD(rbd_aio_release)(comp);
 		cmd->comp = NULL;
 	}
@@ -205,11 +309,59 @@ rbd_size_now(struct rbd_dev *rd)
 	return s;
 }
 
+/* 0 while the snapshot this device reads is in the image's header, as
+ * the OSD holding it says now, -ESTALE once another client deleted it (or
+ * the image), or -errno.  librbd's own view of the header is no help: an
+ * image opened read-only at a snapshot does not follow the header's
+ * changes, and reads a deleted snapshot's trimmed data as zeros. */
+static int
+rbd_snap_check(struct rbd_dev *rd)
+{
+	unsigned char out[16384]; /* seq, count, ids: 2046 snapshots */
+	uint32_t n, i, k;
+	int r;
+
+	r = RBD(rados_exec)(rd->ioctx, rd->header, "rbd", "get_snapcontext", NULL, 0,
+			    (char *)out, sizeof(out));
+	if (r < 0)
+		return r == -ENOENT ? -ESTALE : r;
+	if (r < 12)
+		return -EIO;
+	for (n = 0, k = 0; k < 4; k++)
+		n |= (uint32_t)out[8 + k] << (8 * k);
+	if (n > ((uint32_t)r - 12) / 8)
+		return -EIO;
+	for (i = 0; i < n; i++) {
+		uint64_t id = 0;
+
+		for (k = 0; k < 8; k++)
+			id |= (uint64_t)out[12 + 8 * i + k] << (8 * k);
+		if (id == rd->snap_id)
+			return 0;
+	}
+	return -ESTALE;
+}
+
+/* A snapshot's reads that finished are good only if it still exists after
+ * they did: its deletion leaves the header before the OSDs trim its data.
+ * *snap is 1 until the first read of a batch asks (then 0 or -errno). */
+static int
+rbd_read_check(struct rbd_dev *rd, int *snap)
+{
+	if (rd->snap == NULL)
+		return 0;
+	if (*snap == 1)
+		*snap = rbd_snap_check(rd);
+	return *snap;
+}
+
 /* The result of a finished command (dev.h rule 3), its completion freed;
  * *cut tells a write that met the image's end as librbd saw it (rule 7). */
 static ssize_t
-rbd_cmd_finish(struct rbd_cmd *cmd, bool *cut)
+rbd_cmd_finish(struct rbd_cmd *cmd, bool *cut, int *snap)
 {
+	int r;
+
 	struct dev_io *p = cmd->p;
 
 	*cut = false;
@@ -227,6 +379,8 @@ rbd_cmd_finish(struct rbd_cmd *cmd, bool *cut)
 	}
 	if (cmd->ret < 0)
 		return cmd->ret;
+	if (p->op == CLIO_OP_READ && (r = rbd_read_check(cmd->rd, snap)) < 0)
+		return r;
 	if (p->op == CLIO_OP_FLUSH)
 		return 0;
 	if (p->op == CLIO_OP_READ) /* librbd clips a read at the end */
@@ -291,11 +445,22 @@ rbd_dev_discard(clio_dev *d, uint64_t off, uint64_t len, bool zero)
 }
 
 static void
+rbd_start_or_done(struct rbd_dev *rd, struct rbd_cmd *cmd)
+{
+	int r = rbd_cmd_start(cmd);
+
+	if (r != 0) {
+		if (r < 0)
+			cmd->ret = r;
+		rbd_queue_done(rd, cmd);
+	}
+}
+
+static void
 rbd_submit(clio_dev *d, struct dev_io *p)
 {
 	struct rbd_dev *rd = d->priv;
 	struct rbd_cmd *cmd;
-	int r;
 
 	if (p->op == CLIO_OP_WRITE && p->off + p->len > rbd_size_now(rd)) {
 		dev_piece_defer(p); /* grows the image first, on the pool */
@@ -307,26 +472,34 @@ rbd_submit(clio_dev *d, struct dev_io *p)
 	}
 	cmd->p = p;
 	cmd->rd = rd;
-	r = rbd_cmd_start(cmd);
-	if (r != 0) {
-		if (r < 0)
-			cmd->ret = r;
+	if (rbd_timed(rd, p) && rbd_stuck(rd)) { /* threading rule 8 */
+		cmd->ret = -ETIMEDOUT;
 		rbd_queue_done(rd, cmd);
+		return;
 	}
+	rbd_start_or_done(rd, cmd);
 }
 
-/* Threading rule 3. */
+/* Threading rule 3; rule 8 for a command that librbd holds too long. */
 static ssize_t
 rbd_io(clio_dev *d, struct dev_io *p)
 {
 	struct rbd_dev *rd = d->priv;
-	pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
-	pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-	struct rbd_cmd cmd = { .p = p, .rd = rd, .sync = true, .m = &m, .cv = &cv };
-	bool cut = false;
+	struct rbd_cmd *cmd = calloc(1, sizeof(*cmd));
+	bool cut = false, abandoned = false;
+	int snap;
 	ssize_t ret;
 	int r, tries = 0;
 
+	if (cmd == NULL)
+		return -ENOMEM;
+	cmd->p = p;
+	cmd->rd = rd;
+	cmd->sync = true;
+	if (rbd_timed(rd, p) && rbd_stuck(rd)) { /* threading rule 8 */
+		free(cmd);
+		return -ETIMEDOUT;
+	}
 	do {
 		if (p->op == CLIO_OP_WRITE &&
 		    (cut || p->off + p->len > rbd_size_now(rd))) {
@@ -336,41 +509,92 @@ rbd_io(clio_dev *d, struct dev_io *p)
 				break;
 			}
 		}
-		cmd.finished = false;
-		r = rbd_cmd_start(&cmd);
+		cmd->finished = false;
+		r = rbd_cmd_start(cmd);
 		if (r < 0) {
 			ret = r;
 			break;
 		}
 		if (r == 0) {
-			pthread_mutex_lock(&m);
-			while (!cmd.finished)
-				pthread_cond_wait(&cv, &m);
-			pthread_mutex_unlock(&m);
+			pthread_mutex_lock(&rd->lock);
+			while (!cmd->finished) {
+				if (!cmd->timed) {
+					pthread_cond_wait(&rd->sync_cv, &rd->lock);
+				} else if (pthread_cond_timedwait(&rd->sync_cv, &rd->lock,
+								  &cmd->deadline) == ETIMEDOUT &&
+					   !cmd->finished) {
+					cmd->abandoned = abandoned = true;
+					rd->abandoned++;
+					break;
+				}
+			}
+			pthread_mutex_unlock(&rd->lock);
+			if (abandoned)
+				return -ETIMEDOUT; /* rbd_main frees cmd */
 		}
-		ret = rbd_cmd_finish(&cmd, &cut);
+		snap = 1;
+		ret = rbd_cmd_finish(cmd, &cut, &snap);
 	} while (cut && ++tries < 3);
-	pthread_mutex_destroy(&m);
-	pthread_cond_destroy(&cv);
+	free(cmd);
 	return ret;
 }
 
-/* Threading rule 2. */
+static bool
+rbd_expired(const struct rbd_cmd *cmd, const struct timespec *now)
+{
+	return now->tv_sec > cmd->deadline.tv_sec ||
+	       (now->tv_sec == cmd->deadline.tv_sec &&
+		now->tv_nsec >= cmd->deadline.tv_nsec);
+}
+
+/* Threading rule 8, rd->lock held: the expired commands of rd->live
+ * abandoned, onto *expired. */
+static void
+rbd_expire(struct rbd_dev *rd, struct rbd_cmd **expired)
+{
+	struct timespec now;
+	struct rbd_cmd *cmd;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	while ((cmd = rd->live_head) != NULL && rbd_expired(cmd, &now)) {
+		rbd_live_remove(rd, cmd);
+		cmd->abandoned = true;
+		rd->abandoned++;
+		cmd->expired_next = *expired;
+		*expired = cmd;
+	}
+}
+
+/* Threading rules 2 and 8. */
 static void *
 rbd_main(void *arg)
 {
 	struct rbd_dev *rd = arg;
 
 	for (;;) {
-		struct rbd_cmd *list, *cmd;
+		struct rbd_cmd *list, *cmd, *expired = NULL;
+		int snap = 1;
 		bool stop;
 
 		pthread_mutex_lock(&rd->lock);
-		while (rd->done_head == NULL && !rd->stop)
-			pthread_cond_wait(&rd->cv, &rd->lock);
+		for (;;) {
+			struct timespec now;
+
+			if (rd->done_head != NULL || rd->stop)
+				break;
+			if (rd->live_head == NULL) {
+				pthread_cond_wait(&rd->cv, &rd->lock);
+				continue;
+			}
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			if (rbd_expired(rd->live_head, &now))
+				break;
+			pthread_cond_timedwait(&rd->cv, &rd->lock, &rd->live_head->deadline);
+		}
 		list = rd->done_head;
 		rd->done_head = rd->done_tail = NULL;
 		stop = rd->stop;
+		rbd_expire(rd, &expired);
 		pthread_mutex_unlock(&rd->lock);
 		while ((cmd = list) != NULL) {
 			struct dev_io *p = cmd->p;
@@ -378,21 +602,56 @@ rbd_main(void *arg)
 			bool cut;
 
 			list = cmd->next;
-			r = rbd_cmd_finish(cmd, &cut);
+			if (cmd->abandoned) {
+				RBD(rbd_aio_release)(cmd->comp);
+				free(cmd);
+				pthread_mutex_lock(&rd->lock);
+				if (--rd->abandoned == 0)
+					pthread_cond_broadcast(&rd->sync_cv);
+				pthread_mutex_unlock(&rd->lock);
+				continue;
+			}
+			r = rbd_cmd_finish(cmd, &cut, &snap);
 			free(cmd);
 			if (cut)
 				dev_piece_defer(p); /* io() grows the image first */
 			else
 				dev_piece_done(p, r);
 		}
+		/* the abandoned stay with librbd: their callbacks free them */
+		while ((cmd = expired) != NULL) {
+			expired = cmd->expired_next;
+			dev_piece_done(cmd->p, -ETIMEDOUT);
+		}
 		if (stop)
 			return NULL;
 	}
 }
 
+/* Threading rule 8: true when librbd still holds abandoned commands after
+ * timeout seconds; rd, the image and the connection must then stay. */
+static bool
+rbd_abandoned_left(struct rbd_dev *rd)
+{
+	struct timespec end;
+	bool left;
+
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += (time_t)rd->timeout;
+	pthread_mutex_lock(&rd->lock);
+	while (rd->abandoned > 0 &&
+	       pthread_cond_timedwait(&rd->sync_cv, &rd->lock, &end) != ETIMEDOUT)
+		;
+	left = rd->abandoned > 0;
+	pthread_mutex_unlock(&rd->lock);
+	return left;
+}
+
 static void
 rbd_dev_free(struct rbd_dev *rd)
 {
+	if (rd->started && rbd_abandoned_left(rd))
+		return;
 	if (rd->started) {
 		pthread_mutex_lock(&rd->lock);
 		rd->stop = true;
@@ -409,6 +668,7 @@ rbd_dev_free(struct rbd_dev *rd)
 	pthread_mutex_destroy(&rd->lock);
 	pthread_mutex_destroy(&rd->resize_lock);
 	pthread_cond_destroy(&rd->cv);
+	pthread_cond_destroy(&rd->sync_cv);
 	free(rd->pool);
 	free(rd->image);
 	free(rd->snap);
@@ -606,6 +866,8 @@ rbd_connect(struct rbd_dev *rd, const char *spec, bool ro, char *err,
 	snprintf(secs, sizeof(secs), "%llu", (unsigned long long)rd->timeout);
 	snprintf(osd_secs, sizeof(osd_secs), "%llu", (unsigned long long)rd->osd_timeout);
 	if ((r = rbd_conf_set(rd, spec, "rbd_cache", "false", err, errlen)) < 0 ||
+	    (r = rbd_conf_set(rd, spec, "rbd_disable_zero_copy_writes", "true", err,
+			      errlen)) < 0 ||
 	    (r = rbd_conf_set(rd, spec, "client_mount_timeout", secs, err, errlen)) < 0 ||
 	    (r = rbd_conf_set(rd, spec, "rados_mon_op_timeout", secs, err, errlen)) < 0 ||
 	    (r = rbd_conf_set(rd, spec, "rados_osd_op_timeout", osd_secs, err, errlen)) < 0)
@@ -639,6 +901,17 @@ rbd_connect(struct rbd_dev *rd, const char *spec, bool ro, char *err,
 		return r;
 	}
 	rd->have_img = true;
+	if (rd->snap != NULL) {
+		char id[RBD_MAX_BLOCK_NAME_SIZE];
+
+		if ((r = RBD(rbd_snap_get_id)(rd->img, rd->snap, &rd->snap_id)) < 0 ||
+		    (r = RBD(rbd_get_id)(rd->img, id, sizeof(id))) < 0) {
+			set_err(err, errlen, "rbd device '%s': the ids of the image and "
+				"of snapshot '%s': %s", spec, rd->snap, strerror(-r));
+			return r;
+		}
+		snprintf(rd->header, sizeof(rd->header), "rbd_header.%s", id);
+	}
 	r = RBD(rbd_stat)(rd->img, &info, sizeof(info));
 	if (r < 0) {
 		set_err(err, errlen, "rbd device '%s': rbd_stat: %s", spec, strerror(-r));
@@ -662,6 +935,7 @@ dev_rbd_open(const char *spec, int flags, clio_dev **dp, char *err,
 	struct rbd_dev *rd = calloc(1, sizeof(*rd));
 	clio_dev *d = NULL;
 	char lib_err[320];
+	pthread_condattr_t ca;
 	bool ro;
 	int r;
 
@@ -669,7 +943,11 @@ dev_rbd_open(const char *spec, int flags, clio_dev **dp, char *err,
 		return -ENOMEM;
 	pthread_mutex_init(&rd->lock, NULL);
 	pthread_mutex_init(&rd->resize_lock, NULL);
-	pthread_cond_init(&rd->cv, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&rd->cv, &ca);
+	pthread_cond_init(&rd->sync_cv, &ca);
+	pthread_condattr_destroy(&ca);
 	rd->qd = RBD_DEFAULT_QD;
 	rd->timeout = RBD_DEFAULT_TIMEOUT;
 	r = rbd_parse_spec(rd, spec, err, errlen);

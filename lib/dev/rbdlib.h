@@ -24,14 +24,14 @@
 #define RADOS_LIB_CALLS(X) \
 	X(rados_create2) X(rados_conf_set) X(rados_conf_read_file) \
 	X(rados_conf_parse_env) X(rados_connect) X(rados_shutdown) \
-	X(rados_ioctx_create) X(rados_ioctx_destroy)
+	X(rados_ioctx_create) X(rados_ioctx_destroy) X(rados_exec)
 #define RBD_LIB_CALLS(X) \
 	X(rbd_open) X(rbd_open_read_only) X(rbd_close) X(rbd_stat) \
 	X(rbd_get_stripe_unit) X(rbd_get_stripe_count) X(rbd_get_features) \
 	X(rbd_get_size) X(rbd_resize) X(rbd_discard) X(rbd_write_zeroes) \
 	X(rbd_aio_create_completion) X(rbd_aio_release) \
 	X(rbd_aio_get_return_value) X(rbd_aio_readv) X(rbd_aio_writev) \
-	X(rbd_aio_flush)
+	X(rbd_aio_flush) X(rbd_snap_get_id) X(rbd_get_id)
 
 #define RBD_LIB_POINTER(name) __typeof__(name) *name;
 struct rbd_lib {

@@ -2,16 +2,17 @@
 /*
  * wbfault - for tests/test-rbd-faults.sh, write-back across a fault of
  * the device, through the library's public calls only:
- *   wbfault DEVICE SIZE SEED DIR
+ *   wbfault DEVICE SIZE SEED DIR [FSYNCS [RETRY]]
  * writes SIZE bytes of a seeded pattern at offset 0 in writes of 1000
  * bytes (acknowledged, held dirty: no write-behind, no flusher), saves
- * the pattern in DIR/pattern, creates DIR/written and waits for DIR/go1;
- * then fsyncs and writes the result (0 or -errno, and strerror's text)
- * into DIR/fsync1; waits for DIR/go2, fsyncs again (the result in
- * DIR/fsync2) and reads the SIZE bytes back through the cache and from
- * the device itself.  Exit status 0 when the second fsync succeeded,
- * both reads match the pattern and the cache recorded no loss; each wait
- * gives up after 120 s.
+ * the pattern in DIR/pattern, creates DIR/written; then for K from 1 to
+ * FSYNCS (default 2) waits for DIR/goK, fsyncs and writes the result (0
+ * or -errno, and strerror's text) into DIR/fsyncK, the last one tried
+ * again every 0.2 s for up to RETRY seconds (default 0) while it fails
+ * (the tries in DIR/tries); then reads the SIZE
+ * bytes back through the cache and from the device itself.  Exit status
+ * 0 when the last fsync succeeded, both reads match the pattern and the
+ * cache recorded no loss; each wait gives up after 120 s.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -82,12 +83,20 @@ main(int argc, char **argv)
 	unsigned char *pat, *back;
 	uint64_t x;
 	size_t size, off, n;
-	char err[512], path[4096];
+	char err[512], path[4096], name[32];
 	FILE *fp;
-	int r, bad = 0;
+	int r = 0, k, fsyncs = 2, tries, retry = 0, bad = 0;
 
-	if (argc != 5) {
-		fprintf(stderr, "usage: wbfault DEVICE SIZE SEED DIR\n");
+	if (argc < 5 || argc > 7) {
+		fprintf(stderr, "usage: wbfault DEVICE SIZE SEED DIR [FSYNCS [RETRY]]\n");
+		return 2;
+	}
+	if (argc >= 6 && (fsyncs = atoi(argv[5])) < 1) {
+		fprintf(stderr, "wbfault: bad FSYNCS '%s'\n", argv[5]);
+		return 2;
+	}
+	if (argc == 7 && (retry = atoi(argv[6])) < 0) {
+		fprintf(stderr, "wbfault: bad RETRY '%s'\n", argv[6]);
 		return 2;
 	}
 	size = strtoull(argv[2], NULL, 0);
@@ -137,14 +146,21 @@ main(int argc, char **argv)
 		}
 	}
 	note("written", "%d%s\n", 0);
-	await("go1");
-	r = clio_fsync(f);
-	note("fsync1", "%d %s\n", r);
-	printf("wbfault: first fsync: %d %s\n", r, r < 0 ? strerror(-r) : "");
-	await("go2");
-	r = clio_fsync(f);
-	note("fsync2", "%d %s\n", r);
-	printf("wbfault: second fsync: %d %s\n", r, r < 0 ? strerror(-r) : "");
+	for (k = 1; k <= fsyncs; k++) {
+		snprintf(name, sizeof(name), "go%d", k);
+		await(name);
+		r = clio_fsync(f);
+		for (tries = 1; r < 0 && k == fsyncs && tries <= retry * 5; tries++) {
+			usleep(200000);
+			r = clio_fsync(f);
+		}
+		if (k == fsyncs)
+			note("tries", "%d%s\n", tries);
+		snprintf(name, sizeof(name), "fsync%d", k);
+		note(name, "%d %s\n", r);
+		printf("wbfault: fsync %d: %d %s\n", k, r, r < 0 ? strerror(-r) : "");
+		fflush(stdout);
+	}
 	if (r < 0)
 		bad = 1;
 	if (clio_pread(f, back, size, 0) != (ssize_t)size)
