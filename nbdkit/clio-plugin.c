@@ -291,7 +291,7 @@ clio_unload(void)
 {
 	int r;
 
-	sigsync_stop();
+	sigsync_stop(cache);
 	if (cache != NULL && (r = clio_cache_free(cache)) < 0)
 		nbdkit_error("writing back the cache of '%s': %s", device, strerror(-r));
 	if (dev != NULL)
