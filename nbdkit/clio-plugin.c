@@ -61,6 +61,13 @@
  *     when its path names another file than the one open (replaced by a
  *     rename, as rsync and editors do), so that no connection writes to
  *     an unlinked file; the cache forgets the old one.
+ *  8. A file device named by a relative path is named by the absolute
+ *     one from .get_ready on (absolute_file_device): the name is the
+ *     file's identity in a disk cache, which the daemon in / would not
+ *     find (it took the file for a device without a version, whose
+ *     blocks kept in the disk cache are served whatever the file became
+ *     meanwhile), and which must be the one clio dd and clio mount give
+ *     the same file.
  * Errors go through nbdkit_error (one line naming the value) and
  * nbdkit_set_error(errno), as an errno NBD has (wire_errno).
  */
@@ -70,6 +77,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -207,6 +215,37 @@ remove_socket_early(void)
 	errno = saved;
 }
 
+/* Invariant 8: a file device named by a relative path is named by the
+ * absolute one (nbdkit's cwd, before it forks), "file:" and its query
+ * kept; 0 or -1. */
+static int
+absolute_file_device(void)
+{
+	bool prefixed = strncmp(device, "file:", 5) == 0;
+	const char *path = prefixed ? device + 5 : device;
+	const char *q = prefixed ? strchr(path, '?') : NULL;
+	char *rel, *abs, *s;
+
+	if (path[0] == '/')
+		return 0;
+	rel = q != NULL ? strndup(path, (size_t)(q - path)) : strdup(path);
+	abs = rel != NULL ? nbdkit_absolute_path(rel) : NULL;
+	free(rel);
+	if (abs == NULL)
+		return -1;
+	s = malloc(strlen(abs) + (q != NULL ? strlen(q) : 0) + 6);
+	if (s == NULL) {
+		free(abs);
+		nbdkit_error("malloc: %s", strerror(errno));
+		return -1;
+	}
+	sprintf(s, "%s%s%s", prefixed ? "file:" : "", abs, q != NULL ? q : "");
+	free(abs);
+	free(device);
+	device = s;
+	return 0;
+}
+
 /* Invariant 1: the device string checked before nbdkit forks. */
 static int
 clio_get_ready(void)
@@ -214,6 +253,11 @@ clio_get_ready(void)
 	sigsync_early(remove_socket_early);
 	if (open_device() < 0)
 		return -1;
+	if (strcmp(dev_info.type, "file") == 0 && absolute_file_device() < 0) {
+		clio_dev_close(dev);
+		dev = NULL;
+		return -1;
+	}
 	clio_dev_close(dev);
 	dev = NULL;
 	if (conf.bsize < dev_info.sector) { /* its write-back would be refused */
