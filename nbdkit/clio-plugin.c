@@ -68,6 +68,13 @@
  *     blocks kept in the disk cache are served whatever the file became
  *     meanwhile), and which must be the one clio dd and clio mount give
  *     the same file.
+ *  9. The first connection decides whether the device is written: when
+ *     it is read-only (nbdkit -r, clio serve -r) the device is opened
+ *     anew read-only before anything is opened on it through the cache,
+ *     so that nothing writes it, not even the write-back of the dirty
+ *     blocks a crashed session left in a disk cache (which serves them
+ *     from there until the device is opened for writing); later
+ *     connections are read-only too.
  * Errors go through nbdkit_error (one line naming the value) and
  * nbdkit_set_error(errno), as an errno NBD has (wire_errno).
  */
@@ -183,13 +190,15 @@ wire_errno(int e)
 	}
 }
 
+static int dev_flags; /* CLIO_DEV_RDONLY once the server is read-only (invariant 9) */
+
 static int
 open_device(void)
 {
 	char err[1024];
 	int r;
 
-	r = clio_dev_open_err(device, 0, &dev, err, sizeof(err));
+	r = clio_dev_open_err(device, dev_flags, &dev, err, sizeof(err));
 	if (r == -EROFS || r == -EACCES)
 		r = clio_dev_open_err(device, CLIO_DEV_RDONLY, &dev, err, sizeof(err));
 	if (r < 0) {
@@ -380,9 +389,28 @@ reopen_if_replaced(struct clio_validator *vo)
 	return 1;
 }
 
+/* Invariant 9: the device opened anew read-only, before the first
+ * connection (a read-only one) opens it through the cache; with
+ * conns_lock held.  One that cannot be is left as it was. */
+static void
+reopen_readonly(void)
+{
+	clio_dev *rw = dev;
+	struct clio_dev_info rw_info = dev_info;
+
+	dev_flags = CLIO_DEV_RDONLY;
+	if (open_device_from_start() < 0) {
+		dev = rw;
+		dev_info = rw_info;
+		return;
+	}
+	clio_dev_close(rw);
+}
+
 static void *
 clio_plugin_open(int readonly)
 {
+	static bool first = true;
 	struct conn *h = calloc(1, sizeof(*h));
 	struct clio_validator v, vo;
 	bool replaced;
@@ -393,6 +421,9 @@ clio_plugin_open(int readonly)
 		return NULL;
 	}
 	pthread_mutex_lock(&conns_lock);
+	if (first && readonly && !dev_info.readonly)
+		reopen_readonly();
+	first = false;
 	replaced = nconns == 0 && reopen_if_replaced(&vo);
 	r = clio_open(cache, dev, (readonly || dev_info.readonly ? CLIO_RDONLY : CLIO_RDWR) |
 			  CLIO_KEEP, &h->f);
