@@ -168,7 +168,7 @@ cf_cleanup(nbdkit_backend *backend)
 	int r;
 
 	(void)backend;
-	sigsync_stop();
+	sigsync_stop(cache);
 	if (cache != NULL && (r = clio_cache_free(cache)) < 0)
 		nbdkit_error("writing back the cache: %s", strerror(-r));
 	cache = NULL;

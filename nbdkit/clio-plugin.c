@@ -61,6 +61,20 @@
  *     when its path names another file than the one open (replaced by a
  *     rename, as rsync and editors do), so that no connection writes to
  *     an unlinked file; the cache forgets the old one.
+ *  8. A file device named by a relative path is named by the absolute
+ *     one from .get_ready on (absolute_file_device): the name is the
+ *     file's identity in a disk cache, which the daemon in / would not
+ *     find (it took the file for a device without a version, whose
+ *     blocks kept in the disk cache are served whatever the file became
+ *     meanwhile), and which must be the one clio dd and clio mount give
+ *     the same file.
+ *  9. The first connection decides whether the device is written: when
+ *     it is read-only (nbdkit -r, clio serve -r) the device is opened
+ *     anew read-only before anything is opened on it through the cache,
+ *     so that nothing writes it, not even the write-back of the dirty
+ *     blocks a crashed session left in a disk cache (which serves them
+ *     from there until the device is opened for writing); later
+ *     connections are read-only too.
  * Errors go through nbdkit_error (one line naming the value) and
  * nbdkit_set_error(errno), as an errno NBD has (wire_errno).
  */
@@ -70,6 +84,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -175,13 +190,15 @@ wire_errno(int e)
 	}
 }
 
+static int dev_flags; /* CLIO_DEV_RDONLY once the server is read-only (invariant 9) */
+
 static int
 open_device(void)
 {
 	char err[1024];
 	int r;
 
-	r = clio_dev_open_err(device, 0, &dev, err, sizeof(err));
+	r = clio_dev_open_err(device, dev_flags, &dev, err, sizeof(err));
 	if (r == -EROFS || r == -EACCES)
 		r = clio_dev_open_err(device, CLIO_DEV_RDONLY, &dev, err, sizeof(err));
 	if (r < 0) {
@@ -207,6 +224,37 @@ remove_socket_early(void)
 	errno = saved;
 }
 
+/* Invariant 8: a file device named by a relative path is named by the
+ * absolute one (nbdkit's cwd, before it forks), "file:" and its query
+ * kept; 0 or -1. */
+static int
+absolute_file_device(void)
+{
+	bool prefixed = strncmp(device, "file:", 5) == 0;
+	const char *path = prefixed ? device + 5 : device;
+	const char *q = prefixed ? strchr(path, '?') : NULL;
+	char *rel, *abs, *s;
+
+	if (path[0] == '/')
+		return 0;
+	rel = q != NULL ? strndup(path, (size_t)(q - path)) : strdup(path);
+	abs = rel != NULL ? nbdkit_absolute_path(rel) : NULL;
+	free(rel);
+	if (abs == NULL)
+		return -1;
+	s = malloc(strlen(abs) + (q != NULL ? strlen(q) : 0) + 6);
+	if (s == NULL) {
+		free(abs);
+		nbdkit_error("malloc: %s", strerror(errno));
+		return -1;
+	}
+	sprintf(s, "%s%s%s", prefixed ? "file:" : "", abs, q != NULL ? q : "");
+	free(abs);
+	free(device);
+	device = s;
+	return 0;
+}
+
 /* Invariant 1: the device string checked before nbdkit forks. */
 static int
 clio_get_ready(void)
@@ -214,6 +262,11 @@ clio_get_ready(void)
 	sigsync_early(remove_socket_early);
 	if (open_device() < 0)
 		return -1;
+	if (strcmp(dev_info.type, "file") == 0 && absolute_file_device() < 0) {
+		clio_dev_close(dev);
+		dev = NULL;
+		return -1;
+	}
 	clio_dev_close(dev);
 	dev = NULL;
 	if (conf.bsize < dev_info.sector) { /* its write-back would be refused */
@@ -291,7 +344,7 @@ clio_unload(void)
 {
 	int r;
 
-	sigsync_stop();
+	sigsync_stop(cache);
 	if (cache != NULL && (r = clio_cache_free(cache)) < 0)
 		nbdkit_error("writing back the cache of '%s': %s", device, strerror(-r));
 	if (dev != NULL)
@@ -336,9 +389,28 @@ reopen_if_replaced(struct clio_validator *vo)
 	return 1;
 }
 
+/* Invariant 9: the device opened anew read-only, before the first
+ * connection (a read-only one) opens it through the cache; with
+ * conns_lock held.  One that cannot be is left as it was. */
+static void
+reopen_readonly(void)
+{
+	clio_dev *rw = dev;
+	struct clio_dev_info rw_info = dev_info;
+
+	dev_flags = CLIO_DEV_RDONLY;
+	if (open_device_from_start() < 0) {
+		dev = rw;
+		dev_info = rw_info;
+		return;
+	}
+	clio_dev_close(rw);
+}
+
 static void *
 clio_plugin_open(int readonly)
 {
+	static bool first = true;
 	struct conn *h = calloc(1, sizeof(*h));
 	struct clio_validator v, vo;
 	bool replaced;
@@ -349,6 +421,9 @@ clio_plugin_open(int readonly)
 		return NULL;
 	}
 	pthread_mutex_lock(&conns_lock);
+	if (first && readonly && !dev_info.readonly)
+		reopen_readonly();
+	first = false;
 	replaced = nconns == 0 && reopen_if_replaced(&vo);
 	r = clio_open(cache, dev, (readonly || dev_info.readonly ? CLIO_RDONLY : CLIO_RDWR) |
 			  CLIO_KEEP, &h->f);

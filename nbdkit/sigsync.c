@@ -25,13 +25,22 @@
  *     then their default action: nothing is cached yet, but the plugin's
  *     socket file would be left.  install_handlers takes that handler
  *     for the default action it stands for.
- *  2. The watch thread reads the pipe and runs clio_sync: once it
- *     returns, every write acknowledged before the signal is on the
- *     device and the device flushed, or the failure is logged.  Writes
+ *  2. The watch thread reads the pipe and runs clio_sync on each cache:
+ *     once it returns, every write acknowledged before the signal is on
+ *     the device and the device flushed, or the failure is logged.  Writes
  *     of the clients that stay are cached as before.
  *  3. sigsync_stop puts nbdkit's handlers back and joins the thread
  *     before the cache is freed and the shared object unloaded: no
  *     handler or thread of ours outlives them.
+ *  4. One watch per process, over every cache given to sigsync_start:
+ *     the clio filter over the clio plugin has two, and nbdkit loads both
+ *     modules with RTLD_GLOBAL, so that the filter's calls of these
+ *     (exported) functions are the plugin's, loaded first and unloaded
+ *     last.  A signal writes the caches back the last given first (the
+ *     filter's, which writes into the plugin's, then the plugin's), all
+ *     before a default action ends the process.  sigsync_stop(c) takes c
+ *     out, once no write-back of it runs; the last one out stops the
+ *     watch.
  */
 #include <nbdkit-plugin.h> /* nbdkit_error, nbdkit_debug: the same in filters */
 
@@ -48,14 +57,20 @@
 static const int watched[] = { SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM };
 #define NWATCHED (int)(sizeof(watched) / sizeof(watched[0]))
 
+#define MAX_CACHES 8
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static bool started;
 static bool installed[NWATCHED];
 static struct sigaction replaced[NWATCHED];
 static int pipefd[2] = { -1, -1 };
 static pthread_t watcher;
-static clio_cache *cache;
 static void (*hook)(void);
+/* invariant 4: the caches, in the order given; sync_lock held by a
+ * write-back of them (never together with lock) */
+static pthread_mutex_t sync_lock = PTHREAD_MUTEX_INITIALIZER;
+static clio_cache *caches[MAX_CACHES];
+static int ncaches;
 
 static void (*early_fn)(void);
 
@@ -130,9 +145,12 @@ watch_main(void *arg)
 	(void)arg;
 	while (read(pipefd[0], &b, 1) == 1) {
 		nbdkit_debug("signal %d: writing the cache back", b);
-		r = clio_sync(cache);
-		if (r < 0)
-			nbdkit_error("signal %d: writing the cache back: %s", b, strerror(-r));
+		pthread_mutex_lock(&sync_lock);
+		for (i = ncaches - 1; i >= 0; i--) /* invariant 4: the outer first */
+			if ((r = clio_sync(caches[i])) < 0)
+				nbdkit_error("signal %d: writing the cache back: %s", b,
+					     strerror(-r));
+		pthread_mutex_unlock(&sync_lock);
 		if (hook != NULL)
 			hook();
 		for (i = 0; i < NWATCHED; i++) {
@@ -185,6 +203,12 @@ sigsync_start(clio_cache *c)
 	sigset_t all, old;
 	int r;
 
+	pthread_mutex_lock(&sync_lock);
+	for (r = 0; r < ncaches && caches[r] != c; r++)
+		;
+	if (r == ncaches && ncaches < MAX_CACHES)
+		caches[ncaches++] = c;
+	pthread_mutex_unlock(&sync_lock);
 	pthread_mutex_lock(&lock);
 	if (started) {
 		if (pipefd[1] >= 0)
@@ -193,7 +217,6 @@ sigsync_start(clio_cache *c)
 		return;
 	}
 	started = true;
-	cache = c;
 	if (pipe2(pipefd, O_CLOEXEC | O_NONBLOCK) < 0) {
 		nbdkit_error("sigsync: pipe: %s (a signal will not write the cache back "
 			     "before the last client leaves)", strerror(errno));
@@ -228,11 +251,19 @@ sigsync_set_hook(void (*fn)(void))
 }
 
 void
-sigsync_stop(void)
+sigsync_stop(clio_cache *c)
 {
 	struct sigaction cur, dfl;
-	int i;
+	int i, j;
 
+	pthread_mutex_lock(&sync_lock); /* no write-back of c runs */
+	for (i = j = 0; i < ncaches; i++)
+		if (caches[i] != c)
+			caches[j++] = caches[i];
+	ncaches = j;
+	pthread_mutex_unlock(&sync_lock);
+	if (j > 0) /* another module's cache is still watched */
+		return;
 	memset(&dfl, 0, sizeof(dfl));
 	dfl.sa_handler = SIG_DFL;
 	pthread_mutex_lock(&lock);
@@ -248,7 +279,6 @@ sigsync_stop(void)
 	}
 	pipefd[0] = pipefd[1] = -1;
 	memset(installed, 0, sizeof(installed));
-	cache = NULL;
 	started = false;
 	pthread_mutex_unlock(&lock);
 }

@@ -10,10 +10,11 @@
 
 #include "clio.h"
 
-/* From .after_fork or .open: the first call starts the watch over c,
- * each call puts the handler in place where nbdkit has set its own since
- * (sigsync.c, invariant 1); a failure to start is logged, and the server
- * goes on. */
+/* From .after_fork or .open: the first call starts the watch, each
+ * call adds c to the caches it writes back (one watch for the filter's
+ * and the plugin's: sigsync.c, invariant 4) and puts the handler in place
+ * where nbdkit has set its own since (invariant 1); a failure to start
+ * is logged, and the server goes on. */
 void sigsync_start(clio_cache *c);
 /* From .get_ready (before nbdkit forks): until the watch is in place,
  * SIGUSR1, SIGUSR2 and SIGALRM, which nbdkit leaves to their default
@@ -22,7 +23,8 @@ void sigsync_early(void (*fn)(void));
 /* fn runs on the watch thread once a signal's write-back is done, before
  * the process may end (the plugin removes its socket file). */
 void sigsync_set_hook(void (*fn)(void));
-/* Before c is freed: nbdkit's handlers back, the watch stopped. */
-void sigsync_stop(void);
+/* Before c is freed: c no longer written back; with no cache left,
+ * nbdkit's handlers back and the watch stopped. */
+void sigsync_stop(clio_cache *c);
 
 #endif

@@ -13,7 +13,8 @@
 # file renamed over it (as rsync replaces one), and a write of the next
 # connection lands in the new file (it went to the old, unlinked one);
 # also with a disk cache, whose blocks of the old file go (the device
-# named by a relative path).
+# named by a relative path), and a file changed in place while no server
+# ran is seen by the next server on the same disk cache.
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/nbd-common.sh"
 command -v nbdcopy >/dev/null 2>&1 || { echo "nbdcopy not found (apt-get install libnbd-bin)"; exit 77; }
@@ -99,4 +100,25 @@ nbdcopy "$uri" "$tmp/out" && cmp "$tmp/out" "$tmp/disk" ||
 	fail "with a disk cache: the blocks of the file that was renamed over were served"
 nbd_stop
 echo "ok: with a disk cache too"
+
+# the next server on the same disk cache, the file changed in place while
+# none ran: the daemon (in /) found no file at the relative path, took
+# it for a device without a version, and served the blocks of the disk
+# cache, as they were before the change
+cp "$tmp/disk" "$tmp/want"
+cd "$tmp" || fail "cd $tmp"
+nbd_start "$plugin" disk bsize=64k cache_size=1M disk_cache="$tmp/dc"
+cd "$OLDPWD" || fail "cd back"
+nbdcopy "$uri" "$tmp/out" && cmp "$tmp/out" "$tmp/want" || fail "with a disk cache, server 2: nbdcopy out"
+nbd_stop
+head -c 8388608 /dev/urandom >"$tmp/disk.new"
+dd if="$tmp/disk.new" of="$tmp/disk" bs=1M conv=notrunc status=none
+touch -d '+1 minute' "$tmp/disk"
+cd "$tmp" || fail "cd $tmp"
+nbd_start "$plugin" disk bsize=64k cache_size=1M disk_cache="$tmp/dc"
+cd "$OLDPWD" || fail "cd back"
+nbdcopy "$uri" "$tmp/out" && cmp "$tmp/out" "$tmp/disk.new" ||
+	fail "with a disk cache, a file named by a relative path and changed while no server ran: the next server served its old blocks"
+nbd_stop
+echo "ok: with a disk cache, a file changed between two servers is seen by the second (a relative path)"
 exit 0

@@ -5,7 +5,9 @@
 # flush, FUA); nbdcopy of a file in and out, compared; clio dd through
 # clio's own NBD client into a served file, whose bytes are in the file
 # once the FLUSH returned; qemu-img convert in and out when qemu-img is
-# installed; -r refuses writes; in the foreground (-f) the server's pid
+# installed; -r refuses writes, and writes nothing to the device (not
+# the dirty blocks a killed server left in a disk cache, which it
+# serves); in the foreground (-f) the server's pid
 # is clio serve's; a zero with NO_HOLE leaves the file's blocks
 # allocated; an NBD device's trim and zero reach its server; a relative device path is served in the background
 # (where nbdkit runs in /); errors: no socket or port, a bad tunable, a
@@ -136,6 +138,32 @@ if "$CLIO" dd if="$tmp/img" of="$uri" bs=64k count=1 conv=notrunc 2>"$tmp/err"; 
 fi
 grep -q "Read-only file system" "$tmp/err" || { cat "$tmp/err"; fail "-r: no EROFS"; }
 echo "ok: -r: read-only, writes refused"
+# a file whose newest blocks are dirty in a writeback disk cache (its
+# server killed with SIGKILL): clio serve -r serves them from there and
+# leaves the file as it was (it wrote them back: the device was opened
+# read-write); the next server that may write writes them back
+nbdops="$(dirname "$CLIO")/tests/tools/nbdops"
+[ -x "$nbdops" ] || fail "nbdops not built (make tests)"
+mkdir "$tmp/rodc"
+head -c 1048576 /dev/zero >"$tmp/rofile"
+dc="disk_cache=$tmp/rodc,disk_cache_mode=writeback,dirty_age=600"
+serve "$tmp/rofile" -o "$dc"
+"$nbdops" "$uri" w:0:65536:65 f >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "-r: the write before"; }
+kill -9 "$nbd_pids"
+nbd_pids=""
+rm -f "$sock"
+cmp -s -n 65536 "$tmp/rofile" /dev/zero || fail "-r: the write is in the file before (no disk cache?)"
+serve -r "$tmp/rofile" -o "$dc"
+"$nbdops" "$uri" r:0:65536:65 >"$tmp/out" 2>&1 ||
+	{ cat "$tmp/out"; fail "-r: the dirty blocks of the disk cache are not served"; }
+nbd_stop
+cmp -s -n 65536 "$tmp/rofile" /dev/zero || fail "clio serve -r wrote the file (the disk cache's dirty blocks)"
+serve "$tmp/rofile" -o "$dc"
+"$nbdops" "$uri" r:0:65536:65 >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "-r: read after"; }
+nbd_stop
+head -c 65536 "$tmp/rofile" | tr -d A | cmp -s - /dev/null ||
+	fail "the server after clio serve -r did not write the dirty blocks back"
+echo "ok: -r: dirty blocks of a disk cache served, the file not written; written back by the next server"
 
 # ------------------------------------------------------------ NO_HOLE
 # a zero with NBD_CMD_FLAG_NO_HOLE must leave the range allocated (it

@@ -11,8 +11,11 @@
 # same for SIGHUP (clio serve), which nbdkit takes as SIGTERM (it was not
 # watched: the write was lost); and SIGUSR1 (the filter), which nbdkit
 # leaves to its default action (the process died at once, the write
-# lost): the bytes are in the file, then the server dies of it.  On Unix
-# sockets.
+# lost): the bytes are in the file, then the server dies of it.  The
+# same for SIGUSR1 with the clio filter over the clio plugin, two caches
+# in one nbdkit (each module's signal watch its own: the filter's calls
+# went to the plugin's, which wrote back only the plugin's cache, and the
+# write in the filter's was lost).  On Unix sockets.
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/nbd-common.sh"
 nbd_with_clio
@@ -85,4 +88,9 @@ rm -f "$tmp/disk"
 truncate -s 16M "$tmp/disk"
 nbd_start --filter="$filter" file "$tmp/disk"
 check "the clio filter" USR1 dies
+
+rm -f "$tmp/disk"
+truncate -s 16M "$tmp/disk"
+nbd_start --filter="$filter" "$plugin" "file:$tmp/disk"
+check "the clio filter over the clio plugin" USR1 dies
 exit 0
