@@ -14,6 +14,12 @@
  * fileid in a hash table; a node holds its last known path (under
  * path_lock): a lookup or a listing sets it, a rename through the mount
  * rewrites it and those below it.  Lookup counts as in mountfs.c.  A
+ * server may give a removed file's fileid to a new file (ext4 reuses
+ * inode numbers at once): a lookup, listing or open that finds a node's
+ * file changed asks its device (GETATTR by its handle), and a stale
+ * handle makes the node the old file's (gone): out of the table, its
+ * opens fail with ESTALE (the kernel looks the name up anew), and the
+ * new file gets a node of its own (node_get_st).  A
  * lost connection fails the names' calls on it at once (libnfs's
  * reconnection is off: its synchronous calls would wait for a dead
  * server forever); a call unanswered for the URL's timeo= (libnfs's
@@ -143,6 +149,9 @@ struct nnode {
 	bool hidden;		/* unlinked while open: under silly */
 	char *silly;		/* under path_lock: the name it hides under */
 	bool validated;		/* lease: revalidated once */
+	bool dev_check;		/* changed on the server since cdev was opened */
+	bool gone;		/* cdev's file is gone from the server, its
+				 * fileid another file's: out of the table */
 	clio_dev *cdev;
 	bool cdev_ro;		/* opened read-only: the server refused writing */
 	clio_file *cf;		/* node handle, as long as cdev */
@@ -284,8 +293,11 @@ static void
 attr_refresh(struct nnode *n, const struct stat *st)
 {
 	struct clio_validator v;
+	bool changed = attr_store(n, st);
 
-	if (attr_store(n, st) && n->cf != NULL && n->nwriters == 0 &&
+	if (changed && n->cdev != NULL)
+		n->dev_check = true; /* node_open_dev: is its handle stale? */
+	if (changed && n->cf != NULL && n->nwriters == 0 &&
 	    !nopts.lease && S_ISREG(st->st_mode)) {
 		validator_of_stat(st, &v);
 		(void)clio_revalidate(n->cf, &v);
@@ -383,7 +395,7 @@ static struct nnode *
 node_get(uint64_t fileid, char *path)
 {
 	unsigned b = bucket(fileid);
-	struct nnode *n;
+	struct nnode *n, **pp;
 
 	pthread_mutex_lock(&tbl_lock);
 	if (fileid == root.fileid) {
@@ -391,9 +403,22 @@ node_get(uint64_t fileid, char *path)
 		pthread_mutex_unlock(&tbl_lock);
 		return &root;
 	}
-	for (n = tbl[b]; n != NULL; n = n->hnext)
+	for (pp = &tbl[b]; (n = *pp) != NULL; pp = &n->hnext)
 		if (n->fileid == fileid)
 			break;
+	if (n != NULL) {
+		bool gone;
+		pthread_mutex_lock(&n->lock);
+		gone = n->gone;
+		pthread_mutex_unlock(&n->lock);
+		if (gone) {
+			/* its fileid names another file now: a node of its
+			 * own; the old one lives on for the kernel's
+			 * references, out of the table */
+			*pp = n->hnext;
+			n = NULL;
+		}
+	}
 	if (n == NULL) {
 		n = calloc(1, sizeof(*n));
 		if (n == NULL) {
@@ -439,6 +464,7 @@ node_close_dev(struct nnode *n)
 	free(n->spec);
 	n->spec = NULL;
 	n->validated = false;
+	n->dev_check = false;
 	return r;
 }
 
@@ -650,6 +676,35 @@ creds_leave(void)
 
 /* ----------------------------------------------------------- replies */
 
+static bool dev_stale(struct nnode *n);
+
+/* The node of a name just looked up with attributes st (node_get), its
+ * lock held and its attributes refreshed from st; NULL without memory.
+ * A node whose device's file is gone from the server, st another file
+ * under its fileid (an inode number the server reused), is left to the
+ * kernel's references to the old file (their opens fail with ESTALE, and
+ * the kernel looks the names up anew) and a new node is made. */
+static struct nnode *
+node_get_st(const struct stat *st, char *path)
+{
+	struct nnode *n = node_get((uint64_t)st->st_ino, path);
+
+	if (n == NULL)
+		return NULL;
+	pthread_mutex_lock(&n->lock);
+	if (n->cdev != NULL && n->have_st && !same_version(&n->st, st) && dev_stale(n)) {
+		n->gone = true;
+		pthread_mutex_unlock(&n->lock);
+		path = path_of(n, NULL);
+		node_forget(n, 1);
+		if (path == NULL || (n = node_get((uint64_t)st->st_ino, path)) == NULL)
+			return NULL;
+		pthread_mutex_lock(&n->lock);
+	}
+	attr_refresh(n, st);
+	return n;
+}
+
 /* Look up path (taken over), add a lookup and reply with the entry;
  * err (an errno of the call that made it) fails first. */
 static void
@@ -673,14 +728,12 @@ reply_entry_path(fuse_req_t req, char *path, int err)
 		}
 		return;
 	}
-	n = node_get((uint64_t)st.st_ino, path);
+	n = node_get_st(&st, path);
 	if (n == NULL) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
 	memset(&e, 0, sizeof(e));
-	pthread_mutex_lock(&n->lock);
-	attr_refresh(n, &st);
 	attr_shown(n, &e.attr);
 	e.ino = ino_of(n);
 	e.entry_timeout = entry_timeout(n);
@@ -1440,11 +1493,9 @@ nfs_readdir_any(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 				free(p);
 				break;
 			}
-			n = node_get((uint64_t)x->st.st_ino, p);
+			n = node_get_st(&x->st, p);
 			if (n == NULL)
 				break;
-			pthread_mutex_lock(&n->lock);
-			attr_refresh(n, &x->st);
 			attr_shown(n, &e.attr);
 			e.ino = ino_of(n);
 			e.entry_timeout = entry_timeout(n);
@@ -1507,6 +1558,16 @@ dev_version(struct nnode *n)
 	return 0;
 }
 
+/* Is n's device (n->lock held, n->cdev open) the handle of a file the
+ * server no longer has? */
+static bool
+dev_stale(struct nnode *n)
+{
+	struct clio_validator v;
+
+	return clio_dev_version(n->cdev, &v) == -ESTALE;
+}
+
 /* The device string of the file at path into spec (room for
  * dev_base, three bytes a byte of path, dev_query): the URL's query and
  * its percent escapes would take a ? & or % of the name otherwise. */
@@ -1534,6 +1595,8 @@ node_open_dev(struct nnode *n, int flags, struct nhandle **hp, bool *keep)
 	bool ro = fs_ro;
 	int r;
 
+	if (n->gone)
+		return ESTALE; /* the kernel looks the name up anew */
 	if (n->cdev != NULL && n->cdev_ro && wr) {
 		/* a writer: the device again, writable, if nobody reads it */
 		if (n->nopen > 0)
@@ -1597,10 +1660,23 @@ node_open_dev(struct nnode *n, int flags, struct nhandle **hp, bool *keep)
 			r = node_stat(n, &st);
 			if (r == ENOENT || (r == 0 && (uint64_t)st.st_ino != n->fileid))
 				return ESTALE;
-			if (r == 0)
-				attr_store(n, &st);
-			else
+			if (r == 0 && attr_store(n, &st))
+				n->dev_check = true;
+			else if (r != 0)
 				(void)dev_version(n);
+			if (n->dev_check) {
+				/* changed on the server: or another file under
+				 * the same fileid (an inode number the server
+				 * reused after the file went), the device the
+				 * old file's handle?  Then the node is the old
+				 * file's (node_get_st): the name is looked up
+				 * anew */
+				n->dev_check = false;
+				if (dev_stale(n)) {
+					n->gone = true;
+					return ESTALE;
+				}
+			}
 		} else if (!use_cached && dev_version(n) < 0 && node_stat(n, &st) == 0) {
 			attr_store(n, &st);
 		}
