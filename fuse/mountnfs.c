@@ -16,10 +16,12 @@
  * rewrites it and those below it.  Lookup counts as in mountfs.c.  A
  * server may give a removed file's fileid to a new file (ext4 reuses
  * inode numbers at once): a lookup, listing or open that finds a node's
- * file changed asks its device (GETATTR by its handle), and a stale
- * handle makes the node the old file's (gone): out of the table, its
- * opens fail with ESTALE (the kernel looks the name up anew), and the
- * new file gets a node of its own (node_get_st).  A
+ * file changed asks its device (GETATTR by its handle; a regular file's
+ * node without one, found under another name: whether its old name
+ * still names it), and a stale handle (a name gone) makes the node the
+ * old file's (gone): out of the table, under its old name, its opens
+ * failing with ESTALE (the kernel looks the name up anew), and the new
+ * file gets a node of its own (node_get_st).  A
  * lost connection fails the names' calls on it at once (libnfs's
  * reconnection is off: its synchronous calls would wait for a dead
  * server forever); a call unanswered for the URL's timeo= (libnfs's
@@ -678,29 +680,84 @@ creds_leave(void)
 
 static bool dev_stale(struct nnode *n);
 
+/* The path of fileid's node in the table when it is not path (a copy),
+ * else NULL. */
+static char *
+node_moved_from(uint64_t fileid, const char *path)
+{
+	struct nnode *n;
+	char *old = NULL;
+
+	pthread_mutex_lock(&tbl_lock);
+	for (n = tbl[bucket(fileid)]; n != NULL; n = n->hnext)
+		if (n->fileid == fileid)
+			break;
+	if (n != NULL) {
+		pthread_mutex_lock(&path_lock);
+		if (n->path != NULL && strcmp(n->path, path) != 0)
+			old = strdup(n->path);
+		pthread_mutex_unlock(&path_lock);
+	}
+	pthread_mutex_unlock(&tbl_lock);
+	return old;
+}
+
+/* Is n's file (n->lock held) gone from the server, st another file under
+ * its fileid (an inode number the server reused)?  Asked only when its
+ * version changed: its device's handle is stale; without a device, a
+ * regular file found under another name (old, its last one) is not
+ * under that name any more (renamed, or removed: its node is left to the
+ * old name either way, no data cached). */
+static bool
+node_reused(struct nnode *n, const struct stat *st, const char *old)
+{
+	struct stat ost;
+	int r;
+
+	if (!n->have_st || same_version(&n->st, st))
+		return false;
+	if (n->cdev != NULL)
+		return dev_stale(n);
+	if (old == NULL || !S_ISREG(st->st_mode))
+		return false;
+	r = meta_stat(old, &ost);
+	return r == ENOENT || (r == 0 && (uint64_t)ost.st_ino != n->fileid);
+}
+
 /* The node of a name just looked up with attributes st (node_get), its
  * lock held and its attributes refreshed from st; NULL without memory.
- * A node whose device's file is gone from the server, st another file
- * under its fileid (an inode number the server reused), is left to the
+ * A node whose file is gone from the server (node_reused) is left to the
  * kernel's references to the old file (their opens fail with ESTALE, and
- * the kernel looks the names up anew) and a new node is made. */
+ * the kernel looks the names up anew), under its old name, and a new
+ * node is made. */
 static struct nnode *
 node_get_st(const struct stat *st, char *path)
 {
+	char *old = node_moved_from((uint64_t)st->st_ino, path);
 	struct nnode *n = node_get((uint64_t)st->st_ino, path);
 
-	if (n == NULL)
+	if (n == NULL) {
+		free(old);
 		return NULL;
+	}
 	pthread_mutex_lock(&n->lock);
-	if (n->cdev != NULL && n->have_st && !same_version(&n->st, st) && dev_stale(n)) {
+	if (node_reused(n, st, old)) {
 		n->gone = true;
 		pthread_mutex_unlock(&n->lock);
 		path = path_of(n, NULL);
+		if (old != NULL) {
+			pthread_mutex_lock(&path_lock);
+			free(n->path);
+			n->path = old;
+			old = NULL;
+			pthread_mutex_unlock(&path_lock);
+		}
 		node_forget(n, 1);
 		if (path == NULL || (n = node_get((uint64_t)st->st_ino, path)) == NULL)
 			return NULL;
 		pthread_mutex_lock(&n->lock);
 	}
+	free(old);
 	attr_refresh(n, st);
 	return n;
 }

@@ -9,7 +9,9 @@
 #  1. the new file, under a new name, reads back through the mount (it
 #     failed with ESTALE: the node found by the fileid opened the old
 #     file's stale handle), and again at a second open;
-#  2. the old name is gone (ENOENT, not ESTALE);
+#  2. the old name is gone (ENOENT, not ESTALE), also when the old file
+#     was only looked up (it opened the new file: the node's path was
+#     the new name's);
 #  3. a file removed and another renamed over its name, under the same
 #     inode number (the kernel's entry for the name still cached), reads
 #     as the new file;
@@ -63,6 +65,21 @@ case $r in
 *) fail "a, removed: '$r', not ENOENT";;
 esac
 echo "ok: the removed file's name is gone (ENOENT)"
+
+# 2b: the old file only looked up (no device): its name, its entry still
+# in the kernel's cache, does not open the new file (it read the new
+# file's data: the node's path was the new name's)
+echo old >"$export/a2"
+ia=$(stat -c %i "$export/a2")
+stat "$m/a2" >/dev/null || fail "stat a2"
+rm "$o/a2" || fail "rm a2 through the other mount"
+echo new >"$export/b2"
+same_ino "$ia" "$(stat -c %i "$export/b2")"
+stat "$m/b2" >/dev/null || fail "stat b2"
+if r=$(cat "$m/a2" 2>&1); then fail "a2, removed, reads '$r' (b2's data)"; fi
+r=$(cat "$m/b2" 2>&1)
+[ "$r" = new ] || fail "b2: '$r', not 'new'"
+echo "ok: a removed name only looked up does not open the new file under its fileid"
 
 # 3: rename over the name, the same inode number
 echo one >"$export/c"
