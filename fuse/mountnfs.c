@@ -43,7 +43,8 @@
  * is open on it, EACCES otherwise.  At the last release the device is idle
  * (mountidle.c, at most idle_devices, default NFS_IDLE_MAX), its clean
  * and dirty buffers kept; it is closed (the node handle's close writes
- * back and COMMITs, then clio_cache_forget) when evicted, when the kernel
+ * back and COMMITs, then clio_cache_forget) when evicted (all of them when
+ * a device's open runs out of descriptors), when the kernel
  * forgets the node, when its file is removed through the mount, and at
  * the end.  A file unlinked through the mount while open there, or
  * renamed over there, is first renamed to .clio-silly-FILEID in its
@@ -125,6 +126,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
@@ -484,16 +486,24 @@ idle_claim(struct mount_idle *e)
 	return true;	/* returned locked */
 }
 
+/* Close idle devices, the least recently used first, until at most max
+ * are left. */
 static void
-idle_trim(void)
+idle_trim_to(unsigned max)
 {
 	struct mount_idle *e;
 
-	while ((e = mount_idle_take_oldest(fs_idle_max, idle_claim)) != NULL) {
+	while ((e = mount_idle_take_oldest(max, idle_claim)) != NULL) {
 		struct nnode *n = (struct nnode *)((char *)e - offsetof(struct nnode, idle));
 		node_close_dev(n);
 		pthread_mutex_unlock(&n->lock);
 	}
+}
+
+static void
+idle_trim(void)
+{
+	idle_trim_to(fs_idle_max);
 }
 
 static void
@@ -1615,6 +1625,20 @@ dev_version(struct nnode *n)
 	return 0;
 }
 
+/* Are fewer than n (at most 8) file descriptors free? */
+static bool
+fds_short(int n)
+{
+	int fds[8], got;
+
+	for (got = 0; got < n && got < 8; got++)
+		if ((fds[got] = eventfd(0, EFD_CLOEXEC)) < 0)
+			break;
+	for (int i = 0; i < got; i++)
+		close(fds[i]);
+	return got < n;
+}
+
 /* Is n's device (n->lock held, n->cdev open) the handle of a file the
  * server no longer has? */
 static bool
@@ -1677,6 +1701,18 @@ node_open_dev(struct nnode *n, int flags, struct nhandle **hp, bool *keep)
 		err[0] = '\0';
 		r = clio_dev_open_err(n->spec, ro ? CLIO_DEV_RDONLY : 0, &n->cdev,
 				      err, sizeof(err));
+		if (r < 0 && mount_idle_count() > 0 &&
+		    (r == -EMFILE || r == -ENFILE || fds_short(4))) {
+			/* out of descriptors (a socket and an eventfd a
+			 * device, and a socket for the MOUNT; libnfs says
+			 * so in its own words): the idle devices make room */
+			idle_trim_to(0);
+			err[0] = '\0';
+			r = clio_dev_open_err(n->spec, ro ? CLIO_DEV_RDONLY : 0, &n->cdev,
+					      err, sizeof(err));
+		}
+		if (r < 0 && r != -EMFILE && r != -ENFILE && fds_short(4))
+			r = -EMFILE; /* not libnfs's EHOSTUNREACH for its socket() */
 		if ((r == -EACCES || r == -EROFS) && !ro && !wr) {
 			/* a read-only export, or a file this mount's identity
 			 * may only read (root squashed): a reader still reads */
