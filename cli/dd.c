@@ -229,6 +229,24 @@ same_file(const struct dd *dd)
 	       same_inode(dd);
 }
 
+/* if= and of= are two device strings (nfs://, file:...) that turned out,
+ * once both are open, to be one file: the same version (inode or fileid,
+ * size and times).  Taken for two devices, as with direct: the input is
+ * opened again after the output's truncation (harmless if they differ). */
+static bool
+same_version(const struct dd *dd)
+{
+	struct clio_validator a, b;
+
+	if (dd->same_file || dd->in.kind != EP_CLIO || dd->out.kind != EP_CLIO ||
+	    (is_plain_path(dd->in.spec) && is_plain_path(dd->out.spec)) ||
+	    ((dd->in.flags | dd->out.flags) & FLAG_DIRECTORY) ||
+	    clio_dev_version(dd->in.dev, &a) != 0 || clio_dev_version(dd->out.dev, &b) != 0)
+		return false;
+	return a.id != 0 && a.id == b.id && a.size == b.size && a.mtime_ns == b.mtime_ns &&
+	       a.ctime_ns == b.ctime_ns && a.change == b.change;
+}
+
 /* The output device's open flags: conv=nocreat and conv=excl hold for a
  * device string too (file:, nfs:); a plain path was created above. */
 static int
@@ -1206,6 +1224,8 @@ cmd_dd(int argc, char **argv)
 	}
 	if ((rc = open_endpoint(&dd, &dd.out, true)) != 0)
 		goto done;
+	if (!reopen_in && same_version(&dd))
+		reopen_in = true;
 	if (reopen_in && dd.in.kind == EP_CLIO) {
 		if ((rc = truncate_output(&dd)) != 0)
 			goto done;

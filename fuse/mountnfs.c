@@ -14,6 +14,14 @@
  * fileid in a hash table; a node holds its last known path (under
  * path_lock): a lookup or a listing sets it, a rename through the mount
  * rewrites it and those below it.  Lookup counts as in mountfs.c.  A
+ * server may give a removed file's fileid to a new file (ext4 reuses
+ * inode numbers at once): a lookup, listing or open that finds a node's
+ * file changed asks its device (GETATTR by its handle; a regular file's
+ * node without one, found under another name: whether its old name
+ * still names it), and a stale handle (a name gone) makes the node the
+ * old file's (gone): out of the table, under its old name, its opens
+ * failing with ESTALE (the kernel looks the name up anew), and the new
+ * file gets a node of its own (node_get_st).  A
  * lost connection fails the names' calls on it at once (libnfs's
  * reconnection is off: its synchronous calls would wait for a dead
  * server forever); a call unanswered for the URL's timeo= (libnfs's
@@ -35,7 +43,8 @@
  * is open on it, EACCES otherwise.  At the last release the device is idle
  * (mountidle.c, at most idle_devices, default NFS_IDLE_MAX), its clean
  * and dirty buffers kept; it is closed (the node handle's close writes
- * back and COMMITs, then clio_cache_forget) when evicted, when the kernel
+ * back and COMMITs, then clio_cache_forget) when evicted (all of them when
+ * a device's open runs out of descriptors), when the kernel
  * forgets the node, when its file is removed through the mount, and at
  * the end.  A file unlinked through the mount while open there, or
  * renamed over there, is first renamed to .clio-silly-FILEID in its
@@ -117,6 +126,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
@@ -143,6 +153,9 @@ struct nnode {
 	bool hidden;		/* unlinked while open: under silly */
 	char *silly;		/* under path_lock: the name it hides under */
 	bool validated;		/* lease: revalidated once */
+	bool dev_check;		/* changed on the server since cdev was opened */
+	bool gone;		/* cdev's file is gone from the server, its
+				 * fileid another file's: out of the table */
 	clio_dev *cdev;
 	bool cdev_ro;		/* opened read-only: the server refused writing */
 	clio_file *cf;		/* node handle, as long as cdev */
@@ -284,8 +297,11 @@ static void
 attr_refresh(struct nnode *n, const struct stat *st)
 {
 	struct clio_validator v;
+	bool changed = attr_store(n, st);
 
-	if (attr_store(n, st) && n->cf != NULL && n->nwriters == 0 &&
+	if (changed && n->cdev != NULL)
+		n->dev_check = true; /* node_open_dev: is its handle stale? */
+	if (changed && n->cf != NULL && n->nwriters == 0 &&
 	    !nopts.lease && S_ISREG(st->st_mode)) {
 		validator_of_stat(st, &v);
 		(void)clio_revalidate(n->cf, &v);
@@ -383,7 +399,7 @@ static struct nnode *
 node_get(uint64_t fileid, char *path)
 {
 	unsigned b = bucket(fileid);
-	struct nnode *n;
+	struct nnode *n, **pp;
 
 	pthread_mutex_lock(&tbl_lock);
 	if (fileid == root.fileid) {
@@ -391,9 +407,22 @@ node_get(uint64_t fileid, char *path)
 		pthread_mutex_unlock(&tbl_lock);
 		return &root;
 	}
-	for (n = tbl[b]; n != NULL; n = n->hnext)
+	for (pp = &tbl[b]; (n = *pp) != NULL; pp = &n->hnext)
 		if (n->fileid == fileid)
 			break;
+	if (n != NULL) {
+		bool gone;
+		pthread_mutex_lock(&n->lock);
+		gone = n->gone;
+		pthread_mutex_unlock(&n->lock);
+		if (gone) {
+			/* its fileid names another file now: a node of its
+			 * own; the old one lives on for the kernel's
+			 * references, out of the table */
+			*pp = n->hnext;
+			n = NULL;
+		}
+	}
 	if (n == NULL) {
 		n = calloc(1, sizeof(*n));
 		if (n == NULL) {
@@ -439,6 +468,7 @@ node_close_dev(struct nnode *n)
 	free(n->spec);
 	n->spec = NULL;
 	n->validated = false;
+	n->dev_check = false;
 	return r;
 }
 
@@ -456,16 +486,24 @@ idle_claim(struct mount_idle *e)
 	return true;	/* returned locked */
 }
 
+/* Close idle devices, the least recently used first, until at most max
+ * are left. */
 static void
-idle_trim(void)
+idle_trim_to(unsigned max)
 {
 	struct mount_idle *e;
 
-	while ((e = mount_idle_take_oldest(fs_idle_max, idle_claim)) != NULL) {
+	while ((e = mount_idle_take_oldest(max, idle_claim)) != NULL) {
 		struct nnode *n = (struct nnode *)((char *)e - offsetof(struct nnode, idle));
 		node_close_dev(n);
 		pthread_mutex_unlock(&n->lock);
 	}
+}
+
+static void
+idle_trim(void)
+{
+	idle_trim_to(fs_idle_max);
 }
 
 static void
@@ -650,6 +688,90 @@ creds_leave(void)
 
 /* ----------------------------------------------------------- replies */
 
+static bool dev_stale(struct nnode *n);
+
+/* The path of fileid's node in the table when it is not path (a copy),
+ * else NULL. */
+static char *
+node_moved_from(uint64_t fileid, const char *path)
+{
+	struct nnode *n;
+	char *old = NULL;
+
+	pthread_mutex_lock(&tbl_lock);
+	for (n = tbl[bucket(fileid)]; n != NULL; n = n->hnext)
+		if (n->fileid == fileid)
+			break;
+	if (n != NULL) {
+		pthread_mutex_lock(&path_lock);
+		if (n->path != NULL && strcmp(n->path, path) != 0)
+			old = strdup(n->path);
+		pthread_mutex_unlock(&path_lock);
+	}
+	pthread_mutex_unlock(&tbl_lock);
+	return old;
+}
+
+/* Is n's file (n->lock held) gone from the server, st another file under
+ * its fileid (an inode number the server reused)?  Asked only when its
+ * version changed: its device's handle is stale; without a device, a
+ * regular file found under another name (old, its last one) is not
+ * under that name any more (renamed, or removed: its node is left to the
+ * old name either way, no data cached). */
+static bool
+node_reused(struct nnode *n, const struct stat *st, const char *old)
+{
+	struct stat ost;
+	int r;
+
+	if (!n->have_st || same_version(&n->st, st))
+		return false;
+	if (n->cdev != NULL)
+		return dev_stale(n);
+	if (old == NULL || !S_ISREG(st->st_mode))
+		return false;
+	r = meta_stat(old, &ost);
+	return r == ENOENT || (r == 0 && (uint64_t)ost.st_ino != n->fileid);
+}
+
+/* The node of a name just looked up with attributes st (node_get), its
+ * lock held and its attributes refreshed from st; NULL without memory.
+ * A node whose file is gone from the server (node_reused) is left to the
+ * kernel's references to the old file (their opens fail with ESTALE, and
+ * the kernel looks the names up anew), under its old name, and a new
+ * node is made. */
+static struct nnode *
+node_get_st(const struct stat *st, char *path)
+{
+	char *old = node_moved_from((uint64_t)st->st_ino, path);
+	struct nnode *n = node_get((uint64_t)st->st_ino, path);
+
+	if (n == NULL) {
+		free(old);
+		return NULL;
+	}
+	pthread_mutex_lock(&n->lock);
+	if (node_reused(n, st, old)) {
+		n->gone = true;
+		pthread_mutex_unlock(&n->lock);
+		path = path_of(n, NULL);
+		if (old != NULL) {
+			pthread_mutex_lock(&path_lock);
+			free(n->path);
+			n->path = old;
+			old = NULL;
+			pthread_mutex_unlock(&path_lock);
+		}
+		node_forget(n, 1);
+		if (path == NULL || (n = node_get((uint64_t)st->st_ino, path)) == NULL)
+			return NULL;
+		pthread_mutex_lock(&n->lock);
+	}
+	free(old);
+	attr_refresh(n, st);
+	return n;
+}
+
 /* Look up path (taken over), add a lookup and reply with the entry;
  * err (an errno of the call that made it) fails first. */
 static void
@@ -673,14 +795,12 @@ reply_entry_path(fuse_req_t req, char *path, int err)
 		}
 		return;
 	}
-	n = node_get((uint64_t)st.st_ino, path);
+	n = node_get_st(&st, path);
 	if (n == NULL) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
 	memset(&e, 0, sizeof(e));
-	pthread_mutex_lock(&n->lock);
-	attr_refresh(n, &st);
 	attr_shown(n, &e.attr);
 	e.ino = ino_of(n);
 	e.entry_timeout = entry_timeout(n);
@@ -1440,11 +1560,9 @@ nfs_readdir_any(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 				free(p);
 				break;
 			}
-			n = node_get((uint64_t)x->st.st_ino, p);
+			n = node_get_st(&x->st, p);
 			if (n == NULL)
 				break;
-			pthread_mutex_lock(&n->lock);
-			attr_refresh(n, &x->st);
 			attr_shown(n, &e.attr);
 			e.ino = ino_of(n);
 			e.entry_timeout = entry_timeout(n);
@@ -1507,6 +1625,30 @@ dev_version(struct nnode *n)
 	return 0;
 }
 
+/* Are fewer than n (at most 8) file descriptors free? */
+static bool
+fds_short(int n)
+{
+	int fds[8], got;
+
+	for (got = 0; got < n && got < 8; got++)
+		if ((fds[got] = eventfd(0, EFD_CLOEXEC)) < 0)
+			break;
+	for (int i = 0; i < got; i++)
+		close(fds[i]);
+	return got < n;
+}
+
+/* Is n's device (n->lock held, n->cdev open) the handle of a file the
+ * server no longer has? */
+static bool
+dev_stale(struct nnode *n)
+{
+	struct clio_validator v;
+
+	return clio_dev_version(n->cdev, &v) == -ESTALE;
+}
+
 /* The device string of the file at path into spec (room for
  * dev_base, three bytes a byte of path, dev_query): the URL's query and
  * its percent escapes would take a ? & or % of the name otherwise. */
@@ -1534,6 +1676,8 @@ node_open_dev(struct nnode *n, int flags, struct nhandle **hp, bool *keep)
 	bool ro = fs_ro;
 	int r;
 
+	if (n->gone)
+		return ESTALE; /* the kernel looks the name up anew */
 	if (n->cdev != NULL && n->cdev_ro && wr) {
 		/* a writer: the device again, writable, if nobody reads it */
 		if (n->nopen > 0)
@@ -1557,6 +1701,18 @@ node_open_dev(struct nnode *n, int flags, struct nhandle **hp, bool *keep)
 		err[0] = '\0';
 		r = clio_dev_open_err(n->spec, ro ? CLIO_DEV_RDONLY : 0, &n->cdev,
 				      err, sizeof(err));
+		if (r < 0 && mount_idle_count() > 0 &&
+		    (r == -EMFILE || r == -ENFILE || fds_short(4))) {
+			/* out of descriptors (a socket and an eventfd a
+			 * device, and a socket for the MOUNT; libnfs says
+			 * so in its own words): the idle devices make room */
+			idle_trim_to(0);
+			err[0] = '\0';
+			r = clio_dev_open_err(n->spec, ro ? CLIO_DEV_RDONLY : 0, &n->cdev,
+					      err, sizeof(err));
+		}
+		if (r < 0 && r != -EMFILE && r != -ENFILE && fds_short(4))
+			r = -EMFILE; /* not libnfs's EHOSTUNREACH for its socket() */
 		if ((r == -EACCES || r == -EROFS) && !ro && !wr) {
 			/* a read-only export, or a file this mount's identity
 			 * may only read (root squashed): a reader still reads */
@@ -1597,10 +1753,23 @@ node_open_dev(struct nnode *n, int flags, struct nhandle **hp, bool *keep)
 			r = node_stat(n, &st);
 			if (r == ENOENT || (r == 0 && (uint64_t)st.st_ino != n->fileid))
 				return ESTALE;
-			if (r == 0)
-				attr_store(n, &st);
-			else
+			if (r == 0 && attr_store(n, &st))
+				n->dev_check = true;
+			else if (r != 0)
 				(void)dev_version(n);
+			if (n->dev_check) {
+				/* changed on the server: or another file under
+				 * the same fileid (an inode number the server
+				 * reused after the file went), the device the
+				 * old file's handle?  Then the node is the old
+				 * file's (node_get_st): the name is looked up
+				 * anew */
+				n->dev_check = false;
+				if (dev_stale(n)) {
+					n->gone = true;
+					return ESTALE;
+				}
+			}
 		} else if (!use_cached && dev_version(n) < 0 && node_stat(n, &st) == 0) {
 			attr_store(n, &st);
 		}

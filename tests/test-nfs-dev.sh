@@ -7,7 +7,8 @@
 # (writes past the end grow the file, a dd without notrunc truncates it:
 # SETATTR; a missing file is created, mode 0644 less the umask, but not
 # with conv=nocreat, an existing one not opened with conv=excl; a
-# subdirectory's file read; %3F %26 %25 in the path name ? & %);
+# subdirectory's file read; %3F %26 %25 in the path name ? & %); if=
+# and of= one file named by two device strings: emptied, as GNU dd does;
 # clio info shows the server's rtmax and wtmax and maxio is
 # their minimum; 4 KiB writes reach the server as WRITE RPCs of the
 # cluster size, counted by the proxy, and fsync is a COMMIT; keep=
@@ -162,6 +163,21 @@ cmp "$tmp/four" "$export/f" || fail "keep=1M: the file differs"
 cm=$(( $(rpc_calls "$tmp/c1" nfs3 COMMIT) - $(rpc_calls "$tmp/c0" nfs3 COMMIT) ))
 [ "$cm" -ge 3 ] || { cat "$tmp/c1"; fail "keep=1M: $cm COMMITs for 4 MiB, not at least 3"; }
 echo "ok: keep=1M: 4 MiB written with $cm COMMITs"
+
+# ------------------------------------------------------------ one file, both ends
+# if= and of= the same file, named by two device strings (or by the
+# export's path and a URL): without conv=notrunc the copy's reads see the
+# truncation, as GNU dd's do: the file ends empty (it ended as zeros of
+# the old size less skip=, the input device reading past the server's end)
+u="nfs://127.0.0.1$export/same?$pq"
+for pair in "$u $u" "$export/same $u" "$u file:$export/same"; do
+	head -c 300000 /dev/urandom >"$export/same"
+	"$CLIO" dd if="${pair% *}" of="${pair#* }" bs=64k skip=1 status=none 2>"$tmp/err" ||
+		{ cat "$tmp/err"; fail "clio dd if= of= the same file ($pair)"; }
+	[ ! -s "$export/same" ] ||
+		fail "if= of= one file ($pair) left $(wc -c <"$export/same") bytes, not an empty file"
+done
+echo "ok: if= and of= one file through two device strings: emptied, as GNU dd"
 
 # ------------------------------------------------------------ errors
 one_line() { # WHAT DEVICE: clio info fails with one line naming DEVICE
