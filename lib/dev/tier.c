@@ -86,7 +86,11 @@
  *     or with another validator at attach has all its clean entries
  *     dropped before any read is served.  ("writing" is a second line of
  *     defence: a write of the tier's own changes the file's mtime and
- *     ctime, so a recorded validator never matches after it.)  Times in
+ *     ctime, so a recorded validator never matches after it.)  A
+ *     version is recorded "clean" only once the records cleared before
+ *     it are durable (fdatasync of the index): a power loss brings back
+ *     no entry dropped as stale, or evicted before its block was
+ *     written, under a version that does not hold it.  Times in
  *     whole seconds recorded within 2 s of the change (V_RACY) may hide
  *     a later one: that object's clean entries go at the next open.
  *  5. writeback: a dirty block is written to a fresh slot (copy on
@@ -268,6 +272,8 @@ struct tier {
 	struct top *ops;	/* requests in flight */
 	int nops;
 	uint64_t wgen;		/* writes started */
+	atomic_bool cleared;	/* a record was cleared since the index was
+				   last made durable (meta_write) */
 	atomic_bool meta_writing;	/* meta says M_WRITING; written under
 				 * meta_lock, read without it in top_finish */
 	pthread_mutex_t meta_lock;
@@ -632,6 +638,8 @@ rec_put(struct tier *t, uint32_t i, bool valid)
 		r.flags = R_VALID | (s->state == S_DIRTY ? R_DIRTY : 0);
 		r.obj = t->tag;
 		r.rcrc = crc32c(0, &r, sizeof(r));
+	} else {
+		atomic_store(&t->cleared, true);
 	}
 	return write_all(t->ifd, &r, sizeof(r), (off_t)i * REC_SIZE);
 }
@@ -821,6 +829,15 @@ meta_write(struct tier *t, const char *ident, int state)
 	m.size = clio_dev_size(t->d);
 	snprintf(m.ident, sizeof(m.ident), "%s", ident);
 	m.crc = crc32c(0, &m, offsetof(struct meta, crc));
+	/* the records cleared so far are durable before a version is
+	 * recorded clean: else a power loss brings back an entry dropped
+	 * as stale under the new version (crash safety 4) */
+	if (state == M_CLEAN && atomic_exchange(&t->cleared, false) &&
+	    fdatasync(t->ifd) < 0) {
+		r = -errno;
+		atomic_store(&t->cleared, true);
+		return r;
+	}
 	fd = open_file(t->ofd, "meta.tmp", O_WRONLY | O_CREAT | O_TRUNC);
 	if (fd < 0)
 		r = fd;
