@@ -2932,8 +2932,21 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 		t->st.stale_drops += drop_all(t, false);
 		pthread_mutex_unlock(&t->lock);
 	}
-	if (t->bs != conf->bsize) {
-		/* entries of another block size: start over with ours */
+	if (t->bs != conf->bsize && t->ndirty > 0 && conf->bsize % t->bs != 0) {
+		/* dirty blocks a read-only open keeps, of a block size the
+		 * cache's blocks are not made of: they stay in DIR, not
+		 * served (a read of part of one would go to the device) */
+		fprintf(stderr, "clio: disk cache %s: the dirty blocks of %s are of "
+			"%u bytes, the cache's of %u; it runs without the disk cache\n",
+			t->dir, ident, t->bs, conf->bsize);
+		tier_free(t);
+		free(ident);
+		return 1;
+	}
+	if (t->bs != conf->bsize && t->ndirty == 0) {
+		/* entries of another block size: start over with ours (dirty
+		 * ones a read-only open keeps stay, and their block size
+		 * for this session) */
 		(void)unlinkat(t->ofd, "meta", 0);
 		tier_free(t);
 		t = NULL;

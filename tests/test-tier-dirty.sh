@@ -1,0 +1,51 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-2-Clause
+# test-tier-dirty.sh - dirty blocks a crash left in DIR (a writeback
+# clio dd, 16 KiB blocks, killed -9 while its input, a FIFO, is still
+# open) and the opens that follow: a read-only clio dd with the same
+# block size reads them (the file's newest bytes), as does one with
+# 64 KiB blocks; one with 4 KiB blocks runs without the tier (a message
+# says so); each leaves them in DIR, and the next clio dd that opens
+# the file for writing writes them back: the file then has what the
+# first read-only copy read.
+. "$(dirname "$0")/functions.sh"
+
+dc="$tmp/dc"
+mkdir "$dc"
+head -c 2097152 /dev/urandom >"$tmp/new"
+head -c 2097152 /dev/urandom >"$tmp/f"
+cp "$tmp/f" "$tmp/old"
+
+# the writeback copy, killed -9 with its dirty blocks in DIR
+mkfifo "$tmp/fifo"
+"$CLIO" dd if="$tmp/fifo" of="$tmp/f" bs=64k conv=notrunc iflag=fullblock \
+	--bsize=16k --cache-size=256k --dirty-age=1000 --disk-cache="$dc" \
+	--disk-cache-mode=writeback >/dev/null 2>"$tmp/err" &
+pid=$!
+exec 3>"$tmp/fifo"
+cat "$tmp/new" >&3
+sleep 2
+kill -9 "$pid"
+exec 3>&-
+wait "$pid" 2>/dev/null
+
+# ro BSIZE OUT: a read-only copy of f through the tier
+ro() {
+	"$CLIO" dd if="$tmp/f" of="$2" bs=64k --bsize="$1" --disk-cache="$dc" \
+		>/dev/null 2>"$tmp/err" || { cat "$tmp/err"; fail "a read-only copy with bsize $1"; }
+}
+ro 16k "$tmp/ref"
+cmp -s "$tmp/ref" "$tmp/old" && fail "no dirty block was left in DIR"
+cmp -s "$tmp/f" "$tmp/old" || fail "the file was written before its write-back"
+ro 64k "$tmp/out"
+cmp "$tmp/ref" "$tmp/out" || fail "a read-only copy with 64 KiB blocks did not read the dirty blocks"
+ro 4k "$tmp/out"
+grep -q 'runs without the disk cache' "$tmp/err" ||
+	{ cat "$tmp/err"; fail "4 KiB blocks over dirty ones of 16 KiB: no message"; }
+cmp -s "$tmp/f" "$tmp/old" || fail "a read-only open wrote the file"
+echo "ok: read-only opens of another block size read the dirty blocks, or run without the tier"
+
+"$CLIO" dd if=/dev/null of="$tmp/f" conv=notrunc --disk-cache="$dc" >/dev/null 2>"$tmp/err" ||
+	{ cat "$tmp/err"; fail "opening f for writing"; }
+cmp "$tmp/ref" "$tmp/f" || fail "the dirty blocks did not reach the file: lost by a read-only open"
+echo "ok: the dirty blocks are written back at the next open for writing"
