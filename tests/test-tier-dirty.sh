@@ -16,18 +16,21 @@ head -c 2097152 /dev/urandom >"$tmp/new"
 head -c 2097152 /dev/urandom >"$tmp/f"
 cp "$tmp/f" "$tmp/old"
 
-# the writeback copy, killed -9 with its dirty blocks in DIR
+# the writeback copy of new onto f, killed -9 with its dirty blocks in DIR
 mkfifo "$tmp/fifo"
-"$CLIO" dd if="$tmp/fifo" of="$tmp/f" bs=64k conv=notrunc iflag=fullblock \
-	--bsize=16k --cache-size=256k --dirty-age=1000 --disk-cache="$dc" \
-	--disk-cache-mode=writeback >/dev/null 2>"$tmp/err" &
-pid=$!
-exec 3>"$tmp/fifo"
-cat "$tmp/new" >&3
-sleep 2
-kill -9 "$pid"
-exec 3>&-
-wait "$pid" 2>/dev/null
+make_dirty() {
+	"$CLIO" dd if="$tmp/fifo" of="$tmp/f" bs=64k conv=notrunc iflag=fullblock \
+		--bsize=16k --cache-size=256k --dirty-age=1000 --disk-cache="$dc" \
+		--disk-cache-mode=writeback >/dev/null 2>"$tmp/err" &
+	pid=$!
+	exec 3>"$tmp/fifo"
+	cat "$tmp/new" >&3
+	sleep 2
+	kill -9 "$pid"
+	exec 3>&-
+	wait "$pid" 2>/dev/null
+}
+make_dirty
 
 # ro BSIZE OUT: a read-only copy of f through the tier
 ro() {
@@ -49,3 +52,37 @@ echo "ok: read-only opens of another block size read the dirty blocks, or run wi
 	{ cat "$tmp/err"; fail "opening f for writing"; }
 cmp "$tmp/ref" "$tmp/f" || fail "the dirty blocks did not reach the file: lost by a read-only open"
 echo "ok: the dirty blocks are written back at the next open for writing"
+
+# lost_found_check WHAT: the dirty blocks are in lost+found, not in f
+lost_found_check() {
+	grep -q "kept in .*lost+found" "$tmp/err" || { cat "$tmp/err"; fail "$1: no message names lost+found"; }
+	cmp -s "$tmp/f" "$tmp/old" || fail "$1: the file was written"
+	python3 - "$dc/lost+found" "$tmp/new" <<'EOF' || fail "$1: lost+found does not hold the dirty blocks"
+import os, sys
+top, new = sys.argv[1], open(sys.argv[2], 'rb').read()
+n = 0
+for sub in os.listdir(top):
+    for name in os.listdir(os.path.join(top, sub)):
+        if name == 'README':
+            continue
+        b = open(os.path.join(top, sub, name), 'rb').read()
+        assert new[int(name):int(name) + len(b)] == b, name
+        n += 1
+assert n > 0
+EOF
+	rm -rf "$dc/lost+found"
+}
+for damage in flip remove; do
+	cp "$tmp/old" "$tmp/f"
+	rm -rf "$dc" && mkdir "$dc" # f's object alone
+	make_dirty
+	obj=$(ls "$dc" | grep -v lost)
+	case $damage in
+	flip) printf 'X' | dd of="$dc/$obj/meta" bs=1 seek=200 conv=notrunc 2>/dev/null;;
+	remove) rm "$dc/$obj/meta";;
+	esac
+	"$CLIO" dd if=/dev/null of="$tmp/f" conv=notrunc --disk-cache="$dc" >/dev/null 2>"$tmp/err" ||
+		{ cat "$tmp/err"; fail "opening f for writing, its meta damaged ($damage)"; }
+	lost_found_check "meta damaged ($damage)"
+done
+echo "ok: dirty blocks under a damaged or missing meta go to lost+found"

@@ -40,7 +40,9 @@
  *  1. A torn or half-written record fails its own crc: the slot is empty.
  *     A record carries its object's tag (index or data files copied
  *     from another object are not entries), and meta a block size conf
- *     allows (else it is not ours: the object starts empty).  A dirty
+ *     allows (else it is not ours: the object starts empty, but for
+ *     its own dirty entries, which go to lost+found: no version tells
+ *     whether they may be written back).  A dirty
  *     record of tag 0 (written before records had tags) is taken as
  *     ours, so that an older binary's crash loses no dirty data; clean
  *     ones of tag 0 are dropped.
@@ -2860,21 +2862,31 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 	}
 	memset(t->hash, 0xff, sizeof(uint32_t) * h);
 	t->hmask = h - 1;
+	const char *why = NULL;
 	if (!have_meta) {
-		/* nothing of this object we can trust: start empty */
-		if (ftruncate(t->ifd, 0) < 0 || ftruncate(t->dfd, 0) < 0) {
+		/* nothing of this object we can trust: start empty, but for
+		 * dirty blocks of its own (its tag, their data checked, of
+		 * the block size conf has): the only copy of what a program
+		 * wrote, not written back (no version to check), but kept
+		 * aside in lost+found */
+		r = load_index(t, 0);
+		if (r < 0)
+			goto fail_dir;
+		if (t->ndirty > 0)
+			why = "its record in the disk cache (meta) is missing or damaged";
+		else if (ftruncate(t->ifd, 0) < 0 || ftruncate(t->dfd, 0) < 0) {
 			r = -errno;
 			goto fail_dir;
 		}
 	}
-	r = load_index(t, DIV_ROUND_UP(MAX(size, have_meta ? m.size : 0), t->bs) + 1);
+	if (why == NULL)
+		r = load_index(t, DIV_ROUND_UP(MAX(size, have_meta ? m.size : 0), t->bs) + 1);
 	if (r < 0)
 		goto fail_dir;
 	loaded = true;
 
 	/* is what the entries hold still the device's? (crash safety 4) */
 	validator_of(t, &t->v, &t->has_v);
-	const char *why = NULL;
 	if (have_meta && HAS_VALIDATOR(t->kind)) {
 		if (m.state != M_CLEAN)
 			why = "a session that wrote it ended without recording its version";
