@@ -2748,7 +2748,8 @@ tier_free(struct tier *t)
 }
 
 static int
-tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
+tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp,
+	  struct tier_stats *st)
 {
 	struct tier *t = calloc(1, sizeof(*t));
 	char *ident = NULL;
@@ -2764,6 +2765,7 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 	if (t == NULL)
 		return -ENOMEM;
 	t->fw = &t->own_fw; /* the pool's once joined */
+	t->st = *st; /* what an attempt before this one did */
 	t->d = d;
 	t->dfd = t->ifd = t->lockfd = t->ofd = -1;
 	pthread_mutex_init(&t->lock, NULL);
@@ -2960,6 +2962,7 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 		 * ones a read-only open keeps stay, and their block size
 		 * for this session) */
 		(void)unlinkat(t->ofd, "meta", 0);
+		*st = t->st; /* its blocks written back, say: counted */
 		tier_free(t);
 		t = NULL;
 		r = -EAGAIN;
@@ -3019,9 +3022,10 @@ tier_attach(clio_dev *d, const struct clio_conf *conf)
 		return 0;
 	pthread_mutex_lock(&attach_lock);
 	if (__atomic_load_n(&d->tier, __ATOMIC_ACQUIRE) == NULL) {
-		r = tier_open(d, conf, &t);
+		struct tier_stats st = { 0 };
+		r = tier_open(d, conf, &t, &st);
 		if (r == -EAGAIN) /* the block size changed: once more */
-			r = tier_open(d, conf, &t);
+			r = tier_open(d, conf, &t, &st);
 		if (r == 1)
 			r = 0;
 		if (t != NULL)
