@@ -105,7 +105,9 @@
  *     entry becomes clean only after the device took it and was
  *     flushed.  At attach, dirty entries (the newest valid one of each
  *     block) are written back if the validator matches (devices without
- *     one: the user's promise), else copied to lost+found.  A device
+ *     one: the user's promise), else copied to lost+found (so are, at
+ *     a mount's start, those of a file whose path names another inode
+ *     or nothing now: orphan_keep).  A device
  *     opened read-only keeps them dirty and reads them from DIR; an
  *     index that holds more slots than disk_cache_size now allows keeps
  *     the dirty ones past it; dirty blocks lost+found cannot take stay.
@@ -3198,6 +3200,94 @@ recover_spec(int dirfd, const char *name, const char *prefix, const char *query)
 			 query != NULL ? query : "");
 }
 
+/* A recorded regular file's object with dirty blocks under prefix whose
+ * path names another file now (another inode on the file's device), or
+ * nothing in a directory of that device (the file replaced, removed or
+ * renamed): no open reaches its entries again (the identity has the
+ * inode), so its dirty blocks go to lost+found (not to the new file:
+ * they are another file's).  True if the object was such an orphan. */
+static bool
+orphan_keep(const struct clio_conf *conf, int dirfd, const char *name,
+	    const char *prefix)
+{
+	unsigned long long dev, ino;
+	struct meta m;
+	struct stat st;
+	const char *p;
+	struct tier *t;
+	bool orphan = false;
+	int od = own_dir(dirfd, name, false), fd;
+
+	if (od < 0)
+		return false;
+	if (meta_read_at(od, &m) < 0 || m.kind != K_FILE ||
+	    strlen(m.ident) >= sizeof(m.ident) - 1 ||
+	    sscanf(m.ident, "file dev=%llu ino=%llu", &dev, &ino) != 2 ||
+	    (p = strstr(m.ident, " path=")) == NULL ||
+	    strncmp(p + 6, prefix, strlen(prefix)) != 0) {
+		close(od);
+		return false;
+	}
+	p += 6;
+	if (stat(p, &st) == 0) {
+		orphan = st.st_dev == dev && st.st_ino != ino;
+	} else if (errno == ENOENT) {
+		/* gone from a directory that is still there on its device
+		 * (not a file system that is not mounted now) */
+		char *dir = strdup(p), *slash = dir != NULL ? strrchr(dir, '/') : NULL;
+		if (slash != NULL) {
+			*(slash == dir ? slash + 1 : slash) = '\0';
+			orphan = stat(dir, &st) == 0 && st.st_dev == dev;
+		}
+		free(dir);
+	}
+	if (!orphan || (fd = open_file(od, "index", O_RDONLY)) < 0) {
+		close(od);
+		return false;
+	}
+	orphan = index_dirty(fd);
+	close(fd);
+	if (!orphan || (t = calloc(1, sizeof(*t))) == NULL) {
+		close(od);
+		return false;
+	}
+	/* the object as tier_open would take it, without a device */
+	t->ofd = od;
+	t->dfd = t->ifd = t->lockfd = -1;
+	pthread_mutex_init(&t->lock, NULL);
+	pthread_mutex_init(&t->meta_lock, NULL);
+	pthread_mutex_init(&t->wb_lock, NULL);
+	pthread_cond_init(&t->rcv, NULL);
+	pthread_cond_init(&t->fcv, NULL);
+	pthread_cond_init(&t->cv, NULL);
+	t->lru_head = t->lru_tail = t->free_head = NIL;
+	t->dirty_head = t->dirty_tail = NIL;
+	t->zombies = NIL;
+	t->bs = m.bsize;
+	t->cap = 16;
+	t->tag = (uint32_t)fnv1a(m.ident);
+	snprintf(t->objname, sizeof(t->objname), "%s", name);
+	t->dir = strdup(conf->disk_cache);
+	t->hash = malloc(sizeof(uint32_t) * 1024);
+	if (t->dir != NULL && t->hash != NULL &&
+	    (t->lockfd = open_in(t, "lock", O_RDWR | O_CREAT)) >= 0 &&
+	    lock_object(t->lockfd) == 0 &&
+	    (t->dfd = open_in(t, "data", O_RDWR)) >= 0 &&
+	    (t->ifd = open_in(t, "index", O_RDWR)) >= 0) {
+		memset(t->hash, 0xff, sizeof(uint32_t) * 1024);
+		t->hmask = 1023;
+		if (load_index(t, 0) == 0 && t->ndirty > 0 &&
+		    lost_found(t, m.ident, "its file is gone or is another file now")) {
+			pthread_mutex_lock(&t->lock);
+			drop_all(t, true);
+			pthread_mutex_unlock(&t->lock);
+			(void)fdatasync(t->ifd);
+		}
+	}
+	tier_free(t);
+	return true;
+}
+
 int
 clio_disk_cache_recover(const struct clio_conf *conf, const char *prefix,
 			const char *query)
@@ -3217,6 +3307,8 @@ clio_disk_cache_recover(const struct clio_conf *conf, const char *prefix,
 	small.cache_size = 64 * (uint64_t)conf->bsize; /* the tier does the work */
 	while ((e = readdir(dp)) != NULL) {
 		if (strlen(e->d_name) != 16 || strspn(e->d_name, "0123456789abcdef") != 16)
+			continue;
+		if (orphan_keep(conf, dirfd(dp), e->d_name, prefix))
 			continue;
 		char *spec = recover_spec(dirfd(dp), e->d_name, prefix, query);
 		clio_cache *c = NULL;
