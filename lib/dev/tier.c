@@ -74,7 +74,8 @@
  *     Dirty insertions (writeback) stay synchronous: fsync needs them.
  *  4. The validator in meta is that of the data the entries hold.
  *     Before the first write of a session meta says "writing" (durably);
- *     after a flush that no write overlapped, and at detach, it records
+ *     after a flush that no write overlapped, and at detach (after a
+ *     flush of the device if writes came since the last), it records
  *     the device's new validator and "clean" (if no write of this
  *     session's came since the last record, a new validator is another
  *     writer's: the clean entries are dropped first).  Another writer
@@ -3073,7 +3074,14 @@ tier_detach(clio_dev *d)
 				(unsigned long long)t->ndirty);
 	}
 	__atomic_store_n(&d->tier, NULL, __ATOMIC_RELEASE);
-	if (atomic_load(&t->meta_writing) || HAS_VALIDATOR(t->kind))
+	/* writes of this session's that no flush followed: the device
+	 * keeps them before their version is recorded with the entries,
+	 * else a power loss could leave the file's new times over its
+	 * older bytes, and entries of the newer ones under them; a flush
+	 * that fails leaves meta "writing" (crash safety 4) */
+	bool unflushed = atomic_load(&t->meta_writing) && !d->readonly &&
+			 dev_sync(t, CLIO_OP_FLUSH, NULL, 0, 0) < 0;
+	if (!unflushed && (atomic_load(&t->meta_writing) || HAS_VALIDATOR(t->kind)))
 		meta_clean(t);
 	pthread_mutex_lock(&attach_lock);
 	pool_leave(t);
