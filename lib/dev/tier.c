@@ -109,7 +109,8 @@
  *     one: the user's promise), else copied to lost+found (so are, at
  *     a mount's start, those of a file whose path names another inode
  *     or nothing now: orphan_keep).  A device
- *     opened read-only keeps them dirty and reads them from DIR; an
+ *     opened read-only keeps them dirty and reads them from DIR (a read
+ *     of part of one as a read of the whole blocks: bounce_read); an
  *     index that holds more slots than disk_cache_size now allows keeps
  *     the dirty ones past it; dirty blocks lost+found cannot take stay.
  *
@@ -1631,6 +1632,62 @@ tier_dirty_in(struct tier *t, uint64_t first, uint32_t n)
 	return dirty;
 }
 
+/* An unaligned read of a read-only device's dirty blocks: the aligned
+ * read of [start, end) into a buffer of its own, copied out at its end. */
+struct bounce {
+	struct clio_req req, *orig;
+	struct iovec v;
+	size_t skip;
+};
+
+static void
+bounce_done(struct clio_req *r)
+{
+	struct bounce *b = r->priv;
+	struct clio_req *orig = b->orig;
+	size_t len = iov_length(orig->iov, orig->iovcnt);
+
+	if (r->result < 0) {
+		orig->result = r->result;
+	} else {
+		buf_to_iov(orig->iov, orig->iovcnt, 0, (char *)b->v.iov_base + b->skip, len);
+		orig->result = (ssize_t)len;
+	}
+	orig->t_done = r->t_done;
+	free(b->v.iov_base);
+	free(b);
+	orig->done(orig);
+}
+
+static int
+bounce_read(struct tier *t, clio_dev *d, struct clio_req *req, uint64_t start,
+	    uint64_t end)
+{
+	struct bounce *b = calloc(1, sizeof(*b));
+	int r;
+
+	if (b == NULL || (b->v.iov_base = malloc(end - start)) == NULL) {
+		free(b);
+		return -ENOMEM;
+	}
+	b->v.iov_len = end - start;
+	b->orig = req;
+	b->skip = req->offset - start;
+	b->req.op = CLIO_OP_READ;
+	b->req.flags = req->flags;
+	b->req.offset = start;
+	b->req.iov = &b->v;
+	b->req.iovcnt = 1;
+	b->req.done = bounce_done;
+	b->req.priv = b;
+	r = tier_submit(t, d, &b->req);
+	if (r < 0) {
+		free(b->v.iov_base);
+		free(b);
+	}
+	return r;
+}
+
 int
 tier_submit(struct tier *t, clio_dev *d, struct clio_req *req)
 {
@@ -1727,6 +1784,13 @@ tier_submit(struct tier *t, clio_dev *d, struct clio_req *req)
 	/* a read: the blocks DIR holds, then the runs of the rest */
 	uint64_t first = off / t->bs;
 	uint32_t nblk = len ? (uint32_t)DIV_ROUND_UP(off + len, t->bs) - (uint32_t)first : 0;
+	/* a read-only device keeps the dirty blocks a crash left (they are
+	 * its newest data): an unaligned read of one is made of the whole
+	 * blocks around it, read as an aligned read is */
+	if (d->readonly && !aligned && len > 0 && off + len <= size &&
+	    tier_dirty_in(t, first, nblk))
+		return bounce_read(t, d, req, first * t->bs,
+				   MIN((first + nblk) * t->bs, size));
 	/* writeback: an unaligned read goes to the device whole, which has
 	 * not got the dirty blocks it covers yet: they go there first, as
 	 * before an unaligned write */
@@ -2949,21 +3013,11 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp,
 		t->st.stale_drops += drop_all(t, false);
 		pthread_mutex_unlock(&t->lock);
 	}
-	if (t->bs != conf->bsize && t->ndirty > 0 && conf->bsize % t->bs != 0) {
-		/* dirty blocks a read-only open keeps, of a block size the
-		 * cache's blocks are not made of: they stay in DIR, not
-		 * served (a read of part of one would go to the device) */
-		fprintf(stderr, "clio: disk cache %s: the dirty blocks of %s are of "
-			"%u bytes, the cache's of %u; it runs without the disk cache\n",
-			t->dir, ident, t->bs, conf->bsize);
-		tier_free(t);
-		free(ident);
-		return 1;
-	}
 	if (t->bs != conf->bsize && t->ndirty == 0) {
 		/* entries of another block size: start over with ours (dirty
 		 * ones a read-only open keeps stay, and their block size
-		 * for this session) */
+		 * for this session: a read off it is made of whole blocks,
+		 * bounce_read) */
 		(void)unlinkat(t->ofd, "meta", 0);
 		*st = t->st; /* its blocks written back, say: counted */
 		tier_free(t);
