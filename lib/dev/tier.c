@@ -41,8 +41,9 @@
  *     A record carries its object's tag (index or data files copied
  *     from another object are not entries), and meta a block size conf
  *     allows (else it is not ours: the object starts empty, but for
- *     its own dirty entries, which go to lost+found: no version tells
- *     whether they may be written back).  A dirty
+ *     its own dirty entries, which go to lost+found, of the block
+ *     size their data checks with: no version tells whether they may
+ *     be written back).  A dirty
  *     record of tag 0 (written before records had tags) is taken as
  *     ours, so that an older binary's crash loses no dirty data; clean
  *     ones of tag 0 are dropped.
@@ -2429,6 +2430,58 @@ load_index(struct tier *t, uint64_t maxblk)
 	return 0;
 }
 
+/* With meta gone, the block size of the dirty records of the object
+ * (its tag, or 0): the one at which most of them have data that checks;
+ * t->bs if none. */
+static uint32_t
+dirty_bsize(struct tier *t)
+{
+	struct { uint64_t slot; uint32_t len, dcrc; } *dr = NULL;
+	uint32_t best = t->bs, nbest = 0;
+	uint64_t nrec, nd = 0;
+	struct stat st;
+	struct rec *recs;
+	char *buf = NULL;
+
+	if (fstat(t->ifd, &st) < 0 || (nrec = (uint64_t)st.st_size / REC_SIZE) == 0)
+		return best;
+	nrec = MIN(nrec, (uint64_t)UINT32_MAX - 2);
+	if ((recs = malloc(nrec * REC_SIZE)) == NULL)
+		return best;
+	if (read_all(t->ifd, recs, nrec * REC_SIZE, 0) == 0 &&
+	    (dr = malloc(sizeof(*dr) * nrec)) != NULL) {
+		for (uint64_t i = 0; i < nrec; i++) {
+			struct rec c = recs[i];
+			c.rcrc = 0;
+			if (c.magic == REC_MAGIC && recs[i].rcrc == crc32c(0, &c, sizeof(c)) &&
+			    (c.flags & R_DIRTY) && (c.obj == t->tag || c.obj == 0) &&
+			    c.len > 0 && c.len <= (1u << 20)) {
+				dr[nd].slot = i;
+				dr[nd].len = c.len;
+				dr[nd++].dcrc = c.dcrc;
+			}
+		}
+	}
+	free(recs);
+	if (nd > 0)
+		buf = malloc(1u << 20);
+	for (uint32_t b = 512; buf != NULL && b <= (1u << 20); b *= 2) {
+		uint32_t n = 0;
+		for (uint64_t k = 0; k < nd; k++)
+			if (dr[k].len <= b &&
+			    read_all(t->dfd, buf, dr[k].len, (off_t)(dr[k].slot * b)) == 0 &&
+			    crc32c(0, buf, dr[k].len) == dr[k].dcrc)
+				n++;
+		if (n > nbest || (n == nbest && n > 0 && b == t->bs)) {
+			best = b;
+			nbest = n;
+		}
+	}
+	free(dr);
+	free(buf);
+	return best;
+}
+
 /* Dirty entries that must not reach the device: into
  * DIR/lost+found/<object>-<time>[.N]/<byte offset>, with a message. */
 static bool
@@ -2935,9 +2988,10 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp,
 	if (!have_meta) {
 		/* nothing of this object we can trust: start empty, but for
 		 * dirty blocks of its own (its tag, their data checked, of
-		 * the block size conf has): the only copy of what a program
+		 * the block size their data checks with): the only copy of what a program
 		 * wrote, not written back (no version to check), but kept
 		 * aside in lost+found */
+		t->bs = dirty_bsize(t);
 		r = load_index(t, 0);
 		if (r < 0)
 			goto fail_dir;
