@@ -109,7 +109,8 @@
  *     block) are written back if the validator matches (devices without
  *     one: the user's promise), else copied to lost+found (so are, at
  *     a mount's start, those of a file whose path names another inode
- *     or nothing now: orphan_keep).  A device
+ *     or nothing now, or an NFS file's another fileid: orphan_keep,
+ *     nfs_orphan_keep).  A device
  *     opened read-only keeps them dirty and reads them from DIR (a read
  *     of part of one as a read of the whole blocks: bounce_read); an
  *     index that holds more slots than disk_cache_size now allows keeps
@@ -3316,12 +3317,64 @@ recover_spec(int dirfd, const char *name, const char *prefix, const char *query)
 			 query != NULL ? query : "");
 }
 
-/* A recorded regular file's object with dirty blocks under prefix whose
- * path names another file now (another inode on the file's device), or
- * nothing in a directory of that device (the file replaced, removed or
- * renamed): no open reaches its entries again (the identity has the
- * inode), so its dirty blocks go to lost+found (not to the new file:
- * they are another file's).  True if the object was such an orphan. */
+/* The dirty blocks of the object DIR/name (at od, which this closes),
+ * whose meta is m, to lost+found: no open reaches them again. */
+static void
+orphan_lost_found(const struct clio_conf *conf, int od, const char *name,
+		  const struct meta *m)
+{
+	struct tier *t;
+	int fd = open_file(od, "index", O_RDONLY);
+	bool dirty = fd >= 0 && index_dirty(fd);
+
+	if (fd >= 0)
+		close(fd);
+	if (!dirty || (t = calloc(1, sizeof(*t))) == NULL) {
+		close(od);
+		return;
+	}
+	/* the object as tier_open would take it, without a device */
+	t->ofd = od;
+	t->dfd = t->ifd = t->lockfd = -1;
+	pthread_mutex_init(&t->lock, NULL);
+	pthread_mutex_init(&t->meta_lock, NULL);
+	pthread_mutex_init(&t->wb_lock, NULL);
+	pthread_cond_init(&t->rcv, NULL);
+	pthread_cond_init(&t->fcv, NULL);
+	pthread_cond_init(&t->cv, NULL);
+	t->lru_head = t->lru_tail = t->free_head = NIL;
+	t->dirty_head = t->dirty_tail = NIL;
+	t->zombies = NIL;
+	t->bs = m->bsize;
+	t->cap = 16;
+	t->tag = (uint32_t)fnv1a(m->ident);
+	snprintf(t->objname, sizeof(t->objname), "%s", name);
+	t->dir = strdup(conf->disk_cache);
+	t->hash = malloc(sizeof(uint32_t) * 1024);
+	if (t->dir != NULL && t->hash != NULL &&
+	    (t->lockfd = open_in(t, "lock", O_RDWR | O_CREAT)) >= 0 &&
+	    lock_object(t->lockfd) == 0 &&
+	    (t->dfd = open_in(t, "data", O_RDWR)) >= 0 &&
+	    (t->ifd = open_in(t, "index", O_RDWR)) >= 0) {
+		memset(t->hash, 0xff, sizeof(uint32_t) * 1024);
+		t->hmask = 1023;
+		if (load_index(t, 0) == 0 && t->ndirty > 0 &&
+		    lost_found(t, m->ident, "its file is gone or is another file now")) {
+			pthread_mutex_lock(&t->lock);
+			drop_all(t, true);
+			pthread_mutex_unlock(&t->lock);
+			(void)fdatasync(t->ifd);
+		}
+	}
+	tier_free(t);
+}
+
+/* A recorded regular file's object under prefix whose path names
+ * another file now (another inode on the file's device), or nothing in
+ * a directory of that device (the file replaced, removed or renamed):
+ * no open reaches its entries again (the identity has the inode), so
+ * its dirty blocks go to lost+found (not to the new file: they are
+ * another file's).  True if the object was such an orphan. */
 static bool
 orphan_keep(const struct clio_conf *conf, int dirfd, const char *name,
 	    const char *prefix)
@@ -3330,9 +3383,8 @@ orphan_keep(const struct clio_conf *conf, int dirfd, const char *name,
 	struct meta m;
 	struct stat st;
 	const char *p;
-	struct tier *t;
 	bool orphan = false;
-	int od = own_dir(dirfd, name, false), fd;
+	int od = own_dir(dirfd, name, false);
 
 	if (od < 0)
 		return false;
@@ -3357,50 +3409,37 @@ orphan_keep(const struct clio_conf *conf, int dirfd, const char *name,
 		}
 		free(dir);
 	}
-	if (!orphan || (fd = open_file(od, "index", O_RDONLY)) < 0) {
+	if (!orphan) {
 		close(od);
 		return false;
 	}
-	orphan = index_dirty(fd);
-	close(fd);
-	if (!orphan || (t = calloc(1, sizeof(*t))) == NULL) {
+	orphan_lost_found(conf, od, name, &m);
+	return true;
+}
+
+/* An NFS file's object whose path, opened as d, is another file now
+ * (another fileid): its dirty blocks go to lost+found, as above.  True
+ * if it was. */
+static bool
+nfs_orphan_keep(const struct clio_conf *conf, int dirfd, const char *name,
+		clio_dev *d)
+{
+	struct clio_validator v;
+	unsigned long long id;
+	struct meta m;
+	const char *p;
+	int od = own_dir(dirfd, name, false);
+
+	if (od < 0)
+		return false;
+	if (meta_read_at(od, &m) < 0 || m.kind != K_NFS ||
+	    (p = strstr(m.ident, " fileid=")) == NULL ||
+	    sscanf(p, " fileid=%llu", &id) != 1 || clio_dev_version(d, &v) < 0 ||
+	    v.id == id) {
 		close(od);
 		return false;
 	}
-	/* the object as tier_open would take it, without a device */
-	t->ofd = od;
-	t->dfd = t->ifd = t->lockfd = -1;
-	pthread_mutex_init(&t->lock, NULL);
-	pthread_mutex_init(&t->meta_lock, NULL);
-	pthread_mutex_init(&t->wb_lock, NULL);
-	pthread_cond_init(&t->rcv, NULL);
-	pthread_cond_init(&t->fcv, NULL);
-	pthread_cond_init(&t->cv, NULL);
-	t->lru_head = t->lru_tail = t->free_head = NIL;
-	t->dirty_head = t->dirty_tail = NIL;
-	t->zombies = NIL;
-	t->bs = m.bsize;
-	t->cap = 16;
-	t->tag = (uint32_t)fnv1a(m.ident);
-	snprintf(t->objname, sizeof(t->objname), "%s", name);
-	t->dir = strdup(conf->disk_cache);
-	t->hash = malloc(sizeof(uint32_t) * 1024);
-	if (t->dir != NULL && t->hash != NULL &&
-	    (t->lockfd = open_in(t, "lock", O_RDWR | O_CREAT)) >= 0 &&
-	    lock_object(t->lockfd) == 0 &&
-	    (t->dfd = open_in(t, "data", O_RDWR)) >= 0 &&
-	    (t->ifd = open_in(t, "index", O_RDWR)) >= 0) {
-		memset(t->hash, 0xff, sizeof(uint32_t) * 1024);
-		t->hmask = 1023;
-		if (load_index(t, 0) == 0 && t->ndirty > 0 &&
-		    lost_found(t, m.ident, "its file is gone or is another file now")) {
-			pthread_mutex_lock(&t->lock);
-			drop_all(t, true);
-			pthread_mutex_unlock(&t->lock);
-			(void)fdatasync(t->ifd);
-		}
-	}
-	tier_free(t);
+	orphan_lost_found(conf, od, name, &m);
 	return true;
 }
 
@@ -3435,7 +3474,9 @@ clio_disk_cache_recover(const struct clio_conf *conf, const char *prefix,
 		/* opening the object writes its dirty blocks back (or to
 		 * lost+found); one that cannot be opened now is the next
 		 * open's */
-		if (clio_dev_open(spec, 0, &d) == 0 && clio_cache_new(&small, &c) == 0 &&
+		if (clio_dev_open(spec, 0, &d) == 0 &&
+		    !nfs_orphan_keep(conf, dirfd(dp), e->d_name, d) &&
+		    clio_cache_new(&small, &c) == 0 &&
 		    clio_open(c, d, CLIO_RDWR, &f) == 0) {
 			if (clio_close(f) == 0)
 				n++;
