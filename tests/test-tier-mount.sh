@@ -8,7 +8,9 @@
 # the mounts is seen; clio dd of the file reads the mount's entries;
 # writeback: what a program wrote and fsynced through a mount killed -9
 # reaches the file at its next open for writing, and a restarted mount
-# reads a new file it crashed with (its size too) at its first open.
+# reads a new file it crashed with (its size too) at its first open;
+# the dirty blocks of a file replaced (another inode at its path) after
+# the crash go to lost+found at the next mount's start, with a message.
 set -e
 . "$(dirname "$0")/mount-common.sh"
 mnt=$tmp/mnt dir=$tmp/dir dc=$tmp/dc
@@ -96,3 +98,47 @@ cmp "$mnt/odd" "$tmp/odd" || fail "after the crash, the mount's first read of th
 mount_stop "$mnt"
 cmp "$dir/odd" "$tmp/odd" || fail "after the crash, the file differs"
 echo "ok: writeback: a restarted mount reads a file it crashed with at its first open"
+
+# writeback: a file written and fsynced through a mount killed -9, then
+# replaced (another inode at its path, as an editor or rsync does)
+# before the next mount: its dirty blocks are another file's; the next
+# mount's start keeps them in lost+found, with a message, and leaves
+# the new file as it is
+head -c 1048576 /dev/urandom >"$dir/r"
+mount_start "$dir" "$mnt" -o disk_cache="$dc",disk_cache_mode=writeback,dirty_age=600
+python3 -c '
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY)
+os.pwrite(fd, open(sys.argv[2], "rb").read(), 0)
+os.fsync(fd)
+os.close(fd)' "$mnt/r" "$tmp/new"
+kill -9 "$mount_pid"
+wait "$mount_pid" 2>/dev/null || true
+mount_pid=
+fusermount3 -uz "$mnt"
+cmp -s "$tmp/new" "$dir/r" && echo "(the dirty blocks were written back before the kill)"
+cp "$dir/r" "$dir/r.new"
+mv "$dir/r.new" "$dir/r"
+cp "$dir/r" "$tmp/r.replaced"
+rm -rf "$dc/lost+found"
+mount_start "$dir" "$mnt" -o disk_cache="$dc",disk_cache_mode=writeback
+cmp "$mnt/r" "$tmp/r.replaced" || fail "the replacing file reads otherwise through the mount"
+mount_stop "$mnt" 2>"$tmp/err"
+cmp "$dir/r" "$tmp/r.replaced" || fail "the replacing file was written"
+if ! cmp -s "$tmp/new" "$tmp/r.replaced"; then
+	grep -q "were not written back.*kept in $dc/lost+found" "$tmp/err" ||
+		{ cat "$tmp/err"; fail "no message says where the replaced file's dirty blocks are"; }
+	python3 - "$dc/lost+found" "$tmp/new" <<'PY' || fail "lost+found does not hold the replaced file's dirty blocks"
+import os, sys
+top, new = sys.argv[1], open(sys.argv[2], 'rb').read()
+n = 0
+for sub in os.listdir(top):
+    for name in os.listdir(os.path.join(top, sub)):
+        if name != 'README':
+            b = open(os.path.join(top, sub, name), 'rb').read()
+            assert new[int(name):int(name) + len(b)] == b, name
+            n += 1
+assert n > 0
+PY
+fi
+echo "ok: writeback: the dirty blocks of a file replaced after a crash go to lost+found"

@@ -40,7 +40,10 @@
  *  1. A torn or half-written record fails its own crc: the slot is empty.
  *     A record carries its object's tag (index or data files copied
  *     from another object are not entries), and meta a block size conf
- *     allows (else it is not ours: the object starts empty).  A dirty
+ *     allows (else it is not ours: the object starts empty, but for
+ *     its own dirty entries, which go to lost+found, of the block
+ *     size their data checks with: no version tells whether they may
+ *     be written back).  A dirty
  *     record of tag 0 (written before records had tags) is taken as
  *     ours, so that an older binary's crash loses no dirty data; clean
  *     ones of tag 0 are dropped.
@@ -72,7 +75,8 @@
  *     Dirty insertions (writeback) stay synchronous: fsync needs them.
  *  4. The validator in meta is that of the data the entries hold.
  *     Before the first write of a session meta says "writing" (durably);
- *     after a flush that no write overlapped, and at detach, it records
+ *     after a flush that no write overlapped, and at detach (after a
+ *     flush of the device if writes came since the last), it records
  *     the device's new validator and "clean" (if no write of this
  *     session's came since the last record, a new validator is another
  *     writer's: the clean entries are dropped first).  Another writer
@@ -86,7 +90,11 @@
  *     or with another validator at attach has all its clean entries
  *     dropped before any read is served.  ("writing" is a second line of
  *     defence: a write of the tier's own changes the file's mtime and
- *     ctime, so a recorded validator never matches after it.)  Times in
+ *     ctime, so a recorded validator never matches after it.)  A
+ *     version is recorded "clean" only once the records cleared before
+ *     it are durable (fdatasync of the index): a power loss brings back
+ *     no entry dropped as stale, or evicted before its block was
+ *     written, under a version that does not hold it.  Times in
  *     whole seconds recorded within 2 s of the change (V_RACY) may hide
  *     a later one: that object's clean entries go at the next open.
  *  5. writeback: a dirty block is written to a fresh slot (copy on
@@ -99,8 +107,12 @@
  *     entry becomes clean only after the device took it and was
  *     flushed.  At attach, dirty entries (the newest valid one of each
  *     block) are written back if the validator matches (devices without
- *     one: the user's promise), else copied to lost+found.  A device
- *     opened read-only keeps them dirty and reads them from DIR; an
+ *     one: the user's promise), else copied to lost+found (so are, at
+ *     a mount's start, those of a file whose path names another inode
+ *     or nothing now, or an NFS file's another fileid: orphan_keep,
+ *     nfs_orphan_keep).  A device
+ *     opened read-only keeps them dirty and reads them from DIR (a read
+ *     of part of one as a read of the whole blocks: bounce_read); an
  *     index that holds more slots than disk_cache_size now allows keeps
  *     the dirty ones past it; dirty blocks lost+found cannot take stay.
  *
@@ -268,6 +280,8 @@ struct tier {
 	struct top *ops;	/* requests in flight */
 	int nops;
 	uint64_t wgen;		/* writes started */
+	atomic_bool cleared;	/* a record was cleared since the index was
+				   last made durable (meta_write) */
 	atomic_bool meta_writing;	/* meta says M_WRITING; written under
 				 * meta_lock, read without it in top_finish */
 	pthread_mutex_t meta_lock;
@@ -632,6 +646,8 @@ rec_put(struct tier *t, uint32_t i, bool valid)
 		r.flags = R_VALID | (s->state == S_DIRTY ? R_DIRTY : 0);
 		r.obj = t->tag;
 		r.rcrc = crc32c(0, &r, sizeof(r));
+	} else {
+		atomic_store(&t->cleared, true);
 	}
 	return write_all(t->ifd, &r, sizeof(r), (off_t)i * REC_SIZE);
 }
@@ -821,6 +837,15 @@ meta_write(struct tier *t, const char *ident, int state)
 	m.size = clio_dev_size(t->d);
 	snprintf(m.ident, sizeof(m.ident), "%s", ident);
 	m.crc = crc32c(0, &m, offsetof(struct meta, crc));
+	/* the records cleared so far are durable before a version is
+	 * recorded clean: else a power loss brings back an entry dropped
+	 * as stale under the new version (crash safety 4) */
+	if (state == M_CLEAN && atomic_exchange(&t->cleared, false) &&
+	    fdatasync(t->ifd) < 0) {
+		r = -errno;
+		atomic_store(&t->cleared, true);
+		return r;
+	}
 	fd = open_file(t->ofd, "meta.tmp", O_WRONLY | O_CREAT | O_TRUNC);
 	if (fd < 0)
 		r = fd;
@@ -1609,6 +1634,62 @@ tier_dirty_in(struct tier *t, uint64_t first, uint32_t n)
 	return dirty;
 }
 
+/* An unaligned read of a read-only device's dirty blocks: the aligned
+ * read of [start, end) into a buffer of its own, copied out at its end. */
+struct bounce {
+	struct clio_req req, *orig;
+	struct iovec v;
+	size_t skip;
+};
+
+static void
+bounce_done(struct clio_req *r)
+{
+	struct bounce *b = r->priv;
+	struct clio_req *orig = b->orig;
+	size_t len = iov_length(orig->iov, orig->iovcnt);
+
+	if (r->result < 0) {
+		orig->result = r->result;
+	} else {
+		buf_to_iov(orig->iov, orig->iovcnt, 0, (char *)b->v.iov_base + b->skip, len);
+		orig->result = (ssize_t)len;
+	}
+	orig->t_done = r->t_done;
+	free(b->v.iov_base);
+	free(b);
+	orig->done(orig);
+}
+
+static int
+bounce_read(struct tier *t, clio_dev *d, struct clio_req *req, uint64_t start,
+	    uint64_t end)
+{
+	struct bounce *b = calloc(1, sizeof(*b));
+	int r;
+
+	if (b == NULL || (b->v.iov_base = malloc(end - start)) == NULL) {
+		free(b);
+		return -ENOMEM;
+	}
+	b->v.iov_len = end - start;
+	b->orig = req;
+	b->skip = req->offset - start;
+	b->req.op = CLIO_OP_READ;
+	b->req.flags = req->flags;
+	b->req.offset = start;
+	b->req.iov = &b->v;
+	b->req.iovcnt = 1;
+	b->req.done = bounce_done;
+	b->req.priv = b;
+	r = tier_submit(t, d, &b->req);
+	if (r < 0) {
+		free(b->v.iov_base);
+		free(b);
+	}
+	return r;
+}
+
 int
 tier_submit(struct tier *t, clio_dev *d, struct clio_req *req)
 {
@@ -1705,6 +1786,13 @@ tier_submit(struct tier *t, clio_dev *d, struct clio_req *req)
 	/* a read: the blocks DIR holds, then the runs of the rest */
 	uint64_t first = off / t->bs;
 	uint32_t nblk = len ? (uint32_t)DIV_ROUND_UP(off + len, t->bs) - (uint32_t)first : 0;
+	/* a read-only device keeps the dirty blocks a crash left (they are
+	 * its newest data): an unaligned read of one is made of the whole
+	 * blocks around it, read as an aligned read is */
+	if (d->readonly && !aligned && len > 0 && off + len <= size &&
+	    tier_dirty_in(t, first, nblk))
+		return bounce_read(t, d, req, first * t->bs,
+				   MIN((first + nblk) * t->bs, size));
 	/* writeback: an unaligned read goes to the device whole, which has
 	 * not got the dirty blocks it covers yet: they go there first, as
 	 * before an unaligned write */
@@ -2343,6 +2431,58 @@ load_index(struct tier *t, uint64_t maxblk)
 	return 0;
 }
 
+/* With meta gone, the block size of the dirty records of the object
+ * (its tag, or 0): the one at which most of them have data that checks;
+ * t->bs if none. */
+static uint32_t
+dirty_bsize(struct tier *t)
+{
+	struct { uint64_t slot; uint32_t len, dcrc; } *dr = NULL;
+	uint32_t best = t->bs, nbest = 0;
+	uint64_t nrec, nd = 0;
+	struct stat st;
+	struct rec *recs;
+	char *buf = NULL;
+
+	if (fstat(t->ifd, &st) < 0 || (nrec = (uint64_t)st.st_size / REC_SIZE) == 0)
+		return best;
+	nrec = MIN(nrec, (uint64_t)UINT32_MAX - 2);
+	if ((recs = malloc(nrec * REC_SIZE)) == NULL)
+		return best;
+	if (read_all(t->ifd, recs, nrec * REC_SIZE, 0) == 0 &&
+	    (dr = malloc(sizeof(*dr) * nrec)) != NULL) {
+		for (uint64_t i = 0; i < nrec; i++) {
+			struct rec c = recs[i];
+			c.rcrc = 0;
+			if (c.magic == REC_MAGIC && recs[i].rcrc == crc32c(0, &c, sizeof(c)) &&
+			    (c.flags & R_DIRTY) && (c.obj == t->tag || c.obj == 0) &&
+			    c.len > 0 && c.len <= (1u << 20)) {
+				dr[nd].slot = i;
+				dr[nd].len = c.len;
+				dr[nd++].dcrc = c.dcrc;
+			}
+		}
+	}
+	free(recs);
+	if (nd > 0)
+		buf = malloc(1u << 20);
+	for (uint32_t b = 512; buf != NULL && b <= (1u << 20); b *= 2) {
+		uint32_t n = 0;
+		for (uint64_t k = 0; k < nd; k++)
+			if (dr[k].len <= b &&
+			    read_all(t->dfd, buf, dr[k].len, (off_t)(dr[k].slot * b)) == 0 &&
+			    crc32c(0, buf, dr[k].len) == dr[k].dcrc)
+				n++;
+		if (n > nbest || (n == nbest && n > 0 && b == t->bs)) {
+			best = b;
+			nbest = n;
+		}
+	}
+	free(dr);
+	free(buf);
+	return best;
+}
+
 /* Dirty entries that must not reach the device: into
  * DIR/lost+found/<object>-<time>[.N]/<byte offset>, with a message. */
 static bool
@@ -2729,7 +2869,8 @@ tier_free(struct tier *t)
 }
 
 static int
-tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
+tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp,
+	  struct tier_stats *st)
 {
 	struct tier *t = calloc(1, sizeof(*t));
 	char *ident = NULL;
@@ -2745,6 +2886,7 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 	if (t == NULL)
 		return -ENOMEM;
 	t->fw = &t->own_fw; /* the pool's once joined */
+	t->st = *st; /* what an attempt before this one did */
 	t->d = d;
 	t->dfd = t->ifd = t->lockfd = t->ofd = -1;
 	pthread_mutex_init(&t->lock, NULL);
@@ -2843,21 +2985,32 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 	}
 	memset(t->hash, 0xff, sizeof(uint32_t) * h);
 	t->hmask = h - 1;
+	const char *why = NULL;
 	if (!have_meta) {
-		/* nothing of this object we can trust: start empty */
-		if (ftruncate(t->ifd, 0) < 0 || ftruncate(t->dfd, 0) < 0) {
+		/* nothing of this object we can trust: start empty, but for
+		 * dirty blocks of its own (its tag, their data checked, of
+		 * the block size their data checks with): the only copy of what a program
+		 * wrote, not written back (no version to check), but kept
+		 * aside in lost+found */
+		t->bs = dirty_bsize(t);
+		r = load_index(t, 0);
+		if (r < 0)
+			goto fail_dir;
+		if (t->ndirty > 0)
+			why = "its record in the disk cache (meta) is missing or damaged";
+		else if (ftruncate(t->ifd, 0) < 0 || ftruncate(t->dfd, 0) < 0) {
 			r = -errno;
 			goto fail_dir;
 		}
 	}
-	r = load_index(t, DIV_ROUND_UP(MAX(size, have_meta ? m.size : 0), t->bs) + 1);
+	if (why == NULL)
+		r = load_index(t, DIV_ROUND_UP(MAX(size, have_meta ? m.size : 0), t->bs) + 1);
 	if (r < 0)
 		goto fail_dir;
 	loaded = true;
 
 	/* is what the entries hold still the device's? (crash safety 4) */
 	validator_of(t, &t->v, &t->has_v);
-	const char *why = NULL;
 	if (have_meta && HAS_VALIDATOR(t->kind)) {
 		if (m.state != M_CLEAN)
 			why = "a session that wrote it ended without recording its version";
@@ -2915,9 +3068,13 @@ tier_open(clio_dev *d, const struct clio_conf *conf, struct tier **tp)
 		t->st.stale_drops += drop_all(t, false);
 		pthread_mutex_unlock(&t->lock);
 	}
-	if (t->bs != conf->bsize) {
-		/* entries of another block size: start over with ours */
+	if (t->bs != conf->bsize && t->ndirty == 0) {
+		/* entries of another block size: start over with ours (dirty
+		 * ones a read-only open keeps stay, and their block size
+		 * for this session: a read off it is made of whole blocks,
+		 * bounce_read) */
 		(void)unlinkat(t->ofd, "meta", 0);
+		*st = t->st; /* its blocks written back, say: counted */
 		tier_free(t);
 		t = NULL;
 		r = -EAGAIN;
@@ -2977,9 +3134,10 @@ tier_attach(clio_dev *d, const struct clio_conf *conf)
 		return 0;
 	pthread_mutex_lock(&attach_lock);
 	if (__atomic_load_n(&d->tier, __ATOMIC_ACQUIRE) == NULL) {
-		r = tier_open(d, conf, &t);
+		struct tier_stats st = { 0 };
+		r = tier_open(d, conf, &t, &st);
 		if (r == -EAGAIN) /* the block size changed: once more */
-			r = tier_open(d, conf, &t);
+			r = tier_open(d, conf, &t, &st);
 		if (r == 1)
 			r = 0;
 		if (t != NULL)
@@ -3025,7 +3183,14 @@ tier_detach(clio_dev *d)
 				(unsigned long long)t->ndirty);
 	}
 	__atomic_store_n(&d->tier, NULL, __ATOMIC_RELEASE);
-	if (atomic_load(&t->meta_writing) || HAS_VALIDATOR(t->kind))
+	/* writes of this session's that no flush followed: the device
+	 * keeps them before their version is recorded with the entries,
+	 * else a power loss could leave the file's new times over its
+	 * older bytes, and entries of the newer ones under them; a flush
+	 * that fails leaves meta "writing" (crash safety 4) */
+	bool unflushed = atomic_load(&t->meta_writing) && !d->readonly &&
+			 dev_sync(t, CLIO_OP_FLUSH, NULL, 0, 0) < 0;
+	if (!unflushed && (atomic_load(&t->meta_writing) || HAS_VALIDATOR(t->kind)))
 		meta_clean(t);
 	pthread_mutex_lock(&attach_lock);
 	pool_leave(t);
@@ -3152,6 +3317,132 @@ recover_spec(int dirfd, const char *name, const char *prefix, const char *query)
 			 query != NULL ? query : "");
 }
 
+/* The dirty blocks of the object DIR/name (at od, which this closes),
+ * whose meta is m, to lost+found: no open reaches them again. */
+static void
+orphan_lost_found(const struct clio_conf *conf, int od, const char *name,
+		  const struct meta *m)
+{
+	struct tier *t;
+	int fd = open_file(od, "index", O_RDONLY);
+	bool dirty = fd >= 0 && index_dirty(fd);
+
+	if (fd >= 0)
+		close(fd);
+	if (!dirty || (t = calloc(1, sizeof(*t))) == NULL) {
+		close(od);
+		return;
+	}
+	/* the object as tier_open would take it, without a device */
+	t->ofd = od;
+	t->dfd = t->ifd = t->lockfd = -1;
+	pthread_mutex_init(&t->lock, NULL);
+	pthread_mutex_init(&t->meta_lock, NULL);
+	pthread_mutex_init(&t->wb_lock, NULL);
+	pthread_cond_init(&t->rcv, NULL);
+	pthread_cond_init(&t->fcv, NULL);
+	pthread_cond_init(&t->cv, NULL);
+	t->lru_head = t->lru_tail = t->free_head = NIL;
+	t->dirty_head = t->dirty_tail = NIL;
+	t->zombies = NIL;
+	t->bs = m->bsize;
+	t->cap = 16;
+	t->tag = (uint32_t)fnv1a(m->ident);
+	snprintf(t->objname, sizeof(t->objname), "%s", name);
+	t->dir = strdup(conf->disk_cache);
+	t->hash = malloc(sizeof(uint32_t) * 1024);
+	if (t->dir != NULL && t->hash != NULL &&
+	    (t->lockfd = open_in(t, "lock", O_RDWR | O_CREAT)) >= 0 &&
+	    lock_object(t->lockfd) == 0 &&
+	    (t->dfd = open_in(t, "data", O_RDWR)) >= 0 &&
+	    (t->ifd = open_in(t, "index", O_RDWR)) >= 0) {
+		memset(t->hash, 0xff, sizeof(uint32_t) * 1024);
+		t->hmask = 1023;
+		if (load_index(t, 0) == 0 && t->ndirty > 0 &&
+		    lost_found(t, m->ident, "its file is gone or is another file now")) {
+			pthread_mutex_lock(&t->lock);
+			drop_all(t, true);
+			pthread_mutex_unlock(&t->lock);
+			(void)fdatasync(t->ifd);
+		}
+	}
+	tier_free(t);
+}
+
+/* A recorded regular file's object under prefix whose path names
+ * another file now (another inode on the file's device), or nothing in
+ * a directory of that device (the file replaced, removed or renamed):
+ * no open reaches its entries again (the identity has the inode), so
+ * its dirty blocks go to lost+found (not to the new file: they are
+ * another file's).  True if the object was such an orphan. */
+static bool
+orphan_keep(const struct clio_conf *conf, int dirfd, const char *name,
+	    const char *prefix)
+{
+	unsigned long long dev, ino;
+	struct meta m;
+	struct stat st;
+	const char *p;
+	bool orphan = false;
+	int od = own_dir(dirfd, name, false);
+
+	if (od < 0)
+		return false;
+	if (meta_read_at(od, &m) < 0 || m.kind != K_FILE ||
+	    strlen(m.ident) >= sizeof(m.ident) - 1 ||
+	    sscanf(m.ident, "file dev=%llu ino=%llu", &dev, &ino) != 2 ||
+	    (p = strstr(m.ident, " path=")) == NULL ||
+	    strncmp(p + 6, prefix, strlen(prefix)) != 0) {
+		close(od);
+		return false;
+	}
+	p += 6;
+	if (stat(p, &st) == 0) {
+		orphan = st.st_dev == dev && st.st_ino != ino;
+	} else if (errno == ENOENT) {
+		/* gone from a directory that is still there on its device
+		 * (not a file system that is not mounted now) */
+		char *dir = strdup(p), *slash = dir != NULL ? strrchr(dir, '/') : NULL;
+		if (slash != NULL) {
+			*(slash == dir ? slash + 1 : slash) = '\0';
+			orphan = stat(dir, &st) == 0 && st.st_dev == dev;
+		}
+		free(dir);
+	}
+	if (!orphan) {
+		close(od);
+		return false;
+	}
+	orphan_lost_found(conf, od, name, &m);
+	return true;
+}
+
+/* An NFS file's object whose path, opened as d, is another file now
+ * (another fileid): its dirty blocks go to lost+found, as above.  True
+ * if it was. */
+static bool
+nfs_orphan_keep(const struct clio_conf *conf, int dirfd, const char *name,
+		clio_dev *d)
+{
+	struct clio_validator v;
+	unsigned long long id;
+	struct meta m;
+	const char *p;
+	int od = own_dir(dirfd, name, false);
+
+	if (od < 0)
+		return false;
+	if (meta_read_at(od, &m) < 0 || m.kind != K_NFS ||
+	    (p = strstr(m.ident, " fileid=")) == NULL ||
+	    sscanf(p, " fileid=%llu", &id) != 1 || clio_dev_version(d, &v) < 0 ||
+	    v.id == id) {
+		close(od);
+		return false;
+	}
+	orphan_lost_found(conf, od, name, &m);
+	return true;
+}
+
 int
 clio_disk_cache_recover(const struct clio_conf *conf, const char *prefix,
 			const char *query)
@@ -3172,6 +3463,8 @@ clio_disk_cache_recover(const struct clio_conf *conf, const char *prefix,
 	while ((e = readdir(dp)) != NULL) {
 		if (strlen(e->d_name) != 16 || strspn(e->d_name, "0123456789abcdef") != 16)
 			continue;
+		if (orphan_keep(conf, dirfd(dp), e->d_name, prefix))
+			continue;
 		char *spec = recover_spec(dirfd(dp), e->d_name, prefix, query);
 		clio_cache *c = NULL;
 		clio_dev *d = NULL;
@@ -3181,7 +3474,9 @@ clio_disk_cache_recover(const struct clio_conf *conf, const char *prefix,
 		/* opening the object writes its dirty blocks back (or to
 		 * lost+found); one that cannot be opened now is the next
 		 * open's */
-		if (clio_dev_open(spec, 0, &d) == 0 && clio_cache_new(&small, &c) == 0 &&
+		if (clio_dev_open(spec, 0, &d) == 0 &&
+		    !nfs_orphan_keep(conf, dirfd(dp), e->d_name, d) &&
+		    clio_cache_new(&small, &c) == 0 &&
 		    clio_open(c, d, CLIO_RDWR, &f) == 0) {
 			if (clio_close(f) == 0)
 				n++;
