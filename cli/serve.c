@@ -13,7 +13,8 @@
  * --port 127.0.0.1 only; read-write unless -r; in the background (nbdkit
  * daemonizes, --pidfile names its pid file) unless -f.
  *
- * Exit: nbdkit's status once it runs; otherwise 64 (EX_USAGE) for bad
+ * Exit: nbdkit's status once it runs (74, EX_IOERR, when the final
+ * write-back failed: nbdkit/sigsync.c invariant 5); otherwise 64 (EX_USAGE) for bad
  * usage or a bad tunable, 66 (EX_NOINPUT) for a device that cannot be
  * opened, 69 (EX_UNAVAILABLE) when nbdkit or the plugin is missing, 73
  * (EX_CANTCREAT) when the socket path exists, the port is taken or the

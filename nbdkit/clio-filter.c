@@ -165,7 +165,7 @@ cf_after_fork(nbdkit_backend *backend)
 static void
 cf_cleanup(nbdkit_backend *backend)
 {
-	int r;
+	int r = 0;
 
 	(void)backend;
 	sigsync_stop(cache);
@@ -178,6 +178,7 @@ cf_cleanup(nbdkit_backend *backend)
 	devnext = NULL;
 	free(zeros);
 	zeros = NULL;
+	sigsync_end(r);
 }
 
 static int

@@ -342,7 +342,7 @@ clio_after_fork(void)
 static void
 clio_unload(void)
 {
-	int r;
+	int r = 0;
 
 	sigsync_stop(cache);
 	if (cache != NULL && (r = clio_cache_free(cache)) < 0)
@@ -355,6 +355,7 @@ clio_unload(void)
 	free((void *)zeros);
 	free(device);
 	free(sock_path);
+	sigsync_end(r);
 }
 
 static pthread_mutex_t conns_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -41,6 +41,13 @@
  *     before a default action ends the process.  sigsync_stop(c) takes c
  *     out, once no write-back of it runs; the last one out stops the
  *     watch.
+ *  5. sigsync_end(r) after a cache was stopped and freed with result r:
+ *     a failed final write-back is remembered, and once no cache is left
+ *     one that failed ends the process with EX_IOERR, as clio dd's would:
+ *     nbdkit's own status is 0 however its plugin's unload went, and a
+ *     service manager would not know that acknowledged writes were lost.
+ *     The filter over the clio plugin frees its cache first (.cleanup),
+ *     the plugin's still counted; the plugin's .unload comes last.
  */
 #include <nbdkit-plugin.h> /* nbdkit_error, nbdkit_debug: the same in filters */
 
@@ -49,7 +56,9 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
+#include <sysexits.h>
 #include <unistd.h>
 
 #include "sigsync.h"
@@ -71,6 +80,7 @@ static void (*hook)(void);
 static pthread_mutex_t sync_lock = PTHREAD_MUTEX_INITIALIZER;
 static clio_cache *caches[MAX_CACHES];
 static int ncaches;
+static bool lost; /* invariant 5 */
 
 static void (*early_fn)(void);
 
@@ -281,4 +291,22 @@ sigsync_stop(clio_cache *c)
 	memset(installed, 0, sizeof(installed));
 	started = false;
 	pthread_mutex_unlock(&lock);
+}
+
+void
+sigsync_end(int r)
+{
+	bool last, failed;
+
+	pthread_mutex_lock(&sync_lock);
+	if (r < 0)
+		lost = true;
+	last = ncaches == 0;
+	failed = lost;
+	pthread_mutex_unlock(&sync_lock);
+	if (last && failed) {
+		nbdkit_error("acknowledged writes were lost: exit status %d", EX_IOERR);
+		fflush(NULL);
+		_exit(EX_IOERR);
+	}
 }

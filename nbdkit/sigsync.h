@@ -26,5 +26,9 @@ void sigsync_set_hook(void (*fn)(void));
 /* Before c is freed: c no longer written back; with no cache left,
  * nbdkit's handlers back and the watch stopped. */
 void sigsync_stop(clio_cache *c);
+/* After sigsync_stop(c) and c freed with result r (clio_cache_free's, or
+ * 0): once no cache is left, a failed write-back of any of them ends the
+ * process with status 74 (EX_IOERR; sigsync.c invariant 5). */
+void sigsync_end(int r);
 
 #endif
