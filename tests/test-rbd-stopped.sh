@@ -8,7 +8,7 @@
 #  2. so does a second one, still frozen, though librbd now waits without
 #     end to watch the image again before it takes the exclusive lock for
 #     the writes (the device's own deadline, rbd.c threading rule 8);
-#  3. after SIGCONT a third fsync, tried again for up to 120 s, succeeds
+#  3. after SIGCONT a third fsync, tried again for up to 45 s, succeeds
 #     and every byte acknowledged is in the image: no write abandoned by
 #     the deadline landed after a newer one.  librbd does not always get
 #     its session with the OSD back: then that fsync fails too, and the
@@ -26,7 +26,7 @@ ceph_on_exit='[ -n "$ceph_osd_pid" ] && kill -CONT "$ceph_osd_pid" 2>/dev/null; 
 
 d="$tmp/stopped"
 mkdir -p "$d"
-"$wbfault" "$(ceph_uri)&osd_timeout=2" "$size" "$seed" "$d" 3 120 >"$d/out" 2>&1 &
+"$wbfault" "$(ceph_uri)&osd_timeout=2" "$size" "$seed" "$d" 3 45 >"$d/out" 2>&1 &
 wb_pid=$!
 ceph_wait 30 "$d/written to appear" test -e "$d/written"
 kill -STOP "$ceph_osd_pid"
@@ -46,7 +46,7 @@ frozen_fsync 1
 frozen_fsync 2
 kill -CONT "$ceph_osd_pid"
 touch "$d/go3"
-ceph_wait 150 "wbfault's end (seed $seed)" sh -c "! kill -0 $wb_pid"
+ceph_wait 75 "wbfault's end (seed $seed)" sh -c "! kill -0 $wb_pid"
 wait "$wb_pid"
 rc=$?
 wb_pid=""
@@ -59,7 +59,7 @@ case $(cat "$d/fsync3") in
 	grep -q "bytes lost 0" "$d/out" || fail "data lost (seed $seed)"
 	grep -q "pread from the device failed\|from the device: byte" "$d/out" ||
 		fail "fsync 3 failed, yet the device read back what the cache holds"
-	echo "ok: librbd did not get its session back within 120 s; fsync 3 still" \
+	echo "ok: librbd did not get its session back within 45 s; fsync 3 still" \
 		"fails ($(cat "$d/fsync3")) and the cache lost nothing"
 	exit 0;;
 *) fail "fsync 3: '$(cat "$d/fsync3")'";;

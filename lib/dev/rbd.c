@@ -220,9 +220,10 @@ static void
 rbd_callback(rbd_completion_t c, void *arg)
 {
 	struct rbd_cmd *cmd = arg;
-	struct rbd_dev *rd = cmd->rd;
+	struct rbd_dev *rd;
 
 	(void)atomic_load_explicit(&rbd_seq, memory_order_acquire);
+	rd = cmd->rd; /* threading rule 6: after the acquire */
 	cmd->ret = RBD(rbd_aio_get_return_value)(c);
 	pthread_mutex_lock(&rd->lock);
 	if (cmd->sync && !cmd->abandoned) {
