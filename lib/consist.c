@@ -16,8 +16,9 @@
  *     (waiting for their holders and for reads in flight, which may bring
  *     old data) before it returns; the disk tier's clean entries go
  *     before the memory's, so that no read between finds them.
- *     The first validator keeps them, unless its size is smaller than
- *     the object's: then they go too; if larger, the block the old end
+ *     The first validator keeps them, and its size is taken as
+ *     another's is (invariant 2), unless it is smaller than the
+ *     object's: then they go too; if larger, the block the old end
  *     lies inside goes (its zeros past that end are not the source's).
  *     A validator recorded so soon after its change that a later one may
  *     not show (whole-second times: validator_racy) counts as another at
@@ -193,8 +194,8 @@ clio_revalidate(clio_file *f, const struct clio_validator *v)
 		pthread_mutex_lock(&c->lock);
 		obj_wait_truncate(c, o);
 	}
-	if (version_changed(o, v) && o->o_resizable && v->size > obj_size(o) &&
-	    (r = merge_tail(c, o, v->size)) < 0) {
+	if ((version_changed(o, v) || !o->o_have_v) && o->o_resizable &&
+	    v->size > obj_size(o) && (r = merge_tail(c, o, v->size)) < 0) {
 		pthread_mutex_unlock(&c->lock);
 		return r; /* v is not recorded: the next call tries again */
 	}
@@ -203,15 +204,19 @@ clio_revalidate(clio_file *f, const struct clio_validator *v)
 		if (o->o_resizable) /* a fixed device's size is its own */
 			o->o_size = MAX(v->size, keep);
 		r = 1;
-	} else if (!o->o_have_v && o->o_ndirty == 0 && o->o_nio == 0 &&
-		   o->o_resizable) {
-		/* the first word on its version: the size is the source's;
-		 * blocks cached past a smaller one are not the source's (a
-		 * write past the end would show their bytes, not zeros) */
-		if (v->size > o->o_size)
+	} else if (!o->o_have_v && o->o_resizable) {
+		/* the first word on its version: the size is the source's,
+		 * or the end of the dirty data where that is larger; blocks
+		 * cached past a smaller one are not the source's (a write
+		 * past the end would show their bytes, not zeros) */
+		if (v->size > obj_size(o)) {
 			drop_clean_tail(c, o);
-		keep = v->size < o->o_size ? drop_clean(c, o) : 0;
-		o->o_size = MAX(v->size, keep);
+			/* (a writer may have gone further meanwhile) */
+			o->o_size = MAX(v->size, obj_size(o));
+		} else if (v->size < obj_size(o)) {
+			keep = drop_clean(c, o);
+			o->o_size = MAX(v->size, keep);
+		}
 	}
 	o->o_v = *v;
 	o->o_v_racy = validator_racy(v);

@@ -177,6 +177,61 @@ test_revalidate(void **state)
 	clio_dev_close(d);
 }
 
+/* The first word on the source's version while the object holds dirty
+ * data: the source's size is taken all the same (the dirty data's end
+ * at least), and a dirty block the old end lies inside takes the grown
+ * source's bytes past that end (invariants 1 and 2 of consist.c). */
+static void
+test_revalidate_first_dirty(void **state)
+{
+	struct clio_validator v = { 20000, 1000, 1000, 7, 0 };
+	unsigned char buf[64 * 1024];
+	clio_cache *c = small_cache();
+	clio_dev *d = tu_dev_open("mem:size=0", 0);
+	clio_file *f;
+
+	(void)state;
+	/* grown behind the cache: size and bytes past the old end come */
+	tu_fill(buf, 20000, 0, 11);
+	assert_int_equal(clio_dev_pwrite(d, buf, 10000, 0), 10000);
+	f = tu_open(c, d, CLIO_RDWR);
+	tu_fill(buf, 10, 9000, 12);
+	assert_int_equal(clio_pwrite(f, buf, 10, 9000), 10);
+	tu_fill(buf, 20000, 0, 11);
+	assert_int_equal(clio_dev_pwrite(d, buf + 10000, 10000, 10000), 10000);
+	assert_int_equal(clio_revalidate(f, &v), 0);
+	assert_int_equal(clio_fsize(f), 20000);
+	memset(buf, 0, sizeof(buf));
+	assert_int_equal(clio_pread(f, buf, sizeof(buf), 0), 20000);
+	assert_int_equal(tu_check(buf, 9000, 0, 11), -1);
+	assert_int_equal(tu_check(buf + 9000, 10, 9000, 12), -1);
+	assert_int_equal(tu_check(buf + 9010, 10990, 9010, 11), -1);
+	assert_int_equal(clio_fsync(f), 0);
+	assert_int_equal(clio_dev_pread(d, buf, 20000, 0), 20000);
+	assert_int_equal(tu_check(buf, 9000, 0, 11), -1);
+	assert_int_equal(tu_check(buf + 9000, 10, 9000, 12), -1);
+	assert_int_equal(tu_check(buf + 9010, 10990, 9010, 11), -1);
+	assert_int_equal(clio_close(f), 0);
+
+	/* shrunk behind the cache: the size is the source's, or the end of
+	 * the dirty data where that is larger */
+	assert_int_equal(clio_dev_resize(d, 0), 0);
+	tu_fill(buf, 40000, 0, 13);
+	assert_int_equal(clio_dev_pwrite(d, buf, 40000, 0), 40000);
+	f = tu_open(c, d, CLIO_RDWR);
+	assert_int_equal(clio_pread(f, buf, sizeof(buf), 0), 40000);
+	tu_fill(buf, 10, 100, 14);
+	assert_int_equal(clio_pwrite(f, buf, 10, 100), 10);
+	assert_int_equal(clio_dev_resize(d, 2000), 0);
+	v.size = 2000;
+	v.mtime_ns++;
+	assert_int_equal(clio_revalidate(f, &v), 0);
+	assert_int_equal(clio_fsize(f), 4096);
+	assert_int_equal(clio_close(f), 0);
+	assert_int_equal(clio_cache_free(c), 0);
+	clio_dev_close(d);
+}
+
 /* v, another version than f's: taken (the cache dropped), then kept at
  * the next look (32 KiB read again without a read of d). */
 static void
@@ -370,6 +425,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_revalidate),
+		cmocka_unit_test(test_revalidate_first_dirty),
 		cmocka_unit_test(test_revalidate_whole_seconds),
 		cmocka_unit_test(test_keep),
 		cmocka_unit_test(test_writeback),
