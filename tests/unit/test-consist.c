@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -232,6 +233,83 @@ test_revalidate_first_dirty(void **state)
 	clio_dev_close(d);
 }
 
+static void *
+writeback_thread(void *arg)
+{
+	return (void *)(intptr_t)clio_writeback(arg);
+}
+
+/* Write f's dirty block back in another thread and return once that
+ * write is in flight (the device's writes take 0.5 s); *t to join. */
+static void
+writeback_start(clio_cache *c, clio_file *f, pthread_t *t)
+{
+	struct clio_cache_stats st;
+
+	assert_int_equal(pthread_create(t, NULL, writeback_thread, f), 0);
+	do
+		clio_cache_stats(c, &st);
+	while (st.dirty_bytes > 0);
+}
+
+/* A write-back of the block the old end lies inside, in flight when a
+ * grown version comes (another one, or the first): written only up to
+ * that end, it leaves the block clean with zeros past it, where the
+ * source has bytes: that block must not stay cached. */
+static void
+test_revalidate_writing_tail(void **state)
+{
+	struct clio_validator v = { 10000, 1000, 1000, 7, 0 };
+	unsigned char buf[32 * 1024];
+	clio_cache *c = small_cache();
+	clio_dev *d = tu_dev_open("fault:write_delay=0.5@mem:size=0", 0);
+	clio_file *f;
+	pthread_t t;
+	void *ret;
+
+	(void)state;
+	/* another version */
+	tu_fill(buf, 20000, 0, 15);
+	assert_int_equal(clio_dev_pwrite(d, buf, 20000, 0), 20000);
+	f = tu_open(c, d, CLIO_RDWR);
+	assert_int_equal(clio_revalidate(f, &v), 0);
+	assert_int_equal(clio_fsize(f), 10000);
+	tu_fill(buf, 10, 9000, 15);
+	assert_int_equal(clio_pwrite(f, buf, 10, 9000), 10);
+	writeback_start(c, f, &t);
+	v.size = 20000;
+	v.mtime_ns++;
+	assert_int_equal(clio_revalidate(f, &v), 1);
+	assert_int_equal(pthread_join(t, &ret), 0);
+	assert_null(ret);
+	assert_int_equal(clio_fsize(f), 20000);
+	memset(buf, 0, sizeof(buf));
+	assert_int_equal(clio_pread(f, buf, sizeof(buf), 0), 20000);
+	assert_int_equal(tu_check(buf, 20000, 0, 15), -1);
+	assert_int_equal(clio_close(f), 0);
+
+	/* the first version */
+	assert_int_equal(clio_dev_resize(d, 10000), 0);
+	f = tu_open(c, d, CLIO_RDWR);
+	tu_fill(buf, 10, 9000, 16);
+	assert_int_equal(clio_pwrite(f, buf, 10, 9000), 10);
+	tu_fill(buf, 20000, 0, 15);
+	assert_int_equal(clio_dev_pwrite(d, buf + 10000, 10000, 10000), 10000);
+	writeback_start(c, f, &t);
+	assert_int_equal(clio_revalidate(f, &v), 0);
+	assert_int_equal(pthread_join(t, &ret), 0);
+	assert_null(ret);
+	assert_int_equal(clio_fsize(f), 20000);
+	memset(buf, 0, sizeof(buf));
+	assert_int_equal(clio_pread(f, buf, sizeof(buf), 0), 20000);
+	assert_int_equal(tu_check(buf, 9000, 0, 15), -1);
+	assert_int_equal(tu_check(buf + 9000, 10, 9000, 16), -1);
+	assert_int_equal(tu_check(buf + 9010, 10990, 9010, 15), -1);
+	assert_int_equal(clio_close(f), 0);
+	assert_int_equal(clio_cache_free(c), 0);
+	clio_dev_close(d);
+}
+
 /* v, another version than f's: taken (the cache dropped), then kept at
  * the next look (32 KiB read again without a read of d). */
 static void
@@ -426,6 +504,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_revalidate),
 		cmocka_unit_test(test_revalidate_first_dirty),
+		cmocka_unit_test(test_revalidate_writing_tail),
 		cmocka_unit_test(test_revalidate_whole_seconds),
 		cmocka_unit_test(test_keep),
 		cmocka_unit_test(test_writeback),
