@@ -27,7 +27,12 @@
  *     any version of the source, and the size covers them.  A dirty block
  *     the old end lies inside takes a grown source's bytes past that end
  *     before the new size is taken (its zeros there are not newer).  A
- *     fixed-size device keeps its own size whatever a validator says.
+ *     call that changes the size or drops buffers holds the object as a
+ *     truncate does, from before that block is looked at until the size
+ *     is taken: writers and write-back wait (a block a writer read
+ *     meanwhile would hold zeros past the old end), nothing is in
+ *     flight.  A fixed-size device keeps its own size whatever a
+ *     validator says.
  *  3. A kept object (CLIO_KEEP) lives, with its clean buffers, until
  *     clio_cache_forget() or clio_cache_free(); the device must outlive
  *     it.
@@ -136,8 +141,9 @@ drop_clean_tail(clio_cache *c, struct cobj *o)
 
 /* The dirty block o's data ends inside holds zeros past that end, where a
  * source grown to vsize has bytes: take them into it, so that its
- * write-back does not put zeros over them.  Writers and write-back wait
- * meanwhile, as for a truncate.  Returns 0 or the read's error. */
+ * write-back does not put zeros over them.  The caller holds o as for a
+ * truncate (writers and write-back wait).  Returns 0 or the read's
+ * error. */
 static int
 merge_tail(clio_cache *c, struct cobj *o, uint64_t vsize)
 {
@@ -146,13 +152,10 @@ merge_tail(clio_cache *c, struct cobj *o, uint64_t vsize)
 	char *tmp;
 	ssize_t n;
 
-	obj_truncate_begin(c, o);
 	end = obj_size(o);
 	b = end % bs != 0 && vsize > end ? buf_lookup(c, o, end / bs) : NULL;
-	if (b == NULL || b->b_state != B_DIRTY) {
-		obj_truncate_end(c, o);
+	if (b == NULL || b->b_state != B_DIRTY)
 		return 0;
-	}
 	len = MIN(end / bs * bs + bs, vsize) - end;
 	b->b_hold++;
 	pthread_mutex_unlock(&c->lock);
@@ -166,7 +169,6 @@ merge_tail(clio_cache *c, struct cobj *o, uint64_t vsize)
 		buf_write_end(c, b);
 	}
 	buf_release(c, b);
-	obj_truncate_end(c, o);
 	free(tmp);
 	return n < 0 ? (int)n : 0;
 }
@@ -177,6 +179,7 @@ clio_revalidate(clio_file *f, const struct clio_validator *v)
 	clio_cache *c;
 	struct cobj *o;
 	uint64_t keep;
+	bool busy;
 	int r = 0;
 
 	if (f == NULL || v == NULL || v->size > (uint64_t)INT64_MAX)
@@ -194,8 +197,17 @@ clio_revalidate(clio_file *f, const struct clio_validator *v)
 		pthread_mutex_lock(&c->lock);
 		obj_wait_truncate(c, o);
 	}
-	if ((version_changed(o, v) || !o->o_have_v) && o->o_resizable &&
-	    v->size > obj_size(o) && (r = merge_tail(c, o, v->size)) < 0) {
+	/* what changes, changes as in a truncate: writers and write-back
+	 * wait until the size is taken (a block a writer read meanwhile
+	 * would hold zeros past the old end), nothing is in flight */
+	busy = version_changed(o, v) ||
+	       (!o->o_have_v && o->o_resizable && v->size != obj_size(o));
+	if (busy)
+		obj_truncate_begin(c, o);
+	if (busy && (version_changed(o, v) || !o->o_have_v) &&
+	    o->o_resizable && v->size > obj_size(o) &&
+	    (r = merge_tail(c, o, v->size)) < 0) {
+		obj_truncate_end(c, o);
 		pthread_mutex_unlock(&c->lock);
 		return r; /* v is not recorded: the next call tries again */
 	}
@@ -211,8 +223,7 @@ clio_revalidate(clio_file *f, const struct clio_validator *v)
 		 * past the end would show their bytes, not zeros) */
 		if (v->size > obj_size(o)) {
 			drop_clean_tail(c, o);
-			/* (a writer may have gone further meanwhile) */
-			o->o_size = MAX(v->size, obj_size(o));
+			o->o_size = v->size;
 		} else if (v->size < obj_size(o)) {
 			keep = drop_clean(c, o);
 			o->o_size = MAX(v->size, keep);
@@ -221,6 +232,8 @@ clio_revalidate(clio_file *f, const struct clio_validator *v)
 	o->o_v = *v;
 	o->o_v_racy = validator_racy(v);
 	o->o_have_v = true;
+	if (busy)
+		obj_truncate_end(c, o);
 	cache_check(c);
 	pthread_mutex_unlock(&c->lock);
 	return r;

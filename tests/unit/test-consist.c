@@ -310,6 +310,77 @@ test_revalidate_writing_tail(void **state)
 	clio_dev_close(d);
 }
 
+/* A view that holds its block for 0.5 s. */
+static int
+view_slow(void *arg, const struct iovec *iov, int iovcnt, int last)
+{
+	(void)arg;
+	(void)iov;
+	(void)iovcnt;
+	(void)last;
+	tu_sleep(0.5);
+	return 0;
+}
+
+static void *
+view_thread(void *arg)
+{
+	return (void *)(intptr_t)clio_pread_view(arg, 4096, 0, view_slow, NULL);
+}
+
+static struct clio_validator grown_v = { 20000, 2000, 1000, 7, 0 };
+
+static void *
+revalidate_thread(void *arg)
+{
+	return (void *)(intptr_t)clio_revalidate(arg, &grown_v);
+}
+
+/* A write into the block the old end lies inside while a grown
+ * version's clio_revalidate waits for a reader of another block: the
+ * block the writer reads before its write must have the source's bytes
+ * past the old end, not zeros (the write waits for the new size). */
+static void
+test_revalidate_write_meanwhile(void **state)
+{
+	struct clio_validator v = { 10000, 1000, 1000, 7, 0 };
+	unsigned char buf[32 * 1024];
+	clio_cache *c = small_cache();
+	clio_dev *d = tu_dev_open("mem:size=0", 0);
+	clio_file *f;
+	pthread_t tv, tr;
+	void *ret;
+
+	(void)state;
+	tu_fill(buf, 20000, 0, 17);
+	assert_int_equal(clio_dev_pwrite(d, buf, 20000, 0), 20000);
+	f = tu_open(c, d, CLIO_RDWR);
+	assert_int_equal(clio_revalidate(f, &v), 0);
+	assert_int_equal(clio_fsize(f), 10000);
+	assert_int_equal(pthread_create(&tv, NULL, view_thread, f), 0);
+	tu_sleep(0.1);
+	assert_int_equal(pthread_create(&tr, NULL, revalidate_thread, f), 0);
+	tu_sleep(0.1);
+	tu_fill(buf, 10, 9000, 18);
+	assert_int_equal(clio_pwrite(f, buf, 10, 9000), 10);
+	assert_int_equal(pthread_join(tv, &ret), 0);
+	assert_int_equal((intptr_t)ret, 4096);
+	assert_int_equal(pthread_join(tr, &ret), 0);
+	assert_int_equal((intptr_t)ret, 1);
+	assert_int_equal(clio_fsize(f), 20000);
+	memset(buf, 0, sizeof(buf));
+	assert_int_equal(clio_pread(f, buf, sizeof(buf), 0), 20000);
+	assert_int_equal(tu_check(buf, 9000, 0, 17), -1);
+	assert_int_equal(tu_check(buf + 9000, 10, 9000, 18), -1);
+	assert_int_equal(tu_check(buf + 9010, 10990, 9010, 17), -1);
+	assert_int_equal(clio_fsync(f), 0);
+	assert_int_equal(clio_dev_pread(d, buf, 20000, 0), 20000);
+	assert_int_equal(tu_check(buf + 9010, 10990, 9010, 17), -1);
+	assert_int_equal(clio_close(f), 0);
+	assert_int_equal(clio_cache_free(c), 0);
+	clio_dev_close(d);
+}
+
 /* v, another version than f's: taken (the cache dropped), then kept at
  * the next look (32 KiB read again without a read of d). */
 static void
@@ -505,6 +576,7 @@ main(void)
 		cmocka_unit_test(test_revalidate),
 		cmocka_unit_test(test_revalidate_first_dirty),
 		cmocka_unit_test(test_revalidate_writing_tail),
+		cmocka_unit_test(test_revalidate_write_meanwhile),
 		cmocka_unit_test(test_revalidate_whole_seconds),
 		cmocka_unit_test(test_keep),
 		cmocka_unit_test(test_writeback),
