@@ -16,8 +16,9 @@
  *     (waiting for their holders and for reads in flight, which may bring
  *     old data) before it returns; the disk tier's clean entries go
  *     before the memory's, so that no read between finds them.
- *     The first validator keeps them, unless its size is smaller than
- *     the object's: then they go too; if larger, the block the old end
+ *     The first validator keeps them, and its size is taken as
+ *     another's is (invariant 2), unless it is smaller than the
+ *     object's: then they go too; if larger, the block the old end
  *     lies inside goes (its zeros past that end are not the source's).
  *     A validator recorded so soon after its change that a later one may
  *     not show (whole-second times: validator_racy) counts as another at
@@ -26,7 +27,12 @@
  *     any version of the source, and the size covers them.  A dirty block
  *     the old end lies inside takes a grown source's bytes past that end
  *     before the new size is taken (its zeros there are not newer).  A
- *     fixed-size device keeps its own size whatever a validator says.
+ *     call that changes the size or drops buffers holds the object as a
+ *     truncate does, from before that block is looked at until the size
+ *     is taken: writers and write-back wait (a block a writer read
+ *     meanwhile would hold zeros past the old end), nothing is in
+ *     flight.  A fixed-size device keeps its own size whatever a
+ *     validator says.
  *  3. A kept object (CLIO_KEEP) lives, with its clean buffers, until
  *     clio_cache_forget() or clio_cache_free(); the device must outlive
  *     it.
@@ -135,8 +141,9 @@ drop_clean_tail(clio_cache *c, struct cobj *o)
 
 /* The dirty block o's data ends inside holds zeros past that end, where a
  * source grown to vsize has bytes: take them into it, so that its
- * write-back does not put zeros over them.  Writers and write-back wait
- * meanwhile, as for a truncate.  Returns 0 or the read's error. */
+ * write-back does not put zeros over them.  The caller holds o as for a
+ * truncate (writers and write-back wait).  Returns 0 or the read's
+ * error. */
 static int
 merge_tail(clio_cache *c, struct cobj *o, uint64_t vsize)
 {
@@ -145,13 +152,10 @@ merge_tail(clio_cache *c, struct cobj *o, uint64_t vsize)
 	char *tmp;
 	ssize_t n;
 
-	obj_truncate_begin(c, o);
 	end = obj_size(o);
 	b = end % bs != 0 && vsize > end ? buf_lookup(c, o, end / bs) : NULL;
-	if (b == NULL || b->b_state != B_DIRTY) {
-		obj_truncate_end(c, o);
+	if (b == NULL || b->b_state != B_DIRTY)
 		return 0;
-	}
 	len = MIN(end / bs * bs + bs, vsize) - end;
 	b->b_hold++;
 	pthread_mutex_unlock(&c->lock);
@@ -165,7 +169,6 @@ merge_tail(clio_cache *c, struct cobj *o, uint64_t vsize)
 		buf_write_end(c, b);
 	}
 	buf_release(c, b);
-	obj_truncate_end(c, o);
 	free(tmp);
 	return n < 0 ? (int)n : 0;
 }
@@ -176,6 +179,7 @@ clio_revalidate(clio_file *f, const struct clio_validator *v)
 	clio_cache *c;
 	struct cobj *o;
 	uint64_t keep;
+	bool busy;
 	int r = 0;
 
 	if (f == NULL || v == NULL || v->size > (uint64_t)INT64_MAX)
@@ -193,8 +197,17 @@ clio_revalidate(clio_file *f, const struct clio_validator *v)
 		pthread_mutex_lock(&c->lock);
 		obj_wait_truncate(c, o);
 	}
-	if (version_changed(o, v) && o->o_resizable && v->size > obj_size(o) &&
+	/* what changes, changes as in a truncate: writers and write-back
+	 * wait until the size is taken (a block a writer read meanwhile
+	 * would hold zeros past the old end), nothing is in flight */
+	busy = version_changed(o, v) ||
+	       (!o->o_have_v && o->o_resizable && v->size != obj_size(o));
+	if (busy)
+		obj_truncate_begin(c, o);
+	if (busy && (version_changed(o, v) || !o->o_have_v) &&
+	    o->o_resizable && v->size > obj_size(o) &&
 	    (r = merge_tail(c, o, v->size)) < 0) {
+		obj_truncate_end(c, o);
 		pthread_mutex_unlock(&c->lock);
 		return r; /* v is not recorded: the next call tries again */
 	}
@@ -203,19 +216,24 @@ clio_revalidate(clio_file *f, const struct clio_validator *v)
 		if (o->o_resizable) /* a fixed device's size is its own */
 			o->o_size = MAX(v->size, keep);
 		r = 1;
-	} else if (!o->o_have_v && o->o_ndirty == 0 && o->o_nio == 0 &&
-		   o->o_resizable) {
-		/* the first word on its version: the size is the source's;
-		 * blocks cached past a smaller one are not the source's (a
-		 * write past the end would show their bytes, not zeros) */
-		if (v->size > o->o_size)
+	} else if (!o->o_have_v && o->o_resizable) {
+		/* the first word on its version: the size is the source's,
+		 * or the end of the dirty data where that is larger; blocks
+		 * cached past a smaller one are not the source's (a write
+		 * past the end would show their bytes, not zeros) */
+		if (v->size > obj_size(o)) {
 			drop_clean_tail(c, o);
-		keep = v->size < o->o_size ? drop_clean(c, o) : 0;
-		o->o_size = MAX(v->size, keep);
+			o->o_size = v->size;
+		} else if (v->size < obj_size(o)) {
+			keep = drop_clean(c, o);
+			o->o_size = MAX(v->size, keep);
+		}
 	}
 	o->o_v = *v;
 	o->o_v_racy = validator_racy(v);
 	o->o_have_v = true;
+	if (busy)
+		obj_truncate_end(c, o);
 	cache_check(c);
 	pthread_mutex_unlock(&c->lock);
 	return r;

@@ -13,6 +13,10 @@
  *                                        (at least one sector) per call
  *   resize_delay=SECONDS                 a resize sleeps this long first
  *                                        (widens races with a truncate)
+ *   write_delay=SECONDS                  a write sleeps this long first
+ *                                        (widens races with a write-back
+ *                                        in flight); the wrapper then
+ *                                        runs on the worker pool
  * A request fails when its operation has an errno, it overlaps the range,
  * more than `after` requests came before it, and the coin says so.  A
  * failing write changes nothing underneath.  The wrapper takes the inner
@@ -36,7 +40,7 @@ struct fault_dev {
 	double prob;
 	uint64_t rng;
 	int shorten;
-	double resize_delay;
+	double resize_delay, write_delay;
 	pthread_mutex_t lock;
 	uint64_t count; /* requests seen */
 };
@@ -49,6 +53,15 @@ next_uniform(uint64_t *s)
 	*s ^= *s << 25;
 	*s ^= *s >> 27;
 	return (double)((*s * 2685821657736338717ull) >> 11) / 9007199254740992.0;
+}
+
+static void
+sleep_s(double s)
+{
+	struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
 }
 
 static ssize_t
@@ -70,6 +83,8 @@ fault_io(clio_dev *d, struct dev_io *p)
 			fail = f->prob >= 1.0 || next_uniform(&f->rng) < f->prob;
 	}
 	pthread_mutex_unlock(&f->lock);
+	if (p->op == CLIO_OP_WRITE && f->write_delay > 0)
+		sleep_s(f->write_delay);
 	if (fail) {
 		if (d->is_virtual) {
 			p->t_start = MAX(p->t_submit, 0.0);
@@ -102,12 +117,8 @@ fault_resize(clio_dev *d, uint64_t size)
 
 	if (f->inner->ops->resize == NULL)
 		return -ENOTSUP;
-	if (f->resize_delay > 0) {
-		struct timespec ts = { (time_t)f->resize_delay,
-			(long)((f->resize_delay - (double)(time_t)f->resize_delay) * 1e9) };
-		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-			;
-	}
+	if (f->resize_delay > 0)
+		sleep_s(f->resize_delay);
 	r = f->inner->ops->resize(f->inner, size);
 	if (r == 0)
 		f->inner->size = size;
@@ -207,11 +218,13 @@ fault_opt(void *arg, const char *k, const char *v)
 			set_err(a->err, a->errlen, "fault: bad prob '%s' (0 to 1)", v);
 			return -EINVAL;
 		}
-	} else if (strcmp(k, "resize_delay") == 0) {
-		if (parse_double(v, &f->resize_delay) < 0 || f->resize_delay < 0 ||
-		    f->resize_delay > 60) {
+	} else if (strcmp(k, "resize_delay") == 0 ||
+		   strcmp(k, "write_delay") == 0) {
+		double *dl = k[0] == 'r' ? &f->resize_delay : &f->write_delay;
+
+		if (parse_double(v, dl) < 0 || *dl < 0 || *dl > 60) {
 			set_err(a->err, a->errlen,
-				"fault: bad resize_delay '%s' (0 to 60 seconds)", v);
+				"fault: bad %s '%s' (0 to 60 seconds)", k, v);
 			return -EINVAL;
 		}
 	} else if (strcmp(k, "short") == 0) {
@@ -283,7 +296,7 @@ dev_fault_open(const char *opts, const char *inner, int flags, clio_dev **dp,
 	d->aligned_only = in->aligned_only;
 	d->maxio = in->maxio;
 	d->queue_depth = in->queue_depth;
-	d->blocking = in->blocking;
+	d->blocking = in->blocking || f->write_delay > 0;
 	d->is_virtual = in->is_virtual;
 	if (d->blocking)
 		snprintf(d->engine, sizeof(d->engine),

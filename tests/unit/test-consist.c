@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -172,6 +173,209 @@ test_revalidate(void **state)
 	assert_int_equal(tu_check(buf + 9000, 10, 9000, 7), -1);
 	assert_int_equal(tu_check(buf + 9010, 990, 9010, 6), -1);
 	assert_int_equal(tu_check(buf + 10000, 10000, 10000, 8), -1);
+	assert_int_equal(clio_close(f), 0);
+	assert_int_equal(clio_cache_free(c), 0);
+	clio_dev_close(d);
+}
+
+/* The first word on the source's version while the object holds dirty
+ * data: the source's size is taken all the same (the dirty data's end
+ * at least), and a dirty block the old end lies inside takes the grown
+ * source's bytes past that end (invariants 1 and 2 of consist.c). */
+static void
+test_revalidate_first_dirty(void **state)
+{
+	struct clio_validator v = { 20000, 1000, 1000, 7, 0 };
+	unsigned char buf[64 * 1024];
+	clio_cache *c = small_cache();
+	clio_dev *d = tu_dev_open("mem:size=0", 0);
+	clio_file *f;
+
+	(void)state;
+	/* grown behind the cache: size and bytes past the old end come */
+	tu_fill(buf, 20000, 0, 11);
+	assert_int_equal(clio_dev_pwrite(d, buf, 10000, 0), 10000);
+	f = tu_open(c, d, CLIO_RDWR);
+	tu_fill(buf, 10, 9000, 12);
+	assert_int_equal(clio_pwrite(f, buf, 10, 9000), 10);
+	tu_fill(buf, 20000, 0, 11);
+	assert_int_equal(clio_dev_pwrite(d, buf + 10000, 10000, 10000), 10000);
+	assert_int_equal(clio_revalidate(f, &v), 0);
+	assert_int_equal(clio_fsize(f), 20000);
+	memset(buf, 0, sizeof(buf));
+	assert_int_equal(clio_pread(f, buf, sizeof(buf), 0), 20000);
+	assert_int_equal(tu_check(buf, 9000, 0, 11), -1);
+	assert_int_equal(tu_check(buf + 9000, 10, 9000, 12), -1);
+	assert_int_equal(tu_check(buf + 9010, 10990, 9010, 11), -1);
+	assert_int_equal(clio_fsync(f), 0);
+	assert_int_equal(clio_dev_pread(d, buf, 20000, 0), 20000);
+	assert_int_equal(tu_check(buf, 9000, 0, 11), -1);
+	assert_int_equal(tu_check(buf + 9000, 10, 9000, 12), -1);
+	assert_int_equal(tu_check(buf + 9010, 10990, 9010, 11), -1);
+	assert_int_equal(clio_close(f), 0);
+
+	/* shrunk behind the cache: the size is the source's, or the end of
+	 * the dirty data where that is larger */
+	assert_int_equal(clio_dev_resize(d, 0), 0);
+	tu_fill(buf, 40000, 0, 13);
+	assert_int_equal(clio_dev_pwrite(d, buf, 40000, 0), 40000);
+	f = tu_open(c, d, CLIO_RDWR);
+	assert_int_equal(clio_pread(f, buf, sizeof(buf), 0), 40000);
+	tu_fill(buf, 10, 100, 14);
+	assert_int_equal(clio_pwrite(f, buf, 10, 100), 10);
+	assert_int_equal(clio_dev_resize(d, 2000), 0);
+	v.size = 2000;
+	v.mtime_ns++;
+	assert_int_equal(clio_revalidate(f, &v), 0);
+	assert_int_equal(clio_fsize(f), 4096);
+	assert_int_equal(clio_close(f), 0);
+	assert_int_equal(clio_cache_free(c), 0);
+	clio_dev_close(d);
+}
+
+static void *
+writeback_thread(void *arg)
+{
+	return (void *)(intptr_t)clio_writeback(arg);
+}
+
+/* Write f's dirty block back in another thread and return once that
+ * write is in flight (the device's writes take 0.5 s); *t to join. */
+static void
+writeback_start(clio_cache *c, clio_file *f, pthread_t *t)
+{
+	struct clio_cache_stats st;
+
+	assert_int_equal(pthread_create(t, NULL, writeback_thread, f), 0);
+	do
+		clio_cache_stats(c, &st);
+	while (st.dirty_bytes > 0);
+}
+
+/* A write-back of the block the old end lies inside, in flight when a
+ * grown version comes (another one, or the first): written only up to
+ * that end, it leaves the block clean with zeros past it, where the
+ * source has bytes: that block must not stay cached. */
+static void
+test_revalidate_writing_tail(void **state)
+{
+	struct clio_validator v = { 10000, 1000, 1000, 7, 0 };
+	unsigned char buf[32 * 1024];
+	clio_cache *c = small_cache();
+	clio_dev *d = tu_dev_open("fault:write_delay=0.5@mem:size=0", 0);
+	clio_file *f;
+	pthread_t t;
+	void *ret;
+
+	(void)state;
+	/* another version */
+	tu_fill(buf, 20000, 0, 15);
+	assert_int_equal(clio_dev_pwrite(d, buf, 20000, 0), 20000);
+	f = tu_open(c, d, CLIO_RDWR);
+	assert_int_equal(clio_revalidate(f, &v), 0);
+	assert_int_equal(clio_fsize(f), 10000);
+	tu_fill(buf, 10, 9000, 15);
+	assert_int_equal(clio_pwrite(f, buf, 10, 9000), 10);
+	writeback_start(c, f, &t);
+	v.size = 20000;
+	v.mtime_ns++;
+	assert_int_equal(clio_revalidate(f, &v), 1);
+	assert_int_equal(pthread_join(t, &ret), 0);
+	assert_null(ret);
+	assert_int_equal(clio_fsize(f), 20000);
+	memset(buf, 0, sizeof(buf));
+	assert_int_equal(clio_pread(f, buf, sizeof(buf), 0), 20000);
+	assert_int_equal(tu_check(buf, 20000, 0, 15), -1);
+	assert_int_equal(clio_close(f), 0);
+
+	/* the first version */
+	assert_int_equal(clio_dev_resize(d, 10000), 0);
+	f = tu_open(c, d, CLIO_RDWR);
+	tu_fill(buf, 10, 9000, 16);
+	assert_int_equal(clio_pwrite(f, buf, 10, 9000), 10);
+	tu_fill(buf, 20000, 0, 15);
+	assert_int_equal(clio_dev_pwrite(d, buf + 10000, 10000, 10000), 10000);
+	writeback_start(c, f, &t);
+	assert_int_equal(clio_revalidate(f, &v), 0);
+	assert_int_equal(pthread_join(t, &ret), 0);
+	assert_null(ret);
+	assert_int_equal(clio_fsize(f), 20000);
+	memset(buf, 0, sizeof(buf));
+	assert_int_equal(clio_pread(f, buf, sizeof(buf), 0), 20000);
+	assert_int_equal(tu_check(buf, 9000, 0, 15), -1);
+	assert_int_equal(tu_check(buf + 9000, 10, 9000, 16), -1);
+	assert_int_equal(tu_check(buf + 9010, 10990, 9010, 15), -1);
+	assert_int_equal(clio_close(f), 0);
+	assert_int_equal(clio_cache_free(c), 0);
+	clio_dev_close(d);
+}
+
+/* A view that holds its block for 0.5 s. */
+static int
+view_slow(void *arg, const struct iovec *iov, int iovcnt, int last)
+{
+	(void)arg;
+	(void)iov;
+	(void)iovcnt;
+	(void)last;
+	tu_sleep(0.5);
+	return 0;
+}
+
+static void *
+view_thread(void *arg)
+{
+	return (void *)(intptr_t)clio_pread_view(arg, 4096, 0, view_slow, NULL);
+}
+
+static struct clio_validator grown_v = { 20000, 2000, 1000, 7, 0 };
+
+static void *
+revalidate_thread(void *arg)
+{
+	return (void *)(intptr_t)clio_revalidate(arg, &grown_v);
+}
+
+/* A write into the block the old end lies inside while a grown
+ * version's clio_revalidate waits for a reader of another block: the
+ * block the writer reads before its write must have the source's bytes
+ * past the old end, not zeros (the write waits for the new size). */
+static void
+test_revalidate_write_meanwhile(void **state)
+{
+	struct clio_validator v = { 10000, 1000, 1000, 7, 0 };
+	unsigned char buf[32 * 1024];
+	clio_cache *c = small_cache();
+	clio_dev *d = tu_dev_open("mem:size=0", 0);
+	clio_file *f;
+	pthread_t tv, tr;
+	void *ret;
+
+	(void)state;
+	tu_fill(buf, 20000, 0, 17);
+	assert_int_equal(clio_dev_pwrite(d, buf, 20000, 0), 20000);
+	f = tu_open(c, d, CLIO_RDWR);
+	assert_int_equal(clio_revalidate(f, &v), 0);
+	assert_int_equal(clio_fsize(f), 10000);
+	assert_int_equal(pthread_create(&tv, NULL, view_thread, f), 0);
+	tu_sleep(0.1);
+	assert_int_equal(pthread_create(&tr, NULL, revalidate_thread, f), 0);
+	tu_sleep(0.1);
+	tu_fill(buf, 10, 9000, 18);
+	assert_int_equal(clio_pwrite(f, buf, 10, 9000), 10);
+	assert_int_equal(pthread_join(tv, &ret), 0);
+	assert_int_equal((intptr_t)ret, 4096);
+	assert_int_equal(pthread_join(tr, &ret), 0);
+	assert_int_equal((intptr_t)ret, 1);
+	assert_int_equal(clio_fsize(f), 20000);
+	memset(buf, 0, sizeof(buf));
+	assert_int_equal(clio_pread(f, buf, sizeof(buf), 0), 20000);
+	assert_int_equal(tu_check(buf, 9000, 0, 17), -1);
+	assert_int_equal(tu_check(buf + 9000, 10, 9000, 18), -1);
+	assert_int_equal(tu_check(buf + 9010, 10990, 9010, 17), -1);
+	assert_int_equal(clio_fsync(f), 0);
+	assert_int_equal(clio_dev_pread(d, buf, 20000, 0), 20000);
+	assert_int_equal(tu_check(buf + 9010, 10990, 9010, 17), -1);
 	assert_int_equal(clio_close(f), 0);
 	assert_int_equal(clio_cache_free(c), 0);
 	clio_dev_close(d);
@@ -370,6 +574,9 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_revalidate),
+		cmocka_unit_test(test_revalidate_first_dirty),
+		cmocka_unit_test(test_revalidate_writing_tail),
+		cmocka_unit_test(test_revalidate_write_meanwhile),
 		cmocka_unit_test(test_revalidate_whole_seconds),
 		cmocka_unit_test(test_keep),
 		cmocka_unit_test(test_writeback),
