@@ -2477,16 +2477,72 @@ const struct fuse_lowlevel_ops mountfs_ops = {
 	.lseek = fs_lseek,
 };
 
-/* The paths under the source's root of the files that programs hold
- * open for writing now (malloc'ed, NULL-ended; NULL without memory): at
- * a signal mount.c fsyncs each through the mount, so that the kernel's
- * dirty pages of it reach clio before the loop ends.  A file without a
- * name (unlinked) is left out. */
+/* A program's descriptor of the file that the kernel knows by inode
+ * number ino: "/proc/PID/fd/N" (malloc'ed), found by the ino: line of
+ * /proc/PID/fdinfo/N, whose reading asks this daemon nothing; NULL if
+ * none is found.  Another file system may have a file of that number:
+ * the caller checks that the descriptor is one of the mount's. */
+static char *
+program_fd_of(uint64_t ino)
+{
+	DIR *pd = opendir("/proc");
+	struct dirent *pe;
+	char *found = NULL;
+	long self = (long)getpid();
+
+	if (pd == NULL)
+		return NULL;
+	while (found == NULL && (pe = readdir(pd)) != NULL) {
+		char dir[64], *end;
+		long pid = strtol(pe->d_name, &end, 10);
+		struct dirent *fe;
+		DIR *fdd;
+
+		if (*end != '\0' || pid <= 0 || pid == self)
+			continue;
+		snprintf(dir, sizeof(dir), "/proc/%ld/fdinfo", pid);
+		if ((fdd = opendir(dir)) == NULL)
+			continue;
+		while (found == NULL && (fe = readdir(fdd)) != NULL) {
+			char info[sizeof(dir) + sizeof(fe->d_name) + 16], line[128];
+			unsigned long long v = 0;
+			bool got = false;
+			FILE *f;
+
+			if (fe->d_name[0] < '0' || fe->d_name[0] > '9')
+				continue;
+			snprintf(info, sizeof(info), "%s/%s", dir, fe->d_name);
+			if ((f = fopen(info, "re")) == NULL)
+				continue;
+			while (!got && fgets(line, sizeof(line), f) != NULL)
+				got = sscanf(line, "ino: %llu", &v) == 1;
+			if (got && v == ino &&
+			    (found = malloc(sizeof(info))) != NULL)
+				snprintf(found, sizeof(info), "/proc/%ld/fd/%s", pid,
+					 fe->d_name);
+			fclose(f);
+		}
+		closedir(fdd);
+	}
+	closedir(pd);
+	return found;
+}
+
+/* The files that programs hold open for writing now (malloc'ed,
+ * NULL-ended; NULL without memory): at a signal mount.c fsyncs each
+ * through the mount, so that the kernel's dirty pages of it reach clio
+ * before the loop ends.  Each is named by its path under the source's
+ * root; a file whose descriptor here has lost its name (the name it was
+ * looked up by removed) but that has another (a hard link) by a
+ * program's descriptor of it, "/proc/PID/fd/N" (program_fd_of; mount.c
+ * checks that it is on the mount).  A file without a name (unlinked) is
+ * left out. */
 char **
 mountfs_writers(void)
 {
-	size_t n = 0, room = 16;
+	size_t n = 0, room = 16, nfar = 0, farroom = 0;
 	char **list = malloc(room * sizeof(*list)), rel[PATH_MAX];
+	struct stat *far = NULL;
 	unsigned b;
 
 	if (list == NULL)
@@ -2495,13 +2551,30 @@ mountfs_writers(void)
 	for (b = 0; b < NBUCKETS; b++) {
 		struct mnode *m;
 		for (m = tbl[b]; m != NULL; m = m->hnext) {
+			struct stat st;
 			bool w;
 
 			pthread_mutex_lock(&m->lock);
 			w = m->nwriters > 0;
 			pthread_mutex_unlock(&m->lock);
-			if (!w || node_relpath(m, rel, sizeof(rel)) < 0)
+			if (!w)
 				continue;
+			if (node_relpath(m, rel, sizeof(rel)) < 0) {
+				/* another name left: found after the walk,
+				 * away from the table's lock */
+				if (fstat(m->fd, &st) < 0 || st.st_nlink == 0)
+					continue;
+				if (nfar == farroom) {
+					size_t r2 = farroom ? 2 * farroom : 4;
+					struct stat *f2 = realloc(far, r2 * sizeof(*far));
+					if (f2 == NULL)
+						continue;
+					far = f2;
+					farroom = r2;
+				}
+				far[nfar++] = st;
+				continue;
+			}
 			if (n + 1 == room) {
 				char **l2 = realloc(list, 2 * room * sizeof(*list));
 				if (l2 == NULL)
@@ -2514,6 +2587,19 @@ mountfs_writers(void)
 		}
 	}
 	pthread_mutex_unlock(&tbl_lock);
+	for (size_t i = 0; i < nfar; i++) {
+		if (n + 1 == room) {
+			char **l2 = realloc(list, 2 * room * sizeof(*list));
+			if (l2 == NULL)
+				break;
+			list = l2;
+			room *= 2;
+		}
+		report_ino(&far[i]);
+		if ((list[n] = program_fd_of((uint64_t)far[i].st_ino)) != NULL)
+			n++;
+	}
+	free(far);
 	list[n] = NULL;
 	return list;
 }

@@ -56,6 +56,34 @@ hold "$mnt/disk" TERM
 cmp -n 3000000 "$tmp/pat" "$tmp/img" || fail "disk: data written before SIGTERM is lost"
 echo "ok: SIGTERM: the disk's data written before it is in the image"
 
+# a file open for writing that lost the name it was opened by but keeps
+# another (a hard link, then the first name removed): its data was lost,
+# as the daemon looked for the file by the first name only
+for kc in on off; do
+	mkdir -p "$tmp/src/d"
+	mount_start "$tmp/src" "$mnt" -o kernel_cache=$kc
+	perl -e 'open(P, "<", $ARGV[0]) or die; local $/; $d = <P>;
+		open(F, "+>", "$ARGV[1]/d/a") or die "$ARGV[1]/d/a: $!";
+		syswrite(F, $d, 1000000) == 1000000 or die "write: $!";
+		link("$ARGV[1]/d/a", "$ARGV[1]/b") or die "link: $!";
+		unlink("$ARGV[1]/d/a") or die "unlink: $!";
+		syswrite(F, $d, length($d) - 1000000, 1000000) ==
+			length($d) - 1000000 or die "write: $!";
+		kill("TERM", $ARGV[2]) or die "kill: $!";
+		for ($i = 0; $i < 200 && kill(0, $ARGV[2]); $i++) {
+			select(undef, undef, undef, 0.05);
+		}
+		close(F);' "$tmp/pat" "$mnt" "$mount_pid"
+	rc=0
+	wait "$mount_pid" || rc=$?
+	mount_pid=
+	[ "$rc" -eq 0 ] || { cat "$tmp/mount.err" >&2; fail "hard link, kernel_cache=$kc: the daemon exited $rc"; }
+	cmp "$tmp/pat" "$tmp/src/b" ||
+		fail "SIGTERM, kernel_cache=$kc: the data of a file open under its other name is lost"
+	rm -f "$tmp/src/b"
+done
+echo "ok: SIGTERM: the data of a file open under a name since removed is under its other name"
+
 # a mount unmounted here but alive in a mount namespace made meanwhile
 # (its copy there): no request comes any more, SIGTERM still ends it
 if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null 2>&1; then
