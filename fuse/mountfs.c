@@ -51,7 +51,9 @@
  * its version (size, mtime, ctime, inode) to clio_revalidate, which drops
  * the object's clean buffers if the source changed since the version
  * recorded; not while a handle of this mount writes the file (its own
- * write-behind moves the version).  After a handle's own writes are
+ * write-behind moves the version), but at its first write since the
+ * version was recorded (node_write_begins), whose close would record a
+ * change made meanwhile behind the mount's back as this mount's own.  After a handle's own writes are
  * written back (flush, and the last release of a file written through
  * the cache; an open for writing that wrote nothing records nothing)
  * and after a truncation or a change of times, the source's new
@@ -167,6 +169,8 @@ struct mnode {
 	int nwriters;		/* handles open for writing */
 	int ndirect;		/* direct handles among them (see handle_open) */
 	atomic_bool changed;	/* written since the version was recorded */
+	bool pages_stale;	/* the kernel's pages predate a change of the
+				 * source seen at a write (node_write_begins) */
 	clio_dev *cdev;
 	clio_file *cf;		/* node handle: truncation and size */
 	bool cdev_ro;
@@ -674,6 +678,26 @@ node_wrote_direct(struct mnode *n)
 	pthread_mutex_unlock(&n->lock);
 }
 
+/* Before the first write through the cache since the source's version
+ * was recorded (an open, a close that wrote): a change of the source
+ * behind the mount's back since then, which the close of this write
+ * would record as the mount's own, drops the clean buffers now (the
+ * block written is read anew) and the kernel's pages at the next open
+ * that revalidates. */
+static void
+node_write_begins(struct mnode *n)
+{
+	struct clio_validator v;
+
+	if (atomic_load(&n->changed))
+		return;
+	pthread_mutex_lock(&n->lock);
+	if (!atomic_load(&n->changed) && n->cf != NULL && source_version(n, &v) == 0 &&
+	    clio_revalidate(n->cf, &v) > 0)
+		n->pages_stale = true;
+	pthread_mutex_unlock(&n->lock);
+}
+
 /* Open a handle of n for fi; known: the source's version if the caller
  * has just read it (a create), else NULL.  A writer of an append-only
  * source (which takes writes only at its end, from descriptors opened
@@ -744,6 +768,9 @@ handle_open(struct mnode *n, struct fuse_file_info *fi, bool internal,
 			 * the fstat) */
 			changed = node_revalidate(n, n->cf, &v);
 			r = changed < 0 ? changed : 0;
+			if (r == 0 && n->pages_stale)
+				changed = 1;
+			n->pages_stale = false;
 		}
 		if (r == 0 && !direct)
 			r = clio_open(fs_cache, n->cdev, mode, &h->cf);
@@ -1655,6 +1682,7 @@ fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	} else if ((r = write_limit(h->node, (uint64_t)off, &size)) == 0) {
 		mount_ahead_write(&h->node->ahead, (uint64_t)off, size,
 				  node_relpath, node_pin, node_unpin, h->node);
+		node_write_begins(h->node);
 		r = clio_pwrite(h->cf, buf, size, (uint64_t)off);
 	}
 	if (r < 0) {
@@ -2239,6 +2267,7 @@ fs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
 		return;
 	}
 	end = (uint64_t)off + (uint64_t)len;
+	node_write_begins(h->node);
 	switch (mode) {
 	case 0:
 	case FALLOC_FL_KEEP_SIZE:
@@ -2400,6 +2429,8 @@ fs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 		fuse_reply_err(req, (int)-r);
 		return;
 	}
+	if (out->cf != NULL)
+		node_write_begins(out->node);
 	chunk = len < CHUNK ? len : CHUNK;
 	buf = malloc(chunk ? chunk : 1);
 	if (buf == NULL) {
