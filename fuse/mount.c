@@ -671,8 +671,9 @@ mount_init(void *userdata, struct fuse_conn_info *conn)
  * files still open) reach this daemon only while the loop
  * serves, so the signal does not end the loop at once.  Its handler
  * writes the signal to a pipe; a thread reading it opens each file that
- * programs hold open for writing (mountfs_writers; a device's disk)
- * through the mount and fsyncs it: the kernel writes that file's pages
+ * programs hold open for writing (mountfs_writers, by its path, or by a
+ * program's descriptor of it once the name it was opened by is gone;
+ * a device's disk) through the mount and fsyncs it: the kernel writes that file's pages
  * back and waits for them, served by the loop (syncfs does not wait for
  * a FUSE file system's pages).  Then it ends the loop: the session's end,
  * the signal again to the loop's thread (out of its wait), and one last
@@ -700,19 +701,33 @@ stop_handler(int sig)
 	errno = e;
 }
 
-/* fsync rel (under the mount point) through the mount. */
+/* fsync rel (under the mount point, whose root is rootfd: a path from
+ * it may be as long as the source's) through the mount; an absolute rel
+ * is a program's descriptor (/proc/PID/fd/N, mountfs_writers), used only
+ * if it is a regular file of the mount (root_dev: the mount's device). */
 static void
-stop_fsync(const char *rel)
+stop_fsync(int rootfd, const char *rel, dev_t root_dev)
 {
-	char path[sizeof(mnt_abs) + PATH_MAX + 2];
+	struct stat st;
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/%s", mnt_abs, rel);
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (rel[0] == '/') {
+		/* a magic link: followed, as O_NOFOLLOW would refuse it */
+		if (stat(rel, &st) < 0 || !S_ISREG(st.st_mode) || st.st_dev != root_dev)
+			return;
+		fd = open(rel, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+		if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_dev != root_dev)) {
+			close(fd);
+			return;
+		}
+	} else {
+		fd = openat(rootfd, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	}
 	if (fd < 0)
 		return;
 	if (fsync(fd) < 0)
-		fprintf(stderr, "clio mount: %s: fsync at the signal: %s\n", path,
+		fprintf(stderr, "clio mount: %s%s%s: fsync at the signal: %s\n",
+			rel[0] == '/' ? "" : mnt_abs, rel[0] == '/' ? "" : "/", rel,
 			strerror(errno));
 	close(fd);
 }
@@ -730,20 +745,23 @@ stop_thread(void *arg)
 		;
 	if (n <= 0)
 		return NULL;
-	if (dir_source) {
-		char **w = mountfs_writers();
-		for (size_t i = 0; w != NULL && w[i] != NULL; i++) {
-			stop_fsync(w[i]);
-			free(w[i]);
-		}
-		free(w);
-	} else if (!stop_nfs) {
-		/* nfs:// has no writeback cache: nothing to send */
-		stop_fsync(DISK_NAME);
-	}
 	/* the root's descriptor reaches this mount even once it is
 	 * detached; O_PATH: no OPENDIR, so no RELEASEDIR left unserved */
 	fd = open(mnt_abs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0 && dir_source) {
+		char **w = mountfs_writers();
+		struct stat rs;
+		dev_t root_dev = fstat(fd, &rs) == 0 ? rs.st_dev : (dev_t)-1;
+
+		for (size_t i = 0; w != NULL && w[i] != NULL; i++) {
+			stop_fsync(fd, w[i], root_dev);
+			free(w[i]);
+		}
+		free(w);
+	} else if (fd >= 0 && !stop_nfs) {
+		/* nfs:// has no writeback cache: nothing to send */
+		stop_fsync(fd, DISK_NAME, 0);
+	}
 	pthread_mutex_lock(&stop_lock);
 	if (!stop_loop_over) {
 		fuse_session_exit(se);

@@ -83,7 +83,9 @@ int mountfs_init(clio_cache *cache, uint32_t bsize, int rootfd, int ro,
  * returns the first write-back error. */
 int mountfs_fini(void);
 /* The files open for writing now: their paths under the source's root,
- * malloc'ed, NULL-ended (NULL without memory). */
+ * or a program's descriptor of one, "/proc/PID/fd/N", that the caller
+ * must check is on the mount (see mountfs.c); malloc'ed, NULL-ended
+ * (NULL without memory). */
 char **mountfs_writers(void);
 
 /* The NFS file system over an export (mountnfs.c): source is

@@ -51,7 +51,9 @@
  * its version (size, mtime, ctime, inode) to clio_revalidate, which drops
  * the object's clean buffers if the source changed since the version
  * recorded; not while a handle of this mount writes the file (its own
- * write-behind moves the version).  After a handle's own writes are
+ * write-behind moves the version), but at its first write since the
+ * version was recorded (node_write_begins), whose close would record a
+ * change made meanwhile behind the mount's back as this mount's own.  After a handle's own writes are
  * written back (flush, and the last release of a file written through
  * the cache; an open for writing that wrote nothing records nothing)
  * and after a truncation or a change of times, the source's new
@@ -167,6 +169,8 @@ struct mnode {
 	int nwriters;		/* handles open for writing */
 	int ndirect;		/* direct handles among them (see handle_open) */
 	atomic_bool changed;	/* written since the version was recorded */
+	bool pages_stale;	/* the kernel's pages predate a change of the
+				 * source seen at a write (node_write_begins) */
 	clio_dev *cdev;
 	clio_file *cf;		/* node handle: truncation and size */
 	bool cdev_ro;
@@ -674,6 +678,26 @@ node_wrote_direct(struct mnode *n)
 	pthread_mutex_unlock(&n->lock);
 }
 
+/* Before the first write through the cache since the source's version
+ * was recorded (an open, a close that wrote): a change of the source
+ * behind the mount's back since then, which the close of this write
+ * would record as the mount's own, drops the clean buffers now (the
+ * block written is read anew) and the kernel's pages at the next open
+ * that revalidates. */
+static void
+node_write_begins(struct mnode *n)
+{
+	struct clio_validator v;
+
+	if (atomic_load(&n->changed))
+		return;
+	pthread_mutex_lock(&n->lock);
+	if (!atomic_load(&n->changed) && n->cf != NULL && source_version(n, &v) == 0 &&
+	    clio_revalidate(n->cf, &v) > 0)
+		n->pages_stale = true;
+	pthread_mutex_unlock(&n->lock);
+}
+
 /* Open a handle of n for fi; known: the source's version if the caller
  * has just read it (a create), else NULL.  A writer of an append-only
  * source (which takes writes only at its end, from descriptors opened
@@ -744,6 +768,9 @@ handle_open(struct mnode *n, struct fuse_file_info *fi, bool internal,
 			 * the fstat) */
 			changed = node_revalidate(n, n->cf, &v);
 			r = changed < 0 ? changed : 0;
+			if (r == 0 && n->pages_stale)
+				changed = 1;
+			n->pages_stale = false;
 		}
 		if (r == 0 && !direct)
 			r = clio_open(fs_cache, n->cdev, mode, &h->cf);
@@ -1655,6 +1682,7 @@ fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	} else if ((r = write_limit(h->node, (uint64_t)off, &size)) == 0) {
 		mount_ahead_write(&h->node->ahead, (uint64_t)off, size,
 				  node_relpath, node_pin, node_unpin, h->node);
+		node_write_begins(h->node);
 		r = clio_pwrite(h->cf, buf, size, (uint64_t)off);
 	}
 	if (r < 0) {
@@ -2239,6 +2267,7 @@ fs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
 		return;
 	}
 	end = (uint64_t)off + (uint64_t)len;
+	node_write_begins(h->node);
 	switch (mode) {
 	case 0:
 	case FALLOC_FL_KEEP_SIZE:
@@ -2400,6 +2429,8 @@ fs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 		fuse_reply_err(req, (int)-r);
 		return;
 	}
+	if (out->cf != NULL)
+		node_write_begins(out->node);
 	chunk = len < CHUNK ? len : CHUNK;
 	buf = malloc(chunk ? chunk : 1);
 	if (buf == NULL) {
@@ -2477,16 +2508,72 @@ const struct fuse_lowlevel_ops mountfs_ops = {
 	.lseek = fs_lseek,
 };
 
-/* The paths under the source's root of the files that programs hold
- * open for writing now (malloc'ed, NULL-ended; NULL without memory): at
- * a signal mount.c fsyncs each through the mount, so that the kernel's
- * dirty pages of it reach clio before the loop ends.  A file without a
- * name (unlinked) is left out. */
+/* A program's descriptor of the file that the kernel knows by inode
+ * number ino: "/proc/PID/fd/N" (malloc'ed), found by the ino: line of
+ * /proc/PID/fdinfo/N, whose reading asks this daemon nothing; NULL if
+ * none is found.  Another file system may have a file of that number:
+ * the caller checks that the descriptor is one of the mount's. */
+static char *
+program_fd_of(uint64_t ino)
+{
+	DIR *pd = opendir("/proc");
+	struct dirent *pe;
+	char *found = NULL;
+	long self = (long)getpid();
+
+	if (pd == NULL)
+		return NULL;
+	while (found == NULL && (pe = readdir(pd)) != NULL) {
+		char dir[64], *end;
+		long pid = strtol(pe->d_name, &end, 10);
+		struct dirent *fe;
+		DIR *fdd;
+
+		if (*end != '\0' || pid <= 0 || pid == self)
+			continue;
+		snprintf(dir, sizeof(dir), "/proc/%ld/fdinfo", pid);
+		if ((fdd = opendir(dir)) == NULL)
+			continue;
+		while (found == NULL && (fe = readdir(fdd)) != NULL) {
+			char info[sizeof(dir) + sizeof(fe->d_name) + 16], line[128];
+			unsigned long long v = 0;
+			bool got = false;
+			FILE *f;
+
+			if (fe->d_name[0] < '0' || fe->d_name[0] > '9')
+				continue;
+			snprintf(info, sizeof(info), "%s/%s", dir, fe->d_name);
+			if ((f = fopen(info, "re")) == NULL)
+				continue;
+			while (!got && fgets(line, sizeof(line), f) != NULL)
+				got = sscanf(line, "ino: %llu", &v) == 1;
+			if (got && v == ino &&
+			    (found = malloc(sizeof(info))) != NULL)
+				snprintf(found, sizeof(info), "/proc/%ld/fd/%s", pid,
+					 fe->d_name);
+			fclose(f);
+		}
+		closedir(fdd);
+	}
+	closedir(pd);
+	return found;
+}
+
+/* The files that programs hold open for writing now (malloc'ed,
+ * NULL-ended; NULL without memory): at a signal mount.c fsyncs each
+ * through the mount, so that the kernel's dirty pages of it reach clio
+ * before the loop ends.  Each is named by its path under the source's
+ * root; a file whose descriptor here has lost its name (the name it was
+ * looked up by removed) but that has another (a hard link) by a
+ * program's descriptor of it, "/proc/PID/fd/N" (program_fd_of; mount.c
+ * checks that it is on the mount).  A file without a name (unlinked) is
+ * left out. */
 char **
 mountfs_writers(void)
 {
-	size_t n = 0, room = 16;
+	size_t n = 0, room = 16, nfar = 0, farroom = 0;
 	char **list = malloc(room * sizeof(*list)), rel[PATH_MAX];
+	struct stat *far = NULL;
 	unsigned b;
 
 	if (list == NULL)
@@ -2495,13 +2582,30 @@ mountfs_writers(void)
 	for (b = 0; b < NBUCKETS; b++) {
 		struct mnode *m;
 		for (m = tbl[b]; m != NULL; m = m->hnext) {
+			struct stat st;
 			bool w;
 
 			pthread_mutex_lock(&m->lock);
 			w = m->nwriters > 0;
 			pthread_mutex_unlock(&m->lock);
-			if (!w || node_relpath(m, rel, sizeof(rel)) < 0)
+			if (!w)
 				continue;
+			if (node_relpath(m, rel, sizeof(rel)) < 0) {
+				/* another name left: found after the walk,
+				 * away from the table's lock */
+				if (fstat(m->fd, &st) < 0 || st.st_nlink == 0)
+					continue;
+				if (nfar == farroom) {
+					size_t r2 = farroom ? 2 * farroom : 4;
+					struct stat *f2 = realloc(far, r2 * sizeof(*far));
+					if (f2 == NULL)
+						continue;
+					far = f2;
+					farroom = r2;
+				}
+				far[nfar++] = st;
+				continue;
+			}
 			if (n + 1 == room) {
 				char **l2 = realloc(list, 2 * room * sizeof(*list));
 				if (l2 == NULL)
@@ -2514,6 +2618,19 @@ mountfs_writers(void)
 		}
 	}
 	pthread_mutex_unlock(&tbl_lock);
+	for (size_t i = 0; i < nfar; i++) {
+		if (n + 1 == room) {
+			char **l2 = realloc(list, 2 * room * sizeof(*list));
+			if (l2 == NULL)
+				break;
+			list = l2;
+			room *= 2;
+		}
+		report_ino(&far[i]);
+		if ((list[n] = program_fd_of((uint64_t)far[i].st_ino)) != NULL)
+			n++;
+	}
+	free(far);
 	list[n] = NULL;
 	return list;
 }

@@ -9,6 +9,10 @@
 #   kernel_cache=on (the default): the same for an overwrite of the same
 #     size (the kernel's writeback cache owns the size of a file it
 #     knows, so only kernel_cache=off promises changes of size);
+#   a change of the source while the mount holds the file open for
+#     writing, made before the mount's own first write there: seen by the
+#     opens after the writer's close (it was hidden for good, the version
+#     the close recorded taken for the mount's own);
 #   a file written through the mount and read back after its close is
 #     not read again from the source (the storage's reads stay 0);
 #   100 closes of files written through the mount flush the storage
@@ -65,6 +69,31 @@ for kc in off on; do
 	warm o
 	later 20 o
 	same o "overwrite after the last close"
+	mount_stop "$mnt"
+done
+[ $bad -eq 0 ] || fail "$bad changes of the source not seen"
+
+# changed behind the mount's back while open for writing there, before
+# the mount's own write (elsewhere in the file): the close recorded the
+# source's version as its own and every later open read the old data
+for kc in off on; do
+	rm -rf "$src"/*
+	head -c 200000 /dev/urandom >"$src/c"
+	mount_start "$src" "$mnt" -o kernel_cache=$kc
+	exec 3<>"$mnt/c"
+	warm c
+	dd if=/dev/urandom of="$src/c" bs=4096 count=4 seek=30 conv=notrunc 2>/dev/null
+	later 10 c
+	# the mount's own write, at 0 through the open descriptor
+	printf W >&3
+	exec 3>&-
+	cp "$src/c" "$tmp/c"
+	printf W | dd of="$tmp/c" bs=1 conv=notrunc 2>/dev/null
+	cmp "$tmp/c" "$src/c" || fail "kernel_cache=$kc: the source lacks a write"
+	cmp "$tmp/c" "$mnt/c" >/dev/null || {
+		echo "FAIL: kernel_cache=$kc: changed while open for writing there, before its own write: the mount reads old data" >&2
+		bad=$((bad + 1))
+	}
 	mount_stop "$mnt"
 done
 [ $bad -eq 0 ] || fail "$bad changes of the source not seen"
