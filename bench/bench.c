@@ -618,12 +618,19 @@ cmd_bench(int argc, char **argv)
 		} else {
 			table_print(t, stdout);
 		}
-		fflush(stdout);
+		if (fflush(stdout) != 0 || ferror(stdout))
+			break;	/* no reader: the rest would be lost too */
 		if (bo.plot_dir != NULL && plot_table(&bo, t) < 0 && rc == 0)
 			rc = EX_SOFTWARE;
 	}
 	if (bo.json)
 		printf("]}\n");
 	free(t);
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		fprintf(stderr, "clio bench: standard output: %s\n",
+			strerror(errno ? errno : EIO));
+		if (rc == 0)
+			rc = EX_IOERR;
+	}
 	return rc;
 }

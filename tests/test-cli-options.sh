@@ -7,7 +7,9 @@
 # (clio dd --help naming every option); an unknown command, an unknown
 # long or short option and an option without its value exit 64 with one
 # line on standard error that names the subcommand and the option, and
-# nothing on standard output.
+# nothing on standard output.  A standard output that cannot be written
+# (/dev/full) is exit 74 with one line naming it, for clio bench (text and
+# --json) and clio info.
 . "$(dirname "$0")/functions.sh"
 
 # run ARGS...: clio ARGS, $rc, $tmp/out, $tmp/err
@@ -106,4 +108,23 @@ bad_usage "'0'" stat "$tmp" -i 0
 run stat "$tmp" --json
 [ $rc -eq 66 ] && ! grep -q -- "--json" "$tmp/err" || fail "clio stat DIR --json: exit $rc: $(cat "$tmp/err")"
 echo "ok: clio stat: no mount 66, bad combinations 64, one line each"
+
+# full_out WORD ARGS...: clio ARGS >/dev/full exits 74, one line naming WORD
+full_out() {
+	word=$1
+	shift
+	rc=0
+	"$CLIO" "$@" >/dev/full 2>"$tmp/err" </dev/null || rc=$?
+	[ $rc -eq 74 ] || fail "clio $* >/dev/full: exit $rc, want 74: $(cat "$tmp/err")"
+	[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -qF -- "$word" "$tmp/err" ||
+		fail "clio $* >/dev/full: $(cat "$tmp/err")"
+}
+if [ -c /dev/full ]; then
+	full_out "standard output" bench maxbsize
+	full_out "standard output" bench maxbsize --json
+	full_out "standard output" bench rawblock --quick --json
+	full_out "standard output" info mem:size=1M
+	full_out "standard output" info mem:size=1M --json
+	echo "ok: clio bench and clio info to a full standard output: 74, one line"
+fi
 exit 0
