@@ -101,6 +101,7 @@ struct mounttab_entry {
 	char dir[4096];		/* the mount point */
 	char fstype[64];	/* "fuse.clio" for clio mount */
 	char source[4096];	/* what clio mount was given (its fsname) */
+	long uid;		/* FUSE's user_id= (who mounted it), or -1 */
 };
 /* The mount on top of abs (absolute, canonical): 0, or -ENOENT if abs
  * is no mount point. */
