@@ -4,7 +4,9 @@
 # naming the value and touch nothing; good copies (file to file, ibs != obs,
 # skip/seek/count, conv=notrunc, iflag/oflag=direct, pipes) give the same
 # bytes and the same "records in/out" lines as GNU dd; --iostat prints
-# lines; --json parses and has its keys.
+# lines, and names two devices whose names differ only after their 22nd
+# character apart, each over its own columns; --json parses and has its
+# keys.
 set -e
 . "$(dirname "$0")/functions.sh"
 export LC_ALL=C # the messages quote as in the C locale
@@ -327,6 +329,17 @@ grep -q 'KB/t' "$tmp/err" || fail "--iostat: no header"
 n=$(awk '$1 ~ /^[0-9]+\.[0-9][0-9]$/ && NF == 4 && $2 == "64.00" { n++ } END { print n + 0 }' "$tmp/err")
 [ "$n" -ge 3 ] || fail "--iostat=1: $n interval lines in: $(cat "$tmp/err")"
 echo "ok: --iostat=1 printed $n lines"
+# two names alike in their first 22 characters: told apart, columns aligned
+mkdir "$tmp/a-directory-with-a-long-name"
+ln="$tmp/a-directory-with-a-long-name/input-file"
+head -c 4M /dev/zero >"$ln-one"
+"$CLIO" dd if="$ln-one" of="$ln-two" bs=64k --iostat=0.01 2>"$tmp/err" ||
+	fail "--iostat run failed: $(cat "$tmp/err")"
+head -n 1 "$tmp/err" | grep -q 'file-one .*file-two$' ||
+	fail "--iostat: the devices are not told apart: $(head -n 1 "$tmp/err")"
+awk 'NR == 1 { w = length($0) } NR > 1 && /^ *[0-9s]/ && NF >= 4 && length($0) != w { exit 1 }
+	/records in/ { exit 0 }' "$tmp/err" || { cat "$tmp/err"; fail "--iostat: columns not aligned"; }
+echo "ok: --iostat names two long, alike devices apart"
 
 # ------------------------------------------------------------ --json
 
