@@ -223,9 +223,9 @@ dd_iostat_tick(struct dd *dd, bool force)
 		    last[i]->back.writes;
 		b = st.back.read_bytes + st.back.write_bytes -
 		    last[i]->back.read_bytes - last[i]->back.write_bytes;
-		fprintf(stderr, " %*s%7.2f %6.0f %7.2f", dd->iostat_namew - 22, "",
-			x ? (double)b / 1024.0 / (double)x : 0.0,
-			(double)x / dt, (double)b / 1048576.0 / dt);
+		fprintf(stderr, " %*s", dd->iostat_namew - 22, "");
+		iostat_bsd_fields(stderr, x ? (double)b / 1024.0 / (double)x : 0.0,
+				  (double)x / dt, (double)b / 1048576.0 / dt);
 		*last[i] = st;
 	}
 	fputc('\n', stderr);

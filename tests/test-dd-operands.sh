@@ -5,8 +5,8 @@
 # skip/seek/count, conv=notrunc, iflag/oflag=direct, pipes) give the same
 # bytes and the same "records in/out" lines as GNU dd; --iostat prints
 # lines, and names two devices whose names differ only after their 22nd
-# character apart, each over its own columns; --json parses and has its
-# keys.
+# character apart, each over its own columns, and a figure wider than its
+# column (16384 KB/t) with fewer decimals; --json parses and has its keys.
 set -e
 . "$(dirname "$0")/functions.sh"
 export LC_ALL=C # the messages quote as in the C locale
@@ -340,6 +340,13 @@ head -n 1 "$tmp/err" | grep -q 'file-one .*file-two$' ||
 awk 'NR == 1 { w = length($0) } NR > 1 && /^ *[0-9s]/ && NF >= 4 && length($0) != w { exit 1 }
 	/records in/ { exit 0 }' "$tmp/err" || { cat "$tmp/err"; fail "--iostat: columns not aligned"; }
 echo "ok: --iostat names two long, alike devices apart"
+# 16 MiB transfers: 16384 KB/t loses a decimal, not its column's place
+"$CLIO" dd if=/dev/zero of=mem:size=64M bs=16M count=4 --maxphys=16M --iostat=0.001 \
+	2>"$tmp/err" || fail "--iostat run failed: $(cat "$tmp/err")"
+grep -q ' 16384.0 ' "$tmp/err" || fail "--iostat: no 16 MiB transfer: $(cat "$tmp/err")"
+awk 'NR == 1 { w = length($0) } /records in/ { exit 0 } length($0) != w { exit 1 }' "$tmp/err" ||
+	{ cat "$tmp/err"; fail "--iostat: 16384 KB/t out of its column"; }
+echo "ok: --iostat keeps 16384 KB/t in its column"
 
 # ------------------------------------------------------------ --json
 
