@@ -591,10 +591,18 @@ cmd_bench(int argc, char **argv)
 		fprintf(stderr, "clio bench: unknown experiment '%s'\n", name);
 		return EX_USAGE;
 	}
-	if (bo.plot_dir != NULL && mkdir(bo.plot_dir, 0755) < 0 && errno != EEXIST) {
-		fprintf(stderr, "clio bench: cannot create '%s': %s\n", bo.plot_dir,
-			strerror(errno));
-		return EX_CANTCREAT;
+	if (bo.plot_dir != NULL && mkdir(bo.plot_dir, 0755) < 0) {
+		struct stat pst;
+		int e = errno;
+
+		/* something else of that name: no directory, before any run */
+		if (e == EEXIST && stat(bo.plot_dir, &pst) == 0 && !S_ISDIR(pst.st_mode))
+			e = ENOTDIR;
+		if (e != EEXIST) {
+			fprintf(stderr, "clio bench: cannot create '%s': %s\n",
+				bo.plot_dir, strerror(e));
+			return EX_CANTCREAT;
+		}
 	}
 	t = malloc(sizeof(*t));
 	if (t == NULL)

@@ -9,7 +9,8 @@
 # line on standard error that names the subcommand and the option, and
 # nothing on standard output.  A standard output that cannot be written
 # (/dev/full) is exit 74 with one line naming it, for clio bench (text and
-# --json) and clio info.
+# --json) and clio info; clio bench --plot naming a file that is no
+# directory is 73 before any experiment runs.
 . "$(dirname "$0")/functions.sh"
 
 # run ARGS...: clio ARGS, $rc, $tmp/out, $tmp/err
@@ -119,6 +120,14 @@ full_out() {
 	[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -qF -- "$word" "$tmp/err" ||
 		fail "clio $* >/dev/full: $(cat "$tmp/err")"
 }
+# --plot naming a file that is no directory: 73 before any experiment runs
+: >"$tmp/plotfile"
+run bench maxbsize --plot "$tmp/plotfile"
+[ $rc -eq 73 ] || fail "clio bench --plot FILE: exit $rc, want 73: $(cat "$tmp/err")"
+[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -qF "$tmp/plotfile" "$tmp/err" ||
+	fail "clio bench --plot FILE: $(cat "$tmp/err")"
+[ ! -s "$tmp/out" ] || fail "clio bench --plot FILE ran: $(head -n 2 "$tmp/out")"
+echo "ok: clio bench --plot FILE: 73 at once"
 if [ -c /dev/full ]; then
 	full_out "standard output" bench maxbsize
 	full_out "standard output" bench maxbsize --json
