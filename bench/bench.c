@@ -500,6 +500,7 @@ cmd_bench(int argc, char **argv)
 	struct table *t;
 	size_t i;
 	int a, n = 0, rc = 0;
+	bool opts = true;
 
 	if ((rc = cli_help_version(argc, argv, usage_bench, NULL)) >= 0)
 		return rc;
@@ -510,7 +511,11 @@ cmd_bench(int argc, char **argv)
 		const char *eq = strchr(arg, '=');
 		char key[32];
 
-		if (strncmp(arg, "--", 2) != 0) {
+		if (opts && strcmp(arg, "--") == 0) {
+			opts = false;	/* what follows is NAME */
+			continue;
+		}
+		if (!opts || strncmp(arg, "--", 2) != 0) {
 			if (name != NULL) {
 				fprintf(stderr, "clio bench: unexpected argument '%s'\n", arg);
 				return EX_USAGE;

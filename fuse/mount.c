@@ -1172,8 +1172,15 @@ cmd_umount(int argc, char **argv)
 
 	if ((r = cli_help_version(argc, argv, usage_umount, NULL)) >= 0)
 		return r;
-	if (argc == 2 && argv[1][0] == '-' && argv[1][1] != '\0') {
+	if (argc > 1 && strcmp(argv[1], "--") == 0) {
+		argc--;		/* what follows is the mount point */
+		argv++;
+	} else if (argc > 1 && argv[1][0] == '-' && argv[1][1] != '\0') {
 		fprintf(stderr, "clio umount: unrecognized option '%s'\n", argv[1]);
+		return EX_USAGE;
+	}
+	if (argc > 2) {
+		fprintf(stderr, "clio umount: unexpected argument '%s'\n", argv[2]);
 		return EX_USAGE;
 	}
 	if (argc != 2) {

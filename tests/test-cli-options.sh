@@ -10,7 +10,8 @@
 # nothing on standard output.  A standard output that cannot be written
 # (/dev/full) is exit 74 with one line naming it, for clio bench (text and
 # --json) and clio info; clio bench --plot naming a file that is no
-# directory is 73 before any experiment runs.
+# directory is 73 before any experiment runs.  "--" ends the options
+# of clio info, bench and umount.
 . "$(dirname "$0")/functions.sh"
 
 # run ARGS...: clio ARGS, $rc, $tmp/out, $tmp/err
@@ -109,6 +110,19 @@ bad_usage "'0'" stat "$tmp" -i 0
 run stat "$tmp" --json
 [ $rc -eq 66 ] && ! grep -q -- "--json" "$tmp/err" || fail "clio stat DIR --json: exit $rc: $(cat "$tmp/err")"
 echo "ok: clio stat: no mount 66, bad combinations 64, one line each"
+
+# "--" ends the options: what follows is the operand, even one starting with -
+cp /dev/null "$tmp/-dev"
+(cd "$tmp" && "$CLIO" info -- -dev >/dev/null) || fail "clio info -- -dev: exit $?"
+(cd "$tmp" && "$CLIO" info --json -- -dev | grep -q '"device": "-dev"') ||
+	fail "clio info --json -- -dev"
+run bench --quick -- maxbsize
+[ $rc -eq 0 ] || fail "clio bench --quick -- maxbsize: exit $rc: $(cat "$tmp/err")"
+run umount -- "$tmp"
+[ $rc -eq 64 ] && grep -q "not a clio mount" "$tmp/err" ||
+	fail "clio umount -- DIR: exit $rc: $(cat "$tmp/err")"
+bad_usage "'$tmp'" umount "$tmp" "$tmp"
+echo "ok: -- ends the options of clio info, bench and umount; a second mount point is one line"
 
 # full_out WORD ARGS...: clio ARGS >/dev/full exits 74, one line naming WORD
 full_out() {
