@@ -12,6 +12,7 @@
  * the kernel experiment depend on the machine.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
@@ -477,6 +478,16 @@ static const struct experiment {
 	{ "nbd", exp_nbd_copy, false, true },		/* its second table */
 };
 
+/* SIGPIPE, caught (exec resets it for the programs the experiments run):
+ * a reader that went away must not kill an experiment whose servers,
+ * mounts and files are to be stopped and removed at its end; the write
+ * fails instead, and the run stops after that experiment (status 74). */
+static void
+on_sigpipe(int sig)
+{
+	(void)sig;
+}
+
 static void
 usage_bench(FILE *fp)
 {
@@ -612,6 +623,14 @@ cmd_bench(int argc, char **argv)
 	t = malloc(sizeof(*t));
 	if (t == NULL)
 		return EX_OSERR;
+	{
+		struct sigaction sa;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_sigpipe;
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGPIPE, &sa, NULL);
+	}
 	if (bo.json)
 		printf("{\"quick\": %s, \"experiments\": [", bo.quick ? "true" : "false");
 	for (i = 0; i < sizeof(experiments) / sizeof(experiments[0]); i++) {
