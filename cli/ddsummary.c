@@ -212,6 +212,11 @@ dd_iostat_tick(struct dd *dd, bool force)
 	dt = now - dd->last_tick;
 	if (dt <= 0)
 		return;
+	if (dd->progress_len > 0) {
+		/* status=progress's line ends before this one, as before the summary */
+		fputc('\n', stderr);
+		dd->progress_len = 0;
+	}
 	fprintf(stderr, "%10.2f", now - dd->t_start);
 	for (i = 0; i < 2; i++) {
 		struct clio_dev_stats st;
