@@ -235,8 +235,12 @@ dd_iostat_tick(struct dd *dd, bool force)
 	}
 	fputc('\n', stderr);
 	dd->last_tick = now;
-	while (dd->next_tick <= now)
-		dd->next_tick += dd->iostat;
+	/* the first tick after now, computed: a loop adding a tiny interval
+	 * (--iostat=1e-300) to a large time would never get past it */
+	if (dd->next_tick <= now)
+		dd->next_tick += (floor((now - dd->next_tick) / dd->iostat) + 1) * dd->iostat;
+	if (!(dd->next_tick > now))
+		dd->next_tick = nextafter(now, INFINITY);
 }
 
 /* The disk tier's lines (disk_cache.KEY=VALUE) of a device's parameters,

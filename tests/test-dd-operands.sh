@@ -6,7 +6,8 @@
 # bytes and the same "records in/out" lines as GNU dd; --iostat prints
 # lines, and names two devices whose names differ only after their 22nd
 # character apart, each over its own columns, and a figure wider than its
-# column (16384 KB/t) with fewer decimals; --json parses and has its keys.
+# column (16384 KB/t) with fewer decimals, and a tiny interval
+# (1e-300) does not hang it; --json parses and has its keys.
 set -e
 . "$(dirname "$0")/functions.sh"
 export LC_ALL=C # the messages quote as in the C locale
@@ -347,6 +348,12 @@ grep -q ' 16384.0 ' "$tmp/err" || fail "--iostat: no 16 MiB transfer: $(cat "$tm
 awk 'NR == 1 { w = length($0) } /records in/ { exit 0 } length($0) != w { exit 1 }' "$tmp/err" ||
 	{ cat "$tmp/err"; fail "--iostat: 16384 KB/t out of its column"; }
 echo "ok: --iostat keeps 16384 KB/t in its column"
+# an interval far below the clock's resolution at the time: no hang
+rc=0
+timeout -k 5 30 "$CLIO" dd if=/dev/zero of=mem:size=1M count=100 --iostat=1e-300 2>"$tmp/err" || rc=$?
+[ $rc -eq 0 ] || fail "--iostat=1e-300: exit $rc (124: it hung): $(tail -n 3 "$tmp/err")"
+grep -q '^100+0 records out$' "$tmp/err" || fail "--iostat=1e-300: $(tail -n 3 "$tmp/err")"
+echo "ok: --iostat=1e-300 ends"
 
 # ------------------------------------------------------------ --json
 
