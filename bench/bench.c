@@ -12,6 +12,7 @@
  * the kernel experiment depend on the machine.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
@@ -477,6 +478,16 @@ static const struct experiment {
 	{ "nbd", exp_nbd_copy, false, true },		/* its second table */
 };
 
+/* SIGPIPE, caught (exec resets it for the programs the experiments run):
+ * a reader that went away must not kill an experiment whose servers,
+ * mounts and files are to be stopped and removed at its end; the write
+ * fails instead, and the run stops after that experiment (status 74). */
+static void
+on_sigpipe(int sig)
+{
+	(void)sig;
+}
+
 static void
 usage_bench(FILE *fp)
 {
@@ -500,6 +511,7 @@ cmd_bench(int argc, char **argv)
 	struct table *t;
 	size_t i;
 	int a, n = 0, rc = 0;
+	bool opts = true;
 
 	if ((rc = cli_help_version(argc, argv, usage_bench, NULL)) >= 0)
 		return rc;
@@ -510,7 +522,11 @@ cmd_bench(int argc, char **argv)
 		const char *eq = strchr(arg, '=');
 		char key[32];
 
-		if (strncmp(arg, "--", 2) != 0) {
+		if (opts && strcmp(arg, "--") == 0) {
+			opts = false;	/* what follows is NAME */
+			continue;
+		}
+		if (!opts || strncmp(arg, "--", 2) != 0) {
 			if (name != NULL) {
 				fprintf(stderr, "clio bench: unexpected argument '%s'\n", arg);
 				return EX_USAGE;
@@ -591,14 +607,30 @@ cmd_bench(int argc, char **argv)
 		fprintf(stderr, "clio bench: unknown experiment '%s'\n", name);
 		return EX_USAGE;
 	}
-	if (bo.plot_dir != NULL && mkdir(bo.plot_dir, 0755) < 0 && errno != EEXIST) {
-		fprintf(stderr, "clio bench: cannot create '%s': %s\n", bo.plot_dir,
-			strerror(errno));
-		return EX_CANTCREAT;
+	if (bo.plot_dir != NULL && mkdir(bo.plot_dir, 0755) < 0) {
+		struct stat pst;
+		int e = errno;
+
+		/* something else of that name: no directory, before any run */
+		if (e == EEXIST && stat(bo.plot_dir, &pst) == 0 && !S_ISDIR(pst.st_mode))
+			e = ENOTDIR;
+		if (e != EEXIST) {
+			fprintf(stderr, "clio bench: cannot create '%s': %s\n",
+				bo.plot_dir, strerror(e));
+			return EX_CANTCREAT;
+		}
 	}
 	t = malloc(sizeof(*t));
 	if (t == NULL)
 		return EX_OSERR;
+	{
+		struct sigaction sa;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_sigpipe;
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGPIPE, &sa, NULL);
+	}
 	if (bo.json)
 		printf("{\"quick\": %s, \"experiments\": [", bo.quick ? "true" : "false");
 	for (i = 0; i < sizeof(experiments) / sizeof(experiments[0]); i++) {
@@ -618,12 +650,19 @@ cmd_bench(int argc, char **argv)
 		} else {
 			table_print(t, stdout);
 		}
-		fflush(stdout);
+		if (fflush(stdout) != 0 || ferror(stdout))
+			break;	/* no reader: the rest would be lost too */
 		if (bo.plot_dir != NULL && plot_table(&bo, t) < 0 && rc == 0)
 			rc = EX_SOFTWARE;
 	}
 	if (bo.json)
 		printf("]}\n");
 	free(t);
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		fprintf(stderr, "clio bench: standard output: %s\n",
+			strerror(errno ? errno : EIO));
+		if (rc == 0)
+			rc = EX_IOERR;
+	}
 	return rc;
 }

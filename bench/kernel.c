@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,6 +24,27 @@
 #include "util.h"
 
 #define DIRECT_CAP (128ull << 20)
+
+/* SIGINT or SIGTERM during the run ends it as before, but first removes
+ * the files made for it (the temporary file of up to 1 GiB, PATH.write)
+ * and stops the dd it waits for; unlink and kill are async-signal-safe. */
+static char sig_path[4096], sig_wpath[4200];
+static volatile sig_atomic_t sig_armed, sig_have_path;
+static volatile pid_t sig_child;
+
+static void
+on_signal(int sig)
+{
+	if (sig_armed) {
+		if (sig_child > 0)
+			kill(sig_child, SIGTERM);
+		if (sig_have_path)
+			unlink(sig_path);
+		unlink(sig_wpath);
+	}
+	signal(sig, SIG_DFL);
+	raise(sig);	/* delivered when the handler returns */
+}
 
 struct kctx {
 	const struct bench_opts *bo;
@@ -108,9 +130,13 @@ bench_run_quiet(char *const argv[])
 		execvp(argv[0], argv);
 		_exit(127);
 	}
+	sig_child = pid;
 	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
+		if (errno != EINTR) {
+			sig_child = 0;
 			return NAN;
+		}
+	sig_child = 0;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		return NAN;
 	return now_monotonic() - t0;
@@ -308,9 +334,35 @@ run_case(struct kctx *k, enum kcase kc, int sys)
 	return (double)bytes / 1e6 / t;
 }
 
+/* on: on_signal for SIGINT and SIGTERM (not where they are ignored, as
+ * in a background job), the old actions kept in old[2]; off: those back */
+static void
+catch_signals(struct sigaction *old, bool on)
+{
+	static const int sigs[2] = { SIGINT, SIGTERM };
+	struct sigaction sa;
+	int i;
+
+	if (!on) {
+		for (i = 0; i < 2; i++)
+			sigaction(sigs[i], &old[i], NULL);
+		sig_armed = 0;
+		return;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < 2; i++) {
+		sigaction(sigs[i], NULL, &old[i]);
+		if (old[i].sa_handler != SIG_IGN)
+			sigaction(sigs[i], &sa, NULL);
+	}
+}
+
 int
 exp_kernel(const struct bench_opts *bo, struct table *t)
 {
+	struct sigaction old_sa[2];
 	struct clio_conf defaults = CLIO_CONF_DEFAULTS;
 	struct kctx k;
 	bool made = false, progress;
@@ -339,11 +391,17 @@ exp_kernel(const struct bench_opts *bo, struct table *t)
 		close(fd);
 	}
 	snprintf(k.wpath, sizeof(k.wpath), "%s.write", k.path);
+	snprintf(sig_path, sizeof(sig_path), "%s", k.path);
+	snprintf(sig_wpath, sizeof(sig_wpath), "%s", k.wpath);
+	sig_have_path = bo->file == NULL;
+	sig_armed = 1;
+	catch_signals(old_sa, true);
 	r = bench_make_file(k.path, k.size);
 	if (r < 0) {
 		fprintf(stderr, "clio bench: cannot write %s: %s\n", k.path, strerror(-r));
 		if (bo->file == NULL)
 			unlink(k.path);
+		catch_signals(old_sa, false);
 		return -1;
 	}
 	made = bo->file == NULL;
@@ -409,5 +467,6 @@ exp_kernel(const struct bench_opts *bo, struct table *t)
 	unlink(k.wpath);
 	if (made)
 		unlink(k.path);
+	catch_signals(old_sa, false);
 	return 0;
 }

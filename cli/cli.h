@@ -90,6 +90,9 @@ void iostat_x_row(FILE *fp, const char *name, int namew, const struct iostat_x *
 /* BSD's iostat: a time column, then KB/t tps MB/s per device (namew >= 22). */
 void iostat_bsd_header(FILE *fp, const char *const *names, int n, int namew);
 void iostat_bsd_cols(FILE *fp, int namew, const struct iostat_x *x);
+/* KB/t tps MB/s in 7, 6 and 7 columns; a figure too wide for its column
+ * loses decimals first. */
+void iostat_bsd_fields(FILE *fp, double kbt, double tps, double mbs);
 /* name cut to width from the left ("...tail"); the least width >= minw
  * at which the names stay distinct. */
 void name_shorten(char *out, size_t len, const char *name, int width);
@@ -101,6 +104,7 @@ struct mounttab_entry {
 	char dir[4096];		/* the mount point */
 	char fstype[64];	/* "fuse.clio" for clio mount */
 	char source[4096];	/* what clio mount was given (its fsname) */
+	long uid;		/* FUSE's user_id= (who mounted it), or -1 */
 };
 /* The mount on top of abs (absolute, canonical): 0, or -ENOENT if abs
  * is no mount point. */

@@ -105,6 +105,7 @@ struct dd {
 	double next_progress;		/* real time */
 	/* --iostat */
 	double next_tick, last_tick;
+	int iostat_namew;	/* the width of a device's column group */
 	struct clio_dev_stats last_in, last_out;
 };
 

@@ -176,16 +176,23 @@ void
 dd_iostat_header(struct dd *dd)
 {
 	struct endpoint *eps[2] = { &dd->in, &dd->out };
-	int i;
+	const char *names[2] = { "", "" };
+	char shown[256];
+	int i, n = 0, w;
 
+	for (i = 0; i < 2; i++)
+		if (eps[i]->kind == EP_CLIO)
+			names[n++] = clio_dev_name(eps[i]->dev);
+	/* 22 columns, more where the two names would look alike */
+	w = dd->iostat_namew = names_width(names, n, 22);
 	fprintf(stderr, "%10s", "time");
-	for (i = 0; i < 2; i++)
-		if (eps[i]->kind == EP_CLIO)
-			fprintf(stderr, " %22.22s", clio_dev_name(eps[i]->dev));
+	for (i = 0; i < n; i++) {
+		name_shorten(shown, sizeof(shown), names[i], w);
+		fprintf(stderr, " %*s", w, shown);
+	}
 	fprintf(stderr, "\n%10s", "s");
-	for (i = 0; i < 2; i++)
-		if (eps[i]->kind == EP_CLIO)
-			fprintf(stderr, " %7s %6s %7s", "KB/t", "tps", "MB/s");
+	for (i = 0; i < n; i++)
+		fprintf(stderr, " %*s%7s %6s %7s", w - 22, "", "KB/t", "tps", "MB/s");
 	fputc('\n', stderr);
 }
 
@@ -205,6 +212,11 @@ dd_iostat_tick(struct dd *dd, bool force)
 	dt = now - dd->last_tick;
 	if (dt <= 0)
 		return;
+	if (dd->progress_len > 0) {
+		/* status=progress's line ends before this one, as before the summary */
+		fputc('\n', stderr);
+		dd->progress_len = 0;
+	}
 	fprintf(stderr, "%10.2f", now - dd->t_start);
 	for (i = 0; i < 2; i++) {
 		struct clio_dev_stats st;
@@ -216,15 +228,19 @@ dd_iostat_tick(struct dd *dd, bool force)
 		    last[i]->back.writes;
 		b = st.back.read_bytes + st.back.write_bytes -
 		    last[i]->back.read_bytes - last[i]->back.write_bytes;
-		fprintf(stderr, " %7.2f %6.0f %7.2f",
-			x ? (double)b / 1024.0 / (double)x : 0.0,
-			(double)x / dt, (double)b / 1048576.0 / dt);
+		fprintf(stderr, " %*s", dd->iostat_namew - 22, "");
+		iostat_bsd_fields(stderr, x ? (double)b / 1024.0 / (double)x : 0.0,
+				  (double)x / dt, (double)b / 1048576.0 / dt);
 		*last[i] = st;
 	}
 	fputc('\n', stderr);
 	dd->last_tick = now;
-	while (dd->next_tick <= now)
-		dd->next_tick += dd->iostat;
+	/* the first tick after now, computed: a loop adding a tiny interval
+	 * (--iostat=1e-300) to a large time would never get past it */
+	if (dd->next_tick <= now)
+		dd->next_tick += (floor((now - dd->next_tick) / dd->iostat) + 1) * dd->iostat;
+	if (!(dd->next_tick > now))
+		dd->next_tick = nextafter(now, INFINITY);
 }
 
 /* The disk tier's lines (disk_cache.KEY=VALUE) of a device's parameters,

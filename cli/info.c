@@ -152,16 +152,20 @@ cmd_info(int argc, char **argv)
 	char err[1024], *params;
 	clio_dev *d;
 	int i, json = 0, n, r, status = 0;
+	bool opts = true;	/* until "--" */
 
 	if ((r = cli_help_version(argc, argv, usage, NULL)) >= 0)
 		return r;
+
 	for (i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--json") == 0) {
+		if (opts && strcmp(argv[i], "--") == 0) {
+			opts = false;
+		} else if (opts && strcmp(argv[i], "--json") == 0) {
 			json = 1;
-		} else if (strcmp(argv[i], "-h") == 0) {
+		} else if (opts && strcmp(argv[i], "-h") == 0) {
 			usage(stdout);
 			return 0;
-		} else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+		} else if (opts && argv[i][0] == '-' && argv[i][1] != '\0') {
 			fprintf(stderr, "clio info: unknown option '%s' "
 				"(usage: clio info DEVICE [--json])\n", argv[i]);
 			return EX_USAGE;

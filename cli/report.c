@@ -127,13 +127,36 @@ iostat_x_of(struct iostat_x *x, const struct io_counts *now,
 	x->mbs = per((d.read_bytes + d.write_bytes) / 1048576.0, dt);
 }
 
+/* v in w columns with up to prec decimals: fewer where it would not fit
+ * (16384.00 KB/t in 7 is 16384.0), so that the columns stay aligned. */
+static const char *
+fit(char *buf, size_t len, int w, int prec, double v)
+{
+	if (isnan(v)) {
+		snprintf(buf, len, "%*s", w, "-");
+		return buf;
+	}
+	do
+		snprintf(buf, len, "%*.*f", w, prec, v);
+	while ((int)strlen(buf) > w && prec-- > 0);
+	return buf;
+}
+
 static void
 col(FILE *fp, int w, int prec, double v)
 {
-	if (isnan(v))
-		fprintf(fp, " %*s", w, "-");
-	else
-		fprintf(fp, " %*.*f", w, prec, v);
+	char b[64];
+
+	fprintf(fp, " %s", fit(b, sizeof(b), w, prec, v));
+}
+
+void
+iostat_bsd_fields(FILE *fp, double kbt, double tps, double mbs)
+{
+	char b1[64], b2[64], b3[64];
+
+	fprintf(fp, "%s %s %s", fit(b1, sizeof(b1), 7, 2, kbt),
+		fit(b2, sizeof(b2), 6, 0, tps), fit(b3, sizeof(b3), 7, 2, mbs));
 }
 
 void
@@ -186,7 +209,8 @@ iostat_bsd_header(FILE *fp, const char *const *names, int n, int namew)
 void
 iostat_bsd_cols(FILE *fp, int namew, const struct iostat_x *x)
 {
-	fprintf(fp, "  %*s%7.2f %6.0f %7.2f", namew - 22, "", x->kbt, x->tps, x->mbs);
+	fprintf(fp, "  %*s", namew - 22, "");
+	iostat_bsd_fields(fp, x->kbt, x->tps, x->mbs);
 }
 
 void

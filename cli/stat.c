@@ -14,7 +14,8 @@
  * since the mount, as iostat's first covers the time since boot.
  *
  * Exit 66 (EX_NOINPUT) with a one-line error when a MOUNTPOINT is not
- * the root of a clio mount (the others are still reported); 64 for bad
+ * the root of a clio mount (the others are still reported, with -i too;
+ * one that goes away during -i ends it); 64 for bad
  * arguments; 74 when standard output cannot be written.
  */
 #include <errno.h>
@@ -419,23 +420,35 @@ run_interval(char **mnts, int n, double secs, long count, bool xview)
 {
 	struct watched w[MAX_MOUNTS];
 	struct timespec t;
-	int i, r = 0, namew = 0;
+	int i, m = 0, r = 0, status = 0, namew = 0;
 	long k;
 
 	memset(w, 0, sizeof(w));
-	for (i = 0; i < n; i++)
-		w[i].mnt = mnts[i];
+	/* a MOUNTPOINT that is none from the start is left out (one line
+	 * said why); the others are watched */
+	for (i = 0; i < n; i++) {
+		struct snap s;
+
+		if ((r = snap_read(mnts[i], &s)) != 0) {
+			status = r;
+			continue;
+		}
+		snap_free(&s);
+		w[m++].mnt = mnts[i];
+	}
+	if (m == 0)
+		return status;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	for (k = 0; count <= 0 || k < count; k++) {
 		if (k > 0)
 			sleep_until(&t, secs);
-		if ((r = interval_report(w, n, xview, k == 0, &namew)) != 0)
+		if ((r = interval_report(w, m, xview, k == 0, &namew)) != 0)
 			break;
 	}
-	for (i = 0; i < n; i++)
+	for (i = 0; i < m; i++)
 		if (w[i].have_last)
 			snap_free(&w[i].last);
-	return r;
+	return r != 0 ? r : status;
 }
 
 /* ------------------------------------------------------------ command */

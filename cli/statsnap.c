@@ -3,8 +3,10 @@
  * statsnap.c - read and parse the control file `.clio-stats` of a clio
  * mount (its format: fuse/mountstats.c).
  *
- * Invariants: the file is opened only on a FUSE file system (so a stray
- * .clio-stats elsewhere is not taken); every string of a parsed snapshot
+ * Invariants: the file is opened only at the root of a clio mount (the
+ * mount on top of the path, in /proc/self/mountinfo, is fuse.clio) on a
+ * FUSE file system, so a stray .clio-stats elsewhere (a subdirectory of
+ * a pass-through mount, another file system) is not taken; every string of a parsed snapshot
  * points into its own text buffer, freed with it; a device's keys belong
  * to the block that its "NAME path:" line opened.
  */
@@ -118,20 +120,34 @@ parse(struct snap *s)
 int
 snap_read(const char *mnt, struct snap *s)
 {
-	char path[4096];
+	char path[4200], abs[4096];
+	struct mounttab_entry e;
 	struct statfs sf;
-	int fd, status = 0;
+	int fd, r, status = 0;
 
 	memset(s, 0, sizeof(*s));
-	if (statfs(mnt, &sf) < 0) {
+	if ((r = mounttab_abspath(mnt, abs, sizeof(abs))) < 0) {
+		fprintf(stderr, "clio stat: %s: %s\n", mnt, strerror(-r));
+		return EX_NOINPUT;
+	}
+	if (mounttab_find(abs, &e) < 0 || !mounttab_is_clio(&e)) {
+		fprintf(stderr, "clio stat: %s: not the root of a clio mount\n", mnt);
+		return EX_NOINPUT;
+	}
+	if (statfs(abs, &sf) < 0) {
 		fprintf(stderr, "clio stat: %s: %s\n", mnt, strerror(errno));
 		return EX_NOINPUT;
 	}
-	snprintf(path, sizeof(path), "%s/%s", mnt, STATS_NAME);
+	snprintf(path, sizeof(path), "%s/%s", abs, STATS_NAME);
+	errno = ENOENT;
 	fd = sf.f_type == FUSE_MAGIC ? open(path, O_RDONLY | O_CLOEXEC) : -1;
 	if (fd < 0) {
-		fprintf(stderr, "clio stat: %s: not a clio mount (no %s)\n", mnt,
-			STATS_NAME);
+		if (errno == ENOENT)
+			fprintf(stderr, "clio stat: %s: not a clio mount (no %s)\n",
+				mnt, STATS_NAME);
+		else
+			fprintf(stderr, "clio stat: %s/%s: %s\n", mnt, STATS_NAME,
+				strerror(errno));
 		return EX_NOINPUT;
 	}
 	s->text = read_all(fd, path, &status);

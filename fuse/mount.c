@@ -1175,7 +1175,8 @@ usage_umount(FILE *fp)
 
 /*
  * Only a clio mount is unmounted (exit 64 otherwise, 66 for a path that
- * is not there); fusermount3 -u on its absolute path, and a mount that
+ * is not there), and by a user other than root only its own (exit 77,
+ * EX_NOPERM, at once); fusermount3 -u on its absolute path, and a mount that
  * is busy is tried again for up to 3 s, as the daemon's own read-ahead
  * (mountahead.c) may hold the file open for a moment after the last
  * program closed it; still busy: fusermount3's message, exit 75.
@@ -1189,8 +1190,15 @@ cmd_umount(int argc, char **argv)
 
 	if ((r = cli_help_version(argc, argv, usage_umount, NULL)) >= 0)
 		return r;
-	if (argc == 2 && argv[1][0] == '-' && argv[1][1] != '\0') {
+	if (argc > 1 && strcmp(argv[1], "--") == 0) {
+		argc--;		/* what follows is the mount point */
+		argv++;
+	} else if (argc > 1 && argv[1][0] == '-' && argv[1][1] != '\0') {
 		fprintf(stderr, "clio umount: unrecognized option '%s'\n", argv[1]);
+		return EX_USAGE;
+	}
+	if (argc > 2) {
+		fprintf(stderr, "clio umount: unexpected argument '%s'\n", argv[2]);
 		return EX_USAGE;
 	}
 	if (argc != 2) {
@@ -1204,6 +1212,12 @@ cmd_umount(int argc, char **argv)
 	if (mounttab_find(abs, &e) < 0 || !mounttab_is_clio(&e)) {
 		fprintf(stderr, "clio umount: %s: not a clio mount\n", argv[1]);
 		return EX_USAGE;
+	}
+	/* fusermount3 would refuse, and that is no busy mount to wait for */
+	if (getuid() != 0 && e.uid >= 0 && e.uid != (long)getuid()) {
+		fprintf(stderr, "clio umount: %s: mounted by another user (uid %ld)\n",
+			argv[1], e.uid);
+		return EX_NOPERM;
 	}
 	return fuse_unmount_retrying(abs);
 }

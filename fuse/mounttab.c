@@ -2,7 +2,8 @@
 /*
  * mounttab.c - what is mounted on a directory, from /proc/self/mountinfo,
  * for clio mount (refuse a second mount on one directory; the bdi of the
- * mount), clio umount (only a clio mount) and clio stat.
+ * mount), clio umount (only a clio mount, only its owner's or root's)
+ * and clio stat.
  *
  * Invariants: the path asked about is absolute and canonical (realpath);
  * the entry returned is the last line for that mount point, the mount on
@@ -62,6 +63,13 @@ parse_line(char *line, struct mounttab_entry *e)
 	if (t != NULL)
 		unescape(t);
 	snprintf(e->source, sizeof(e->source), "%s", t != NULL ? t : "");
+	e->uid = -1;
+	if (t != NULL && (t = strtok_r(NULL, " \n", &save)) != NULL) {
+		char *o = strstr(t, "user_id=");
+
+		if (o != NULL && (o == t || o[-1] == ','))
+			e->uid = strtol(o + 8, NULL, 10);
+	}
 	return 0;
 }
 

@@ -8,7 +8,8 @@
 # each with its seconds and RPC counts; test5 rows have MB/s, and the
 # ratio is the system's MB/s over plain libnfs's at the same round trip;
 # the 1 ms rows with a target say whether it was met.  Plain libnfs sends
-# one WRITE or READ per 8 KiB.  The figures themselves are not asserted:
+# one WRITE or READ per 8 KiB.  A reader of its standard error that goes
+# away (| head) does not kill it before it stops its server.  The figures themselves are not asserted:
 # the machine is shared and noisy.
 . "$(dirname "$0")/functions.sh"
 command -v python3 >/dev/null 2>&1 || { echo "python3 not found"; exit 77; }
@@ -51,4 +52,27 @@ lease = by[("open-heavy later", 1, "lease")]
 assert lease["getattr_rpcs"] == 0, ("lease: GETATTR on later opens", lease)
 print("ok: %d rows; lease: no GETATTR on later opens" % len(rows))
 PY
+
+# A reader that goes away (| head -n 1 of its progress lines) must not
+# kill the run before it stops its server: no process of the run (found
+# by a mark in their environment) is left.
+tag=clio-test-bench-nfs-$$
+# tagged: the pids whose environment holds the mark
+tagged() {
+	for d in /proc/[0-9]*; do
+		{ tr '\0' '\n' <"$d/environ"; } 2>/dev/null | grep -qx "CLIO_TEST_MARK=$tag" &&
+			echo "${d#/proc/}"
+	done
+	true
+}
+CLIO_TEST_MARK=$tag "$CLIO" bench nfs --quick 2>&1 >/dev/null | head -n 1 >"$tmp/first"
+sleep 1
+left=$(tagged)
+if [ -n "$left" ]; then
+	for p in $left; do echo "    left: $p $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)" >&2; done
+	kill $left 2>/dev/null
+	fail "clio bench nfs left its processes behind after its reader went away"
+fi
+grep -q "clio bench: nfs:" "$tmp/first" || fail "no progress line: $(cat "$tmp/first")"
+echo "ok: its reader gone, the run still stops its server"
 exit 0

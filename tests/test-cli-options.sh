@@ -7,7 +7,11 @@
 # (clio dd --help naming every option); an unknown command, an unknown
 # long or short option and an option without its value exit 64 with one
 # line on standard error that names the subcommand and the option, and
-# nothing on standard output.
+# nothing on standard output.  A standard output that cannot be written
+# (/dev/full) is exit 74 with one line naming it, for clio bench (text and
+# --json) and clio info; clio bench --plot naming a file that is no
+# directory is 73 before any experiment runs.  "--" ends the options
+# of clio info, bench and umount.
 . "$(dirname "$0")/functions.sh"
 
 # run ARGS...: clio ARGS, $rc, $tmp/out, $tmp/err
@@ -106,4 +110,44 @@ bad_usage "'0'" stat "$tmp" -i 0
 run stat "$tmp" --json
 [ $rc -eq 66 ] && ! grep -q -- "--json" "$tmp/err" || fail "clio stat DIR --json: exit $rc: $(cat "$tmp/err")"
 echo "ok: clio stat: no mount 66, bad combinations 64, one line each"
+
+# "--" ends the options: what follows is the operand, even one starting with -
+cp /dev/null "$tmp/-dev"
+(cd "$tmp" && "$CLIO" info -- -dev >/dev/null) || fail "clio info -- -dev: exit $?"
+(cd "$tmp" && "$CLIO" info --json -- -dev | grep -q '"device": "-dev"') ||
+	fail "clio info --json -- -dev"
+run bench --quick -- maxbsize
+[ $rc -eq 0 ] || fail "clio bench --quick -- maxbsize: exit $rc: $(cat "$tmp/err")"
+run umount -- "$tmp"
+[ $rc -eq 64 ] && grep -q "not a clio mount" "$tmp/err" ||
+	fail "clio umount -- DIR: exit $rc: $(cat "$tmp/err")"
+bad_usage "'$tmp'" umount "$tmp" "$tmp"
+echo "ok: -- ends the options of clio info, bench and umount; a second mount point is one line"
+
+# full_out WORD ARGS...: clio ARGS >/dev/full exits 74, one line naming WORD
+full_out() {
+	word=$1
+	shift
+	rc=0
+	"$CLIO" "$@" >/dev/full 2>"$tmp/err" </dev/null || rc=$?
+	[ $rc -eq 74 ] || fail "clio $* >/dev/full: exit $rc, want 74: $(cat "$tmp/err")"
+	[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -qF -- "$word" "$tmp/err" ||
+		fail "clio $* >/dev/full: $(cat "$tmp/err")"
+}
+# --plot naming a file that is no directory: 73 before any experiment runs
+: >"$tmp/plotfile"
+run bench maxbsize --plot "$tmp/plotfile"
+[ $rc -eq 73 ] || fail "clio bench --plot FILE: exit $rc, want 73: $(cat "$tmp/err")"
+[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -qF "$tmp/plotfile" "$tmp/err" ||
+	fail "clio bench --plot FILE: $(cat "$tmp/err")"
+[ ! -s "$tmp/out" ] || fail "clio bench --plot FILE ran: $(head -n 2 "$tmp/out")"
+echo "ok: clio bench --plot FILE: 73 at once"
+if [ -c /dev/full ]; then
+	full_out "standard output" bench maxbsize
+	full_out "standard output" bench maxbsize --json
+	full_out "standard output" bench rawblock --quick --json
+	full_out "standard output" info mem:size=1M
+	full_out "standard output" info mem:size=1M --json
+	echo "ok: clio bench and clio info to a full standard output: 74, one line"
+fi
 exit 0

@@ -17,7 +17,8 @@
 # on (no summary), an output that its user may write but not read; then
 # status=progress on a copy of
 # about two seconds: GNU's progress lines, each rewritten with a
-# carriage return, in whole seconds, then the summary.
+# carriage return, in whole seconds, then the summary; with --iostat, the
+# progress line ends before each interval's line.
 . "$(dirname "$0")/functions.sh"
 . "$(dirname "$0")/dd-compare.sh"
 cd "$tmp" || fail "cd $tmp"
@@ -98,6 +99,17 @@ grep -q '^101+0 records in$' "$tmp/perr" && grep -q '^101000 bytes (101 kB, 99 K
 head -c 50000 "$tmp/in" >"$tmp/pwant"; head -c 50000 "$tmp/in" >>"$tmp/pwant"; head -c 1000 "$tmp/in" >>"$tmp/pwant"
 cmp -s "$tmp/pout" "$tmp/pwant" || fail "status=progress: the copy differs"
 echo "ok: status=progress: $(wc -l <"$tmp/plines") progress lines in GNU's form, then the summary"
+# with --iostat too: a progress line ends before an interval's line, which
+# starts a line of its own, and no empty line comes before the summary
+{ head -c 50000 "$tmp/in"; sleep 1.15; head -c 50000 "$tmp/in"; sleep 0.6; head -c 1000 "$tmp/in"; } |
+	"$CLIO" dd of=mem:size=1M bs=1000 iflag=fullblock status=progress --iostat=0.5 2>"$tmp/perr" ||
+	fail "status=progress --iostat: clio dd failed: $(cat "$tmp/perr")"
+grep -q 'copied, [0-9]* s, [0-9.]* [kMG]*B/s  *[0-9]' "$tmp/perr" &&
+	{ cat -A "$tmp/perr" | head; fail "status=progress --iostat: an interval line after a progress line"; }
+grep -q "$(printf '\r')" "$tmp/perr" || fail "status=progress --iostat: no progress line"
+sed -n '1,/records in/p' "$tmp/perr" | grep -q '^$' &&
+	{ cat -A "$tmp/perr" | head; fail "status=progress --iostat: an empty line"; }
+echo "ok: status=progress with --iostat: each line whole"
 # An output its user may write but not read (mode 0200): GNU dd writes
 # it through a write-only descriptor, truncated at seek=
 if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null 2>&1; then

@@ -4,7 +4,10 @@
 # naming the value and touch nothing; good copies (file to file, ibs != obs,
 # skip/seek/count, conv=notrunc, iflag/oflag=direct, pipes) give the same
 # bytes and the same "records in/out" lines as GNU dd; --iostat prints
-# lines; --json parses and has its keys.
+# lines, and names two devices whose names differ only after their 22nd
+# character apart, each over its own columns, and a figure wider than its
+# column (16384 KB/t) with fewer decimals, and a tiny interval
+# (1e-300) does not hang it; --json parses and has its keys.
 set -e
 . "$(dirname "$0")/functions.sh"
 export LC_ALL=C # the messages quote as in the C locale
@@ -327,6 +330,30 @@ grep -q 'KB/t' "$tmp/err" || fail "--iostat: no header"
 n=$(awk '$1 ~ /^[0-9]+\.[0-9][0-9]$/ && NF == 4 && $2 == "64.00" { n++ } END { print n + 0 }' "$tmp/err")
 [ "$n" -ge 3 ] || fail "--iostat=1: $n interval lines in: $(cat "$tmp/err")"
 echo "ok: --iostat=1 printed $n lines"
+# two names alike in their first 22 characters: told apart, columns aligned
+mkdir "$tmp/a-directory-with-a-long-name"
+ln="$tmp/a-directory-with-a-long-name/input-file"
+head -c 4M /dev/zero >"$ln-one"
+"$CLIO" dd if="$ln-one" of="$ln-two" bs=64k --iostat=0.01 2>"$tmp/err" ||
+	fail "--iostat run failed: $(cat "$tmp/err")"
+head -n 1 "$tmp/err" | grep -q 'file-one .*file-two$' ||
+	fail "--iostat: the devices are not told apart: $(head -n 1 "$tmp/err")"
+awk 'NR == 1 { w = length($0) } NR > 1 && /^ *[0-9s]/ && NF >= 4 && length($0) != w { exit 1 }
+	/records in/ { exit 0 }' "$tmp/err" || { cat "$tmp/err"; fail "--iostat: columns not aligned"; }
+echo "ok: --iostat names two long, alike devices apart"
+# 16 MiB transfers: 16384 KB/t loses a decimal, not its column's place
+"$CLIO" dd if=/dev/zero of=mem:size=64M bs=16M count=4 --maxphys=16M --iostat=0.001 \
+	2>"$tmp/err" || fail "--iostat run failed: $(cat "$tmp/err")"
+grep -q ' 16384.0 ' "$tmp/err" || fail "--iostat: no 16 MiB transfer: $(cat "$tmp/err")"
+awk 'NR == 1 { w = length($0) } /records in/ { exit 0 } length($0) != w { exit 1 }' "$tmp/err" ||
+	{ cat "$tmp/err"; fail "--iostat: 16384 KB/t out of its column"; }
+echo "ok: --iostat keeps 16384 KB/t in its column"
+# an interval far below the clock's resolution at the time: no hang
+rc=0
+timeout -k 5 30 "$CLIO" dd if=/dev/zero of=mem:size=1M count=100 --iostat=1e-300 2>"$tmp/err" || rc=$?
+[ $rc -eq 0 ] || fail "--iostat=1e-300: exit $rc (124: it hung): $(tail -n 3 "$tmp/err")"
+grep -q '^100+0 records out$' "$tmp/err" || fail "--iostat=1e-300: $(tail -n 3 "$tmp/err")"
+echo "ok: --iostat=1e-300 ends"
 
 # ------------------------------------------------------------ --json
 

@@ -6,8 +6,9 @@
 # SIGTERM leaves no mount behind; a second mount on the same directory is
 # refused (exit 73, one line naming it) and stacks nothing; clio umount
 # of a directory that is no clio mount exits 64, of a missing one 66,
-# each with one line naming it, and removes a dead mount; --help of
-# mount and umount exits 0.
+# each with one line naming it, and removes a dead mount; another user's
+# clio umount of root's mount exits 77 at once (not after 3 s as busy)
+# with one line, and the mount stays; --help of mount and umount exits 0.
 set -e
 . "$(dirname "$0")/mount-common.sh"
 
@@ -83,6 +84,23 @@ one_line $rc 64 src err
 rc=0
 "$CLIO" umount nothere 2>err || rc=$?
 one_line $rc 66 nothere err
+# another user may not unmount root's mount: 77 at once, one line
+"$CLIO" mount src mnt 2>err || fail "clio mount src mnt: $(cat err)"
+mount_pid=$(daemon_pid mnt) || fail "no daemon for mnt"
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null 2>&1; then
+	chmod 755 "$tmp"
+	rc=0
+	start=$(date +%s)
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$CLIO" umount mnt 2>err || rc=$?
+	one_line $rc 77 "another user" err
+	[ $(( $(date +%s) - start )) -lt 2 ] || fail "another user's clio umount waited"
+	[ "$(mounts_on "$tmp/mnt")" -eq 1 ] || fail "another user unmounted root's mount"
+	[ "$(cat mnt/f)" = data ] || fail "the mount does not serve after another user's umount"
+	echo "ok: another user's clio umount: 77, one line"
+fi
+"$CLIO" umount mnt 2>err || fail "clio umount mnt: $(cat err)"
+gone "$mount_pid"
+mount_pid=
 # a dead mount (the daemon killed) is removed
 "$CLIO" mount src mnt 2>err || fail "clio mount src mnt: $(cat err)"
 mount_pid=$(daemon_pid mnt) || fail "no daemon for mnt"

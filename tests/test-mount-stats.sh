@@ -8,7 +8,10 @@
 # transfer; write_clusters and the hit counters move; the
 # file is hidden from readdir, mode 0400 and refuses writes; `clio stat`
 # of a directory that is no clio mount exits 66; in pass-through mode the
-# file hides a real one of that name, which survives.
+# file hides a real one of that name, which survives; a .clio-stats
+# of the user's in a subdirectory is never taken for the mount's: clio
+# stat of the subdirectory, of a file in it, or as another user, is 66
+# with one line and prints no figures.
 set -e
 . "$(dirname "$0")/mount-common.sh"
 mnt=$tmp/mnt dir=$tmp/dir
@@ -81,6 +84,38 @@ cat "$mnt/.clio-stats" >"$tmp/s3"
 exec 3<&-
 grep -q '^f front_reads: ' "$tmp/s3" || fail "pass-through: open file f not listed"
 [ "$(val devices "$tmp/s3")" -eq 1 ] || fail "pass-through: devices $(val devices "$tmp/s3")"
+# a forged control file below the root is not the mount's
+mkdir "$dir/sub"
+printf 'hits: 12345\nmisses: 1\n' >"$dir/sub/.clio-stats"
+for p in "$mnt/sub" "$mnt/sub/" "$mnt/sub/.clio-stats"; do
+	for o in "" --json --raw; do
+		rc=0
+		"$CLIO" stat $o "$p" >"$tmp/out" 2>"$tmp/err" || rc=$?
+		[ "$rc" -eq 66 ] || fail "clio stat $o $p (not the root): exit $rc, want 66"
+		[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "root of a clio mount" "$tmp/err" ||
+			fail "clio stat $o $p: $(cat "$tmp/err")"
+		grep -q 12345 "$tmp/out" && fail "clio stat $o $p took the forged file: $(cat "$tmp/out")"
+	done
+done
+rc=0
+"$CLIO" stat "$mnt/sub/" -i 0.1 -c 2 >"$tmp/out" 2>"$tmp/err" || rc=$?
+[ "$rc" -eq 66 ] || fail "clio stat -i of a subdirectory: exit $rc, want 66"
+"$CLIO" stat "$mnt/sub/.." | grep -q "^$mnt/sub/..: clio mount of $dir" ||
+	fail "clio stat of the root by another name"
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null 2>&1; then
+	# another user (no allow_other): one line that says why, not "no .clio-stats"
+	chmod 755 "$tmp"
+	rc=0
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$CLIO" stat "$mnt" \
+		>"$tmp/out" 2>"$tmp/err" || rc=$?
+	[ "$rc" -eq 66 ] || fail "another user's clio stat: exit $rc, want 66"
+	[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "Permission denied" "$tmp/err" ||
+		fail "another user's clio stat: $(cat "$tmp/err")"
+	[ -s "$tmp/out" ] && fail "another user's clio stat printed: $(cat "$tmp/out")"
+fi
+echo "ok: below the root (a forged .clio-stats) and as another user: 66, one line"
 mount_stop "$mnt"
 [ "$(cat "$dir/.clio-stats")" = real ] || fail "the hidden real file changed"
+[ "$(cat "$dir/sub/.clio-stats")" = "$(printf 'hits: 12345\nmisses: 1')" ] ||
+	fail "the forged file changed"
 exit 0

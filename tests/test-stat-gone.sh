@@ -6,8 +6,9 @@
 # printed so far whole and in iostat's columns; a mount whose daemon was
 # killed (the kernel's mount left, "Transport endpoint is not
 # connected") is 66 with one line, in the summary, --json (still a JSON
-# document) and -i; without MOUNTPOINT a dead mount among live ones is
-# one line and 66 while the live one is reported.
+# document) and -i; a dead mount among live ones (named, or without
+# MOUNTPOINT) is one line and 66 while the live one is reported, also
+# by -i.
 . "$(dirname "$0")/mount-common.sh"
 # (mount_start sets $src and $mnt: the paths are named here once)
 d1=$tmp/mnt d2=$tmp/mnt2 s1=$tmp/src s2=$tmp/src2
@@ -56,6 +57,11 @@ one_line 66 "$tmp/err" "$d1"
 rc=0; "$CLIO" stat >"$tmp/out" 2>"$tmp/err" || rc=$?
 one_line 66 "$tmp/err" "$d1"
 grep -q "^$d2: clio mount of $s2" "$tmp/out" || fail "the live mount is not reported: $(cat "$tmp/out")"
+rc=0; "$CLIO" stat -i 0.1 -c 2 "$d1" "$d2" >"$tmp/out" 2>"$tmp/err" || rc=$?
+one_line 66 "$tmp/err" "$d1"
+[ "$(wc -l <"$tmp/out")" -eq 4 ] && awk 'NR > 2 && NF != 7 { exit 1 }' "$tmp/out" &&
+	grep -q "mnt2 storage" "$tmp/out" ||
+	{ cat "$tmp/out"; fail "clio stat -i: the live mount beside a dead one is not reported"; }
 echo "ok: a killed daemon: 66 with one line (summary, --json, -i); the live mount still reported"
 fusermount3 -uz "$d1" 2>/dev/null
 mount_stop "$d2"
