@@ -52,6 +52,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -108,14 +109,19 @@ struct core_ctx {
 	uint64_t rand_hits, rand_lookups; /* (c): clio's, all runs */
 };
 
-static volatile sig_atomic_t stop;
+/* set by the handler, read by the readers' threads: an atomic (lock-free),
+ * not a volatile sig_atomic_t, which is no synchronisation between threads */
+static atomic_int stop;
 static volatile unsigned char copy_seen; /* (b)'s bound: its copies are used */
 
 static void
 on_signal(int sig)
 {
+	int saved = errno;
+
 	(void)sig;
-	stop = 1;
+	atomic_store(&stop, 1);
+	errno = saved;
 }
 
 static double
@@ -928,7 +934,7 @@ exp_core(const struct bench_opts *bo, struct table *t)
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
-	stop = 0;
+	atomic_store(&stop, 0);
 	sigaction(SIGINT, &sa, &old_int);
 	sigaction(SIGTERM, &sa, &old_term);
 
