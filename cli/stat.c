@@ -20,6 +20,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -484,14 +485,17 @@ cmd_stat(int argc, char **argv)
 		case 'i':
 			secs = strtod(optarg, &end);
 			if (*end != '\0' || !(secs > 0) || secs > 86400) {
-				fprintf(stderr, "clio stat: bad interval '%s' (seconds, > 0)\n", optarg);
+				fprintf(stderr, "clio stat: bad interval '%s' (seconds, more than 0 "
+					"and at most 86400)\n", optarg);
 				return EX_USAGE;
 			}
 			break;
 		case 'c':
+			errno = 0;
 			count = strtol(optarg, &end, 10);
-			if (*end != '\0' || count < 1) {
-				fprintf(stderr, "clio stat: bad count '%s' (1 or more)\n", optarg);
+			if (*end != '\0' || errno == ERANGE || count < 1) {
+				fprintf(stderr, "clio stat: bad count '%s' (1 to %ld)\n", optarg,
+					LONG_MAX);
 				return EX_USAGE;
 			}
 			break;

@@ -105,6 +105,9 @@ run stat "$tmp"
 bad_usage "-c" stat -c 2 "$tmp"
 bad_usage "-x" stat -x "$tmp"
 bad_usage "interval" stat -i 0 "$tmp"
+# the interval's limit named; a count past long's range is no count
+bad_usage "'1e9' (seconds, more than 0 and at most 86400)" stat -i 1e9 "$tmp"
+bad_usage "'99999999999999999999'" stat -c 99999999999999999999 "$tmp"
 # options after the mount point are options
 bad_usage "'0'" stat "$tmp" -i 0
 run stat "$tmp" --json
