@@ -251,6 +251,7 @@ static void
 print_json(FILE *fp, const char *mnt, const struct snap *s)
 {
 	const char *src = snap_str(s->kv, s->nkv, "source");
+	const char *mp = snap_str(s->kv, s->nkv, "mountpoint");
 	struct io_counts req;
 	struct iostat_x x;
 	const char *sep = "";
@@ -259,7 +260,7 @@ print_json(FILE *fp, const char *mnt, const struct snap *s)
 	requests_of(s, &req);
 	iostat_x_of(&x, &req, NULL, G(s, "uptime_s"));
 	fputs("{\"mountpoint\": ", fp);
-	json_string(fp, mnt);
+	json_string(fp, mp != NULL ? mp : mnt); /* the daemon's: absolute */
 	fputs(", \"source\": ", fp);
 	json_string(fp, src ? src : "");
 	fprintf(fp, ", \"uptime_s\": %.3f, \"cache\": {", G(s, "uptime_s"));

@@ -45,6 +45,10 @@ want "devices closed or idle" \
 	"$(json 'm["total"]["devices_closed"] + m["total"]["devices_idle"] >= 1')" True
 want "source" "$(json 'm["source"]')" "$src"
 want "mountpoint" "$(json 'm["mountpoint"]')" "$mnt"
+# a mount point given relative is named absolute, as the daemon has it
+(cd "$tmp" && "$CLIO" stat --json mnt) >"$tmp/reljson" || fail "clio stat --json mnt"
+want "mountpoint given as mnt" \
+	"$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["mounts"][0]["mountpoint"])' "$tmp/reljson")" "$mnt"
 # O_DIRECT: the kernel keeps the pages of a file that did not change
 # behind the mount's back, and this read is to reach clio
 dd if="$mnt/w" of=/dev/null bs=100000 iflag=direct 2>/dev/null
