@@ -2559,6 +2559,22 @@ program_fd_of(uint64_t ino)
 	return found;
 }
 
+/* Room in *list (of *room entries) for entry n and the NULL after it:
+ * 0, or -1 without memory (the list as it was). */
+static int
+writers_room(char ***list, size_t *room, size_t n)
+{
+	char **l2;
+
+	if (n + 1 < *room)
+		return 0;
+	if ((l2 = realloc(*list, 2 * *room * sizeof(**list))) == NULL)
+		return -1;
+	*list = l2;
+	*room *= 2;
+	return 0;
+}
+
 /* The files that programs hold open for writing now (malloc'ed,
  * NULL-ended; NULL without memory): at a signal mount.c fsyncs each
  * through the mount, so that the kernel's dirty pages of it reach clio
@@ -2606,26 +2622,16 @@ mountfs_writers(void)
 				far[nfar++] = st;
 				continue;
 			}
-			if (n + 1 == room) {
-				char **l2 = realloc(list, 2 * room * sizeof(*list));
-				if (l2 == NULL)
-					break;
-				list = l2;
-				room *= 2;
-			}
+			if (writers_room(&list, &room, n) < 0)
+				break;
 			if ((list[n] = strdup(rel)) != NULL)
 				n++;
 		}
 	}
 	pthread_mutex_unlock(&tbl_lock);
 	for (size_t i = 0; i < nfar; i++) {
-		if (n + 1 == room) {
-			char **l2 = realloc(list, 2 * room * sizeof(*list));
-			if (l2 == NULL)
-				break;
-			list = l2;
-			room *= 2;
-		}
+		if (writers_room(&list, &room, n) < 0)
+			break;
 		report_ino(&far[i]);
 		if ((list[n] = program_fd_of((uint64_t)far[i].st_ino)) != NULL)
 			n++;

@@ -446,22 +446,11 @@ rbd_dev_discard(clio_dev *d, uint64_t off, uint64_t len, bool zero)
 }
 
 static void
-rbd_start_or_done(struct rbd_dev *rd, struct rbd_cmd *cmd)
-{
-	int r = rbd_cmd_start(cmd);
-
-	if (r != 0) {
-		if (r < 0)
-			cmd->ret = r;
-		rbd_queue_done(rd, cmd);
-	}
-}
-
-static void
 rbd_submit(clio_dev *d, struct dev_io *p)
 {
 	struct rbd_dev *rd = d->priv;
 	struct rbd_cmd *cmd;
+	int r;
 
 	if (p->op == CLIO_OP_WRITE && p->off + p->len > rbd_size_now(rd)) {
 		dev_piece_defer(p); /* grows the image first, on the pool */
@@ -473,12 +462,15 @@ rbd_submit(clio_dev *d, struct dev_io *p)
 	}
 	cmd->p = p;
 	cmd->rd = rd;
-	if (rbd_timed(rd, p) && rbd_stuck(rd)) { /* threading rule 8 */
-		cmd->ret = -ETIMEDOUT;
+	if (rbd_timed(rd, p) && rbd_stuck(rd)) /* threading rule 8 */
+		r = -ETIMEDOUT;
+	else
+		r = rbd_cmd_start(cmd);
+	if (r != 0) {
+		if (r < 0)
+			cmd->ret = r;
 		rbd_queue_done(rd, cmd);
-		return;
 	}
-	rbd_start_or_done(rd, cmd);
 }
 
 /* Threading rule 3; rule 8 for a command that librbd holds too long. */
